@@ -1,0 +1,46 @@
+"""W1 scalar chain: ``y = sin(y) * a + b`` for ``n`` steps on 0-d float64 tensors.
+
+Measures the per-op cost of recording and of the reverse sweep on tiny values.
+"""
+
+from .common import BACKENDS, SCALAR_STEPS, Benchmark, import_backend, leaf
+
+
+def _chain(x, a, b, n):
+    y = x
+    for _ in range(n):
+        y = (y.sin() * a) + b
+    return y
+
+
+def _leaves(lib):
+    return leaf(lib, 0.5), leaf(lib, 0.9), leaf(lib, 0.1)
+
+
+class ScalarChain(Benchmark):
+    params = [SCALAR_STEPS, BACKENDS]
+    param_names = ["n", "backend"]
+
+    def setup(self, n, backend):
+        self.x, self.a, self.b = _leaves(import_backend(backend))
+
+    def time_forward(self, n, backend):
+        _chain(self.x, self.a, self.b, n)
+
+    def time_forward_backward(self, n, backend):
+        _chain(self.x, self.a, self.b, n).backward()
+
+
+class ScalarChainBackward(Benchmark):
+    params = [SCALAR_STEPS, BACKENDS]
+    param_names = ["n", "backend"]
+    # Backward frees the graph, so every timed call needs the fresh graph that
+    # setup builds: one call per sample, and no warmup calls between setups.
+    number = 1
+    warmup_time = 0
+
+    def setup(self, n, backend):
+        self.y = _chain(*_leaves(import_backend(backend)), n)
+
+    def time_backward(self, n, backend):
+        self.y.backward()

@@ -1,0 +1,20 @@
+"""The operator library of `tape`. Every op is defined once, in the module of
+its kind, and is also reachable as `tape.<name>` and as a Tensor method.
+"""
+from tape import _registry
+
+from ops.elementwise import (abs, add, clone, cos, div, exp, log, mul, neg, pow, relu, sigmoid, sin,
+                             sqrt, square, sub, tanh, to, true_divide)
+from ops.shape import (broadcast_to, expand, flatten, permute, reshape, squeeze, t, transpose,
+                       unsqueeze, view)
+from ops.reduction import mean, sum
+from ops.linalg import bmm, dot, matmul, mm, mv, outer
+from ops.inplace import add_, div_, fill_, mul_, sub_, zero_
+
+__all__ = ["abs", "add", "clone", "cos", "div", "exp", "log", "mul", "neg", "pow", "relu", "sigmoid",
+           "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide", "broadcast_to", "expand",
+           "flatten", "permute", "reshape", "squeeze", "t", "transpose", "unsqueeze", "view", "mean",
+           "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_", "div_", "fill_", "mul_", "sub_",
+           "zero_"]
+
+_registry.seal()

@@ -1,0 +1,189 @@
+"""Matrix products: dot, mv, mm, bmm, and matmul, which reduces every case to
+them (promoting 1-D operands and broadcasting batch dims explicitly).
+Native kernels call BLAS through Numba's np.dot.
+"""
+import numpy as np
+
+from tape._record import broadcast_shapes, record
+from tape._registry import SAVES_X, SAVES_Y, defop
+from tape._tape import state
+from tape._tensor import Tensor, new_tensor, wrap_value
+
+from ops.shape import expand, reshape, squeeze, transpose, unsqueeze
+
+__all__ = ["dot", "mv", "mm", "bmm", "matmul", "outer"]
+
+
+def _mm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    m, k, n = xsh[0], xsh[1], ysh[1]
+    G2 = G.reshape((m, n))
+    if GA.size:
+        GA2 = GA.reshape((m, k))
+        GA2 += np.dot(G2, Y.reshape((k, n)).T)
+    if GB.size:
+        GB2 = GB.reshape((k, n))
+        GB2 += np.dot(X.reshape((m, k)).T, G2)
+
+
+def _mv_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    m, k = xsh[0], xsh[1]
+    if GA.size:
+        GA2 = GA.reshape((m, k))
+        GA2 += np.outer(G, Y)
+    if GB.size:
+        GB += np.dot(X.reshape((m, k)).T, G)
+
+
+def _dot_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    g = G[0]
+    if GA.size:
+        GA += g * Y
+    if GB.size:
+        GB += g * X
+
+
+def _bmm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    b, m, k, n = xsh[0], xsh[1], xsh[2], ysh[2]
+    G3 = G.reshape((b, m, n))
+    X3 = X.reshape((b, m, k))
+    Y3 = Y.reshape((b, k, n))
+    for i in range(b):
+        if GA.size:
+            GA3 = GA.reshape((b, m, k))
+            GA3[i] += np.dot(G3[i], Y3[i].T)
+        if GB.size:
+            GB3 = GB.reshape((b, k, n))
+            GB3[i] += np.dot(X3[i].T, G3[i])
+
+
+def _need(ctx, k, fn):
+    return fn() if ctx.needs[k] else None
+
+
+_SAVES = SAVES_X | SAVES_Y
+_MM = defop("mm", "MmBackward0", 2, saves=_SAVES, native=_mm_native,
+            vjp=lambda ctx, g: (_need(ctx, 0, lambda: mm(g, transpose(ctx.y, 0, 1))),
+                                _need(ctx, 1, lambda: mm(transpose(ctx.x, 0, 1), g))))
+_MV = defop("mv", "MvBackward0", 2, saves=_SAVES, native=_mv_native,
+            vjp=lambda ctx, g: (_need(ctx, 0, lambda: unsqueeze(g, 1) * ctx.y),
+                                _need(ctx, 1, lambda: mv(transpose(ctx.x, 0, 1), g))))
+_DOT = defop("dot", "DotBackward0", 2, saves=_SAVES, native=_dot_native,
+             vjp=lambda ctx, g: (_need(ctx, 0, lambda: g * ctx.y), _need(ctx, 1, lambda: g * ctx.x)))
+_BMM = defop("bmm", "BmmBackward0", 2, saves=_SAVES, native=_bmm_native,
+             vjp=lambda ctx, g: (_need(ctx, 0, lambda: bmm(g, transpose(ctx.y, 1, 2))),
+                                 _need(ctx, 1, lambda: bmm(transpose(ctx.x, 1, 2), g))))
+
+
+def _product(opdef, x, y, value):
+    value = wrap_value(value)
+    rgx, rgy = x._rg, y._rg
+    if not ((rgx or rgy) and state.grad_enabled):
+        return new_tensor(value)
+    return record(opdef, value, (x, y))
+
+
+def _check_float(name, x, y):
+    if x.dtype != y.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {x.dtype.name} != "
+                           f"{y.dtype.name}")
+
+
+def dot(x, y):
+    """Inner product of two 1-D tensors."""
+    if x.ndim != 1 or y.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
+    if x.shape != y.shape:
+        raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have the "
+                           "same number of elements, but got %d and %d elements respectively"
+                           % (x.shape[0], y.shape[0], x.shape[0], y.shape[0]))
+    _check_float("dot", x, y)
+    return _product(_DOT, x, y, np.dot(x._value, y._value))
+
+
+def mv(x, y):
+    """Matrix (m, k) times vector (k,)."""
+    if x.ndim != 2 or y.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {x.ndim}, {y.ndim}")
+    if x.shape[1] != y.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
+                           f"vec ({y.shape[0]})")
+    _check_float("mv", x, y)
+    return _product(_MV, x, y, x._value @ y._value)
+
+
+def mm(x, y):
+    """Matrix (m, k) times matrix (k, n)."""
+    if x.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if y.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if x.shape[1] != y.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
+                           f"{y.shape[0]}x{y.shape[1]})")
+    _check_float("mm", x, y)
+    return _product(_MM, x, y, x._value @ y._value)
+
+
+def bmm(x, y):
+    """Batched (b, m, k) times (b, k, n)."""
+    if x.ndim != 3 or y.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
+    if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}].")
+    _check_float("bmm", x, y)
+    return _product(_BMM, x, y, np.matmul(x._value, y._value))
+
+
+def outer(x, y):
+    """Outer product of two 1-D tensors."""
+    return unsqueeze(x, 1) * unsqueeze(y, 0)
+
+
+def matmul(x, y):
+    """Matrix product with NumPy's rules: 1-D operands are promoted, batch
+    dims broadcast.
+
+    >>> import tape
+    >>> (tape.ones(2, 3) @ tape.ones(3)).tolist()
+    [3.0, 3.0]
+    """
+    if not isinstance(y, Tensor) or not isinstance(x, Tensor):
+        raise TypeError("matmul(): argument 'other' must be Tensor")
+    if x.ndim == 0 or y.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
+                           f"and {y.ndim}D")
+    if x.ndim == 1 and y.ndim == 1:
+        return dot(x, y)
+    if x.ndim == 2 and y.ndim == 1:
+        return mv(x, y)
+    if x.ndim == 2 and y.ndim == 2:
+        return mm(x, y)
+    if x.ndim == 1 and y.ndim == 2:
+        return squeeze(mm(unsqueeze(x, 0), y), 0)
+    xb = unsqueeze(x, 0) if x.ndim == 1 else x
+    yb = unsqueeze(y, -1) if y.ndim == 1 else y
+    if xb.shape[-1] != yb.shape[-2]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{xb.shape[-1]}, {yb.shape[-2]}] but got: [{yb.shape[-2]}, {yb.shape[-1]}].")
+    batch = broadcast_shapes(xb.shape[:-2], yb.shape[:-2])
+    m, k, n = xb.shape[-2], xb.shape[-1], yb.shape[-1]
+    nb = int(np.prod(batch))
+    x3 = reshape(expand(xb, batch + (m, k)), (nb, m, k))
+    y3 = reshape(expand(yb, batch + (k, n)), (nb, k, n))
+    out = reshape(bmm(x3, y3), batch + (m, n))
+    if x.ndim == 1:
+        out = squeeze(out, -2)
+    if y.ndim == 1:
+        out = squeeze(out, -1)
+    return out
+
+
+def _rmatmul(x, y):
+    return matmul(y, x)
+
+
+Tensor.__matmul__ = matmul
+Tensor.__rmatmul__ = _rmatmul
+for _name, _fn in {"dot": dot, "mv": mv, "mm": mm, "bmm": bmm, "matmul": matmul, "outer": outer}.items():
+    setattr(Tensor, _name, _fn)

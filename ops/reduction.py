@@ -1,0 +1,84 @@
+"""Reductions: sum and mean, over everything or over `dim` (int or tuple),
+with `keepdim`. The native kernel broadcasts g back, scaled by p (1/n for mean).
+"""
+import numpy as np
+
+from tape._dtypes import as_dtype
+from tape._record import record
+from tape._registry import defop
+from tape._tape import state
+from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
+
+from ops.shape import bcast_index, expand, reshape
+
+__all__ = ["sum", "mean"]
+
+
+def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    if G.size == 1:
+        g = G[0] * pp
+        for i in range(GA.size):
+            GA[i] += g
+    else:
+        for i in range(GA.size):
+            GA[i] += G[bcast_index(i, xsh, ints)] * pp
+
+
+def _reduce_vjp(ctx, g):
+    g = expand(reshape(g, tuple(ctx.ints)), ctx.x_shape)
+    return (g if ctx.p == 1.0 else g * ctx.p,)
+
+
+_SUM_ALL = defop("sum", "SumBackward0", 1, vjp=_reduce_vjp, native=_reduce_native)
+_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native)
+_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native)
+_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native)
+
+
+def _dims(x, dim):
+    if dim is None:
+        return None
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    out = tuple(sorted({_norm_dim(d, x.ndim) for d in dims}))
+    if len(out) != len(dims):
+        raise RuntimeError("dim appears multiple times in the list of dims")
+    return out
+
+
+def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, numpy_fn, mean):
+    dims = _dims(x, dim)
+    a = x._array()
+    if dtype is not None:
+        a = a.astype(as_dtype(dtype))
+    axis = None if dims is None or x.ndim == 0 else dims
+    value = wrap_value(numpy_fn(a, axis=axis, keepdims=keepdim))
+    if not (x._rg and state.grad_enabled):
+        return new_tensor(value)
+    reduced = range(x.ndim) if dims is None else dims
+    kshape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape))
+    count = int(np.prod([x.shape[k] for k in reduced])) if x.ndim else 1
+    p = 1.0 / count if mean and count else 1.0
+    opdef = ops_all if dims is None else ops_dim
+    return record(opdef, value, (x,), p=p, ints=kshape)
+
+
+def sum(x, dim=None, keepdim=False, *, dtype=None):
+    """Sum of all elements, or over `dim` (an int or a tuple).
+
+    >>> import tape
+    >>> tape.sum(tape.tensor([[1., 2.], [3., 4.]]), dim=0)
+    tensor([4., 6.])
+    """
+    return _reduce(x, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, np.sum, False)
+
+
+def mean(x, dim=None, keepdim=False, *, dtype=None):
+    """Mean of all elements, or over `dim` (an int or a tuple)."""
+    if x.dtype.kind not in "fc" and dtype is None:
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
+                           f"point or complex dtype. Got: {x.dtype.name}")
+    return _reduce(x, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, np.mean, True)
+
+
+Tensor.sum = sum
+Tensor.mean = mean

@@ -1,0 +1,342 @@
+"""Shape ops: expand (also the engine's implicit broadcast), the reshape
+family, permutations, and indexing. Each registers a differentiable VJP and
+a native kernel; the native kernels work on flat C-order buffers.
+"""
+import numpy as np
+
+from tape._record import record
+from tape._registry import defop, native_helper
+from tape._tape import state
+from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
+
+__all__ = ["expand", "broadcast_to", "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute",
+           "transpose", "t", "getitem", "sum_to"]
+
+
+@native_helper
+def bcast_index(i, full, reduced):
+    """Flat index into `reduced` of element i of `full`, where `reduced`
+    broadcasts to `full` (right-aligned, size-1 dims repeat)."""
+    j = 0
+    stride = 1
+    nf = full.size
+    lead = nf - reduced.size
+    for k in range(nf - 1, -1, -1):
+        d = full[k]
+        q = i % d
+        i //= d
+        if k >= lead:
+            dr = reduced[k - lead]
+            if dr != 1:
+                j += q * stride
+            stride *= dr
+    return j
+
+
+def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for i in range(G.size):
+        GA[bcast_index(i, osh, xsh)] += G[i]
+
+
+def _flat_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for i in range(G.size):
+        GA[i] += G[i]
+
+
+def _permute_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    nd = osh.size
+    xstride = np.ones(nd, np.int64)
+    for k in range(nd - 2, -1, -1):
+        xstride[k] = xstride[k + 1] * xsh[k + 1]
+    for i in range(G.size):
+        rem = i
+        j = 0
+        for k in range(nd - 1, -1, -1):
+            d = osh[k]
+            j += (rem % d) * xstride[ints[k]]
+            rem //= d
+        GA[j] += G[i]
+
+
+def _gather_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for i in range(G.size):
+        GA[ints[i]] += G[i]
+
+
+def _scatter_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for i in range(GA.size):
+        GA[i] += G[ints[i]]
+
+
+def sum_to(g, shape):
+    """Sum `g` down to `shape`, undoing a broadcast (differentiable)."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    from ops.reduction import sum as _sum
+    lead = g.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + k for k, d in enumerate(shape)
+                                      if d == 1 and g.shape[lead + k] != 1)
+    return reshape(_sum(g, dims, keepdim=True), shape)
+
+
+def _reshape_vjp(ctx, g):
+    return (reshape(g, ctx.x_shape),)
+
+
+_EXPAND = defop("expand", "ExpandBackward0", 1, vjp=lambda ctx, g: (sum_to(g, ctx.x_shape),),
+                native=_expand_native)
+_VIEW = defop("view", "ViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
+_UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
+_SQUEEZE_ALL = defop("squeeze", "SqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
+_SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native)
+
+
+def _permute_vjp(ctx, g):
+    return (permute(g, tuple(np.argsort(ctx.ints).tolist())),)
+
+
+_PERMUTE = defop("permute", "PermuteBackward0", 1, vjp=_permute_vjp, native=_permute_native)
+_TRANSPOSE = defop("transpose", "TransposeBackward0", 1, vjp=_permute_vjp, native=_permute_native)
+_T = defop("t", "TBackward0", 1, vjp=_permute_vjp, native=_permute_native)
+
+
+def _gather_vjp(ctx, g):
+    return (_scatter(g, ctx.ints, ctx.x_shape),)
+
+
+def _scatter_vjp(ctx, g):
+    return (_gather(_INDEX, g, ctx.ints, ctx.x_shape),)
+
+
+_SELECT = defop("select", "SelectBackward0", 1, vjp=_gather_vjp, native=_gather_native)
+_SLICE = defop("slice", "SliceBackward0", 1, vjp=_gather_vjp, native=_gather_native)
+_INDEX = defop("index", "IndexBackward0", 1, vjp=_gather_vjp, native=_gather_native)
+_ALIAS = defop("alias", "AliasBackward0", 1, vjp=_gather_vjp, native=_gather_native)
+_INDEX_UNSQUEEZE = defop("index_unsqueeze", "UnsqueezeBackward0", 1, vjp=_gather_vjp,
+                         native=_gather_native)
+_SCATTER = defop("index_put", "IndexPutBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
+
+
+def _view_result(opdef, x, value, ints=None):
+    """Record a view op: the result shares x's storage and version counter."""
+    value = wrap_value(value)
+    if x._rg and state.grad_enabled:
+        out = record(opdef, value, (x,), ints=ints)
+    else:
+        out = new_tensor(value)
+    if type(value) is np.ndarray and type(x._value) is np.ndarray:
+        x._share_storage(out)
+    return out
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def _infer_shape(shape, numel):
+    shape = list(shape)
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = int(np.prod([s for s in shape if s != -1]))
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[shape.index(-1)] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def reshape(x, *shape):
+    """x with a new shape of the same number of elements (-1 is inferred).
+
+    >>> import tape
+    >>> tape.arange(6.).reshape(2, 3).shape
+    (2, 3)
+    """
+    shape = _infer_shape(_shape_arg(shape), x.numel())
+    if shape == x.shape:
+        return _view_result(_VIEW, x, x._value) if x._rg else x
+    return _view_result(_VIEW, x, x._array().reshape(shape))
+
+
+def view(x, *shape):
+    """Like `reshape`, but only where no copy is needed (as in PyTorch)."""
+    shape = _infer_shape(_shape_arg(shape), x.numel())
+    a = x._array().view()
+    try:
+        a.shape = shape
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least "
+                           "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                           "instead.") from None
+    return _view_result(_VIEW, x, a)
+
+
+def flatten(x, start_dim=0, end_dim=-1):
+    if x.ndim == 0:
+        return reshape(x, 1)
+    s, e = _norm_dim(start_dim, x.ndim), _norm_dim(end_dim, x.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]
+    return x if shape == x.shape else reshape(x, shape)
+
+
+def squeeze(x, dim=None):
+    if dim is None:
+        return _view_result(_SQUEEZE_ALL, x, x._array().reshape([d for d in x.shape if d != 1]))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = {_norm_dim(d, x.ndim) for d in dims}
+    shape = [d for k, d in enumerate(x.shape) if not (k in dims and d == 1)]
+    return _view_result(_SQUEEZE_DIM, x, x._array().reshape(shape))
+
+
+def unsqueeze(x, dim):
+    dim = _norm_dim(dim, x.ndim + 1)
+    return _view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), dim))
+
+
+def permute(x, *dims):
+    """x with its dimensions reordered (a view)."""
+    dims = _shape_arg(dims)
+    if len(dims) != x.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
+                           f"match the length of the desired ordering of dimensions i.e. input.dim() = "
+                           f"{x.ndim} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(_norm_dim(d, x.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return _view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims)
+
+
+def _swap(x, opdef, d0, d1):
+    perm = list(range(x.ndim))
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return _view_result(opdef, x, x._array().transpose(perm), ints=perm)
+
+
+def transpose(x, dim0, dim1):
+    """x with dims dim0 and dim1 swapped (a view)."""
+    if x.ndim == 0:
+        return _view_result(_TRANSPOSE, x, x._value, ints=())
+    return _swap(x, _TRANSPOSE, _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim))
+
+
+def t(x):
+    """The transpose of a tensor of at most 2 dimensions."""
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    if x.ndim < 2:
+        return _view_result(_T, x, x._value, ints=tuple(range(x.ndim)))
+    return _swap(x, _T, 0, 1)
+
+
+def _T_property(x):
+    return permute(x, tuple(range(x.ndim - 1, -1, -1)))
+
+
+def _mT_property(x):
+    if x.ndim < 2:
+        raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
+                           f"{x.ndim}-D tensor.")
+    return _swap(x, _TRANSPOSE, x.ndim - 2, x.ndim - 1)
+
+
+def expand(x, *sizes):
+    """x broadcast to `sizes` (-1 keeps a dim) without copying."""
+    sizes = _shape_arg(sizes)
+    lead = len(sizes) - x.ndim
+    if lead < 0:
+        raise RuntimeError(f"expand({x.dtype}{list(x.shape)}, size={list(sizes)}): the number of sizes "
+                           f"provided ({len(sizes)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({x.ndim})")
+    shape = []
+    for k, s in enumerate(sizes):
+        have = x.shape[k - lead] if k >= lead else None
+        if s == -1:
+            if have is None:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                                   f"non-existing dimension {k}")
+            s = have
+        elif have is not None and have != 1 and have != s:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
+                               f"({have}) at non-singleton dimension {k}.  Target sizes: {list(sizes)}.  "
+                               f"Tensor sizes: {list(x.shape)}")
+        shape.append(s)
+    shape = tuple(shape)
+    if shape == x.shape and not x._rg:
+        return x
+    return _view_result(_EXPAND, x, np.broadcast_to(x._array(), shape), ints=shape)
+
+
+def broadcast_to(x, shape):
+    return expand(x, tuple(shape))
+
+
+def _index_key(key):
+    if isinstance(key, tuple):
+        return tuple(_index_key(k) for k in key)
+    if isinstance(key, Tensor):
+        return key._array()
+    if isinstance(key, list):
+        return np.asarray([k._array() if isinstance(k, Tensor) else k for k in key])
+    return key
+
+
+def _getitem_op(key):
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(isinstance(k, np.ndarray) or isinstance(k, (list, bool)) for k in parts):
+        return _INDEX
+    for k in reversed(parts):
+        if isinstance(k, (int, np.integer)):
+            return _SELECT
+        if isinstance(k, slice) and k != slice(None):
+            return _SLICE
+        if k is None:
+            return _INDEX_UNSQUEEZE
+    return _SLICE if any(isinstance(k, slice) for k in parts) else _ALIAS
+
+
+def _gather(opdef, x, flat_index, shape):
+    value = wrap_value(x._array().reshape(-1)[flat_index].reshape(shape))
+    if x._rg and state.grad_enabled:
+        return record(opdef, value, (x,), ints=flat_index)
+    return new_tensor(value)
+
+
+def _scatter(g, flat_index, shape):
+    out = np.zeros(int(np.prod(shape)), g.dtype)
+    np.add.at(out, flat_index, g._array().reshape(-1))
+    value = wrap_value(out.reshape(shape))
+    if g._rg and state.grad_enabled:
+        return record(_SCATTER, value, (g,), ints=flat_index)
+    return new_tensor(value)
+
+
+def getitem(x, key):
+    """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays."""
+    key = _index_key(key)
+    if x.ndim == 0 and key not in ((), Ellipsis, None) and not isinstance(key, tuple):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    try:
+        value = x._array()[key]
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    opdef = _getitem_op(key)
+    if not (x._rg and state.grad_enabled):
+        return _view_result(opdef, x, value)
+    index = np.arange(x.numel()).reshape(x.shape)[key]
+    return _gather(opdef, x, np.asarray(index, np.int64).reshape(-1), np.shape(value))
+
+
+for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeeze": squeeze,
+                   "unsqueeze": unsqueeze, "permute": permute, "transpose": transpose, "t": t,
+                   "expand": expand, "broadcast_to": broadcast_to, "__getitem__": getitem}.items():
+    setattr(Tensor, _name, _fn)
+Tensor.T = property(_T_property)
+Tensor.mT = property(_mT_property)

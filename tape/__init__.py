@@ -1,0 +1,24 @@
+"""tape: a PyTorch-compatible reverse-mode autograd engine. Forward ops append
+rows to a flat struct-of-arrays tape; backward is one Numba-compiled sweep.
+
+>>> import tape
+>>> x = tape.tensor(2.0, requires_grad=True)
+>>> y = (x * x).sin()
+>>> y.backward()
+>>> round(x.grad.item(), 4)
+-2.6146
+"""
+from ._dtypes import (bool_ as bool, float32, float64, get_default_dtype, int32, int64,
+                      set_default_dtype)
+from ._tensor import Tensor
+from ._factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
+                         linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
+                         randn_like, tensor, zeros, zeros_like)
+from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
+                         no_grad, set_grad_enabled)
+from . import autograd
+
+import ops
+from ops import *  # noqa: F401,F403  (every op is also tape.<name>)
+
+__version__ = "0.1.0"

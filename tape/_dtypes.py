@@ -1,0 +1,38 @@
+"""Dtypes are NumPy dtype objects, so `t.dtype == numpy.float64` holds."""
+import numpy as np
+
+__all__ = ["float64", "float32", "int64", "int32", "bool_", "get_default_dtype",
+           "set_default_dtype", "as_dtype"]
+
+float64 = np.dtype(np.float64)
+float32 = np.dtype(np.float32)
+int64 = np.dtype(np.int64)
+int32 = np.dtype(np.int32)
+bool_ = np.dtype(np.bool_)
+
+_default = [float64]
+
+
+def get_default_dtype():
+    """The dtype of tensors made from Python floats (float64 unless changed)."""
+    return _default[0]
+
+
+def set_default_dtype(dtype):
+    """Set the dtype of tensors made from Python floats: float32 or float64."""
+    dtype = as_dtype(dtype)
+    if dtype not in (float32, float64):
+        raise TypeError(f"only floating-point types are supported as the default type, got {dtype}")
+    _default[0] = dtype
+
+
+def as_dtype(dtype):
+    if dtype is None:
+        return None
+    if dtype is float:
+        return _default[0]
+    if dtype is int:
+        return int64
+    if dtype is bool:
+        return bool_
+    return np.dtype(dtype)

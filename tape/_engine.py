@@ -1,0 +1,302 @@
+"""Backward: the native sweep for first-order gradients, the re-taped sweep
+for create_graph=True, and what both share (roots, seeds, checks, results).
+"""
+import numpy as np
+
+from . import _sweep
+from ._grad_mode import set_grad_enabled
+from ._registry import LEAF, REGISTRY
+from ._tape import TARGET, state
+from ._tensor import Tensor, new_tensor, wrap_value
+from . import _tape
+
+__all__ = ["backward", "grad", "force_retaped"]
+
+_SWEEP_CHECKED = []
+
+
+class force_retaped:
+    """Context manager: run first-order sweeps through the re-taped (Python)
+    path too, so tests can compare it with the native sweep."""
+    active = False
+
+    def __enter__(self):
+        force_retaped.active = True
+
+    def __exit__(self, *exc):
+        force_retaped.active = False
+
+
+def _check_sweep_module():
+    if not _SWEEP_CHECKED:
+        names = tuple(d.name for d in REGISTRY)
+        if getattr(_sweep, "OPCODES", None) != names:
+            raise RuntimeError("tape/_sweep.py does not match the op registry; regenerate it with "
+                               "`python -m tape._gen`")
+        _SWEEP_CHECKED.append(True)
+
+
+def _as_list(x):
+    if x is None:
+        return None
+    if isinstance(x, Tensor):
+        return [x]
+    return list(x)
+
+
+def _seeds(outputs, grad_outputs):
+    seeds = []
+    for i, t in enumerate(outputs):
+        g = grad_outputs[i] if grad_outputs is not None else None
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = new_tensor(wrap_value(np.ones(t.shape, t.dtype)))
+        elif not isinstance(g, Tensor):
+            g = new_tensor(wrap_value(np.asarray(g, dtype=t.dtype)))
+        if g.shape != t.shape:
+            raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {_size(g.shape)} "
+                               f"and output[{i}] has a shape of {_size(t.shape)}.")
+        seeds.append(g)
+    return seeds
+
+
+def _size(shape):
+    return f"tape.Size({list(shape)})"
+
+
+def _root_rows(tp, outputs):
+    rows = []
+    for i, t in enumerate(outputs):
+        if not t._rg:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
+                               f"grad_fn")
+        rows.append(t._row if t._tape is tp else tp.adopt(t))
+    return np.array(rows, np.int64)
+
+
+def _raise_sweep_error(tp, status, bad):
+    name = REGISTRY[tp.op[bad]].grad_fn
+    if status == _sweep.ERR_FREED:
+        raise RuntimeError(
+            "Trying to backward through the graph a second time (or directly access saved tensors "
+            "after they have already been freed). Saved intermediate values of the graph are freed "
+            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+            f"backward through the graph a second time or if you need to access saved tensors after "
+            f"calling backward. (The node was {name}.)")
+    owner = tp.owners[bad]
+    shape = list(tp.shape(bad))
+    dtype = "float64" if tp.dt[bad] == 0 else "float32"
+    version = owner._version if owner is not None else "?"
+    raise RuntimeError(
+        "one of the variables needed for gradient computation has been modified by an inplace "
+        f"operation: [tape.{dtype} {shape}], which is output 0 of {name}, is at version {version}, "
+        "newer than when it was saved. Hint: the backtrace further above shows the operation that "
+        "failed to compute its gradient. The variable in question was changed in there or anywhere "
+        "later. Good luck!")
+
+
+def _run(outputs, grad_outputs, targets, retain_graph, create_graph):
+    """Sweep from `outputs`; return (captured rows, their gradients as Tensors).
+
+    `targets` are the tensors whose gradients autograd.grad returns; None
+    means backward(): capture every reached leaf and retained tensor.
+    """
+    _check_sweep_module()
+    tp = state.tape
+    if retain_graph is None:
+        retain_graph = create_graph
+    tp.reserve(len(outputs) + (len(targets) if targets else 0) + 1)
+    seeds = _seeds(outputs, grad_outputs)
+    roots = _root_rows(tp, outputs)
+    target_rows = None
+    if targets is not None:
+        for t in targets:
+            if not t._rg:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+        target_rows = np.array([t._row if t._tape is tp else tp.adopt(t) for t in targets], np.int64)
+        tp.flags[target_rows] |= TARGET
+    try:
+        if create_graph or force_retaped.active:
+            return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
+        return _native(tp, roots, seeds, target_rows, retain_graph)
+    finally:
+        if target_rows is not None:
+            tp.flags[target_rows] &= ~np.uint8(TARGET)
+
+
+def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute):
+    tp.sweep_id += 1
+    result = _sweep.sweep(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
+                          tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
+                          tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute)
+    status, bad = result[0], result[1]
+    if status != _sweep.OK:
+        _raise_sweep_error(tp, status, bad)
+    return result[2:]
+
+
+def _native(tp, roots, seeds, target_rows, retain):
+    sizes = [s.numel() for s in seeds]
+    seed_off = np.zeros(len(seeds), np.int64)
+    seed_off[1:] = np.cumsum(sizes)[:-1]
+    flat = np.concatenate([np.asarray(s._value, np.float64).ravel() for s in seeds]) if len(seeds) > 1 \
+        else np.asarray(seeds[0]._value, np.float64).reshape(-1)
+    caps, flat_grads, offsets, _, released = _sweep_call(
+        tp, roots, seed_off, flat, retain, target_rows is not None, True)
+    if not retain and released.size:
+        tp.release(released)
+    grads = []
+    for k, r in enumerate(caps.tolist()):
+        lo, hi = offsets[k], offsets[k + 1]
+        if tp.ndim[r] == 0 and tp.dt[r] == 0:
+            grads.append(new_tensor(float(flat_grads[lo])))
+        else:
+            g = flat_grads[lo:hi].reshape(tp.shape(r))
+            grads.append(new_tensor(g if tp.dt[r] == 0 else g.astype(np.float32)))
+    return caps.tolist(), grads
+
+
+class _Ctx:
+    """What a differentiable VJP sees of its row: the saved values as Tensors
+    (or the float constant of a one-element operand), parameters and shapes."""
+    __slots__ = ("x", "y", "out", "p", "c", "needs", "shape", "x_shape", "y_shape", "ints")
+
+    def __init__(self, tp, r):
+        a, b = int(tp.a0[r]), int(tp.a1[r])
+        c = float(tp.c[r])
+        self.c, self.p = c, float(tp.p[r])
+        self.x = tp.owners[a] if a >= 0 else c
+        self.y = tp.owners[b] if b >= 0 else c
+        self.out = tp.owners[r]
+        self.needs = (a >= 0 and bool(tp.flags[a] & _tape.RG), b >= 0 and bool(tp.flags[b] & _tape.RG))
+        self.shape = tp.shape(r)
+        self.x_shape = tp.shape(a) if a >= 0 else ()
+        self.y_shape = tp.shape(b) if b >= 0 else ()
+        self.ints = tp.ints(r).copy()
+
+
+_VJPS = {}
+
+
+def _vjp_of(opdef):
+    vjp = _VJPS.get(opdef.code)
+    if vjp is None:
+        if opdef.elementwise:
+            from ._record import elementwise_vjp
+            vjp = elementwise_vjp(opdef)
+        else:
+            vjp = opdef.vjp
+        _VJPS[opdef.code] = vjp
+    return vjp
+
+
+def _accumulate(grads, r, g):
+    prev = grads.get(r)
+    grads[r] = g if prev is None else prev + g
+
+
+def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
+    """Walk the reached rows in reverse in Python, running each op's
+    differentiable VJP; with create_graph the VJPs record on the tape."""
+    empty = np.zeros(0)
+    caps, _, _, visited, released = _sweep_call(
+        tp, roots, np.zeros(len(roots), np.int64), empty, retain, target_rows is not None, False)
+    captured = set(caps.tolist())
+    grads = {}
+    with set_grad_enabled(create_graph):
+        for r, s in zip(roots.tolist(), seeds):
+            _accumulate(grads, r, s)
+        for r in visited.tolist():
+            g = grads.get(r) if r in captured else grads.pop(r, None)
+            if g is None:
+                continue
+            ctx = _Ctx(tp, r)
+            input_grads = _vjp_of(REGISTRY[tp.op[r]])(ctx, g)
+            for row, need, gi in zip((int(tp.a0[r]), int(tp.a1[r])), ctx.needs, input_grads):
+                if need and gi is not None:
+                    _accumulate(grads, row, gi)
+    if not retain and released.size:
+        tp.release(released)
+    out = []
+    for r in caps.tolist():
+        g = grads.get(r)
+        if g is None:
+            shape = tp.shape(r)
+            g = new_tensor(wrap_value(np.zeros(shape, np.float64 if tp.dt[r] == 0 else np.float32)))
+        out.append(g)
+    return caps.tolist(), out
+
+
+def _accumulate_grad(t, g, create_graph):
+    if g.dtype != t.dtype:
+        g = g.to(t.dtype)
+    if t._grad is None:
+        t._grad = g
+    elif create_graph:
+        t._grad = t._grad + g
+    elif type(t._grad._value) is float:
+        t._grad._value += g.item()
+    else:
+        np.add(t._grad._value, g._value, out=t._grad._value, casting="unsafe")
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Compute the sum of gradients of `tensors` and accumulate them into the
+    `.grad` of the graph's leaves (or of `inputs`), as torch.autograd.backward.
+
+    >>> import tape
+    >>> x = tape.tensor(3.0, requires_grad=True)
+    >>> tape.autograd.backward([x * x])
+    >>> x.grad
+    tensor(6.)
+    """
+    tensors = _as_list(tensors)
+    grad_tensors = _as_list(grad_tensors)
+    inputs = _as_list(inputs)
+    if inputs is not None and len(inputs) == 0:
+        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+    tp = state.tape
+    rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph)
+    for r, g in zip(rows, grads):
+        owner = tp.owners[r]
+        if owner is not None and (inputs is not None or tp.op[r] == LEAF or owner.retains_grad):
+            _accumulate_grad(owner, g, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of `outputs` with respect to `inputs`, as a tuple, without
+    touching `.grad` (torch.autograd.grad).
+
+    >>> import tape
+    >>> x = tape.tensor(2.0, requires_grad=True)
+    >>> tape.autograd.grad(x ** 3, x)
+    (tensor(12.),)
+    """
+    if is_grads_batched:
+        raise NotImplementedError("is_grads_batched=True is not supported yet; use tape.func.vmap")
+    if materialize_grads and allow_unused is False:
+        raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
+                         "but got: allow_unused=False.")
+    allow_unused = bool(allow_unused) or materialize_grads
+    outputs = _as_list(outputs)
+    inputs = _as_list(inputs)
+    grad_outputs = _as_list(grad_outputs)
+    if not inputs:
+        raise RuntimeError("grad requires non-empty inputs.")
+    tp = state.tape
+    rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph)
+    by_row = dict(zip(rows, grads))
+    result = []
+    for i, t in enumerate(inputs):
+        g = by_row.get(t._row) if t._tape is tp else None
+        if g is None:
+            if not allow_unused:
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
+                                   "used in the graph. Set allow_unused=True if this is the desired "
+                                   "behavior.")
+            if materialize_grads:
+                g = new_tensor(wrap_value(np.zeros(t.shape, t.dtype)))
+        result.append(g)
+    return tuple(result)

@@ -1,0 +1,166 @@
+"""Making tensors: `tensor`, `as_tensor`, `from_numpy` and the factories,
+with PyTorch's dtype rules (Python floats take the default dtype).
+"""
+import warnings
+
+import numpy as np
+
+from ._dtypes import as_dtype, get_default_dtype
+from ._tensor import Tensor, new_tensor, wrap_value
+
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye", "arange",
+           "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like",
+           "rand_like", "randn_like", "manual_seed"]
+
+_rng = [np.random.default_rng()]
+
+
+def manual_seed(seed):
+    """Seed the generator behind rand*, randn* and randint."""
+    _rng[0] = np.random.default_rng(int(seed))
+
+
+def _make(array, requires_grad):
+    t = new_tensor(wrap_value(array))
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _infer_dtype(data):
+    """PyTorch's inference: any float → default dtype, else int → int64, bool → bool."""
+    a = np.asarray(data)
+    if a.dtype.kind == "f" and not isinstance(data, np.ndarray):
+        return get_default_dtype()
+    if a.dtype.kind in "iu" and not isinstance(data, np.ndarray):
+        return np.dtype(np.int64)
+    return a.dtype
+
+
+def _unwrap(data):
+    if isinstance(data, Tensor):
+        return data._array()
+    if isinstance(data, (list, tuple)):
+        return [_unwrap(d) for d in data]
+    return data
+
+
+def tensor(data, *, dtype=None, device=None, requires_grad=False):
+    """A new tensor holding a copy of `data` (numbers, nested lists, arrays, tensors).
+
+    >>> import tape
+    >>> tape.tensor([1.0, 2.0], requires_grad=True)
+    tensor([1., 2.], requires_grad=True)
+    """
+    if isinstance(data, Tensor):
+        warnings.warn("To copy construct from a tensor, it is recommended to use "
+                      "sourceTensor.clone().detach() or sourceTensor.clone().detach()."
+                      "requires_grad_(True), rather than tape.tensor(sourceTensor).", UserWarning,
+                      stacklevel=2)
+    data = _unwrap(data)
+    dtype = as_dtype(dtype) or _infer_dtype(data)
+    try:
+        array = np.array(data, dtype=dtype)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"could not build a tensor from {type(data).__name__}: {e}") from None
+    if array.dtype.kind not in "fiub":
+        raise TypeError(f"can't convert data of dtype {array.dtype} to a tensor")
+    return _make(array, requires_grad)
+
+
+def as_tensor(data, dtype=None, device=None):
+    """`data` as a tensor, sharing memory with a NumPy array of the same dtype."""
+    if isinstance(data, Tensor):
+        return data if dtype is None or data.dtype == as_dtype(dtype) else data.to(dtype)
+    if isinstance(data, np.ndarray) and (dtype is None or data.dtype == as_dtype(dtype)):
+        return from_numpy(data)
+    return tensor(data, dtype=dtype)
+
+
+def from_numpy(ndarray):
+    """A tensor sharing memory with `ndarray`."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if ndarray.ndim == 0 and ndarray.dtype == np.float64:
+        return new_tensor(float(ndarray))
+    return new_tensor(ndarray)
+
+
+def _size(size):
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(s) for s in size)
+
+
+def _fill(size, value, dtype, requires_grad):
+    dtype = as_dtype(dtype) or get_default_dtype()
+    return _make(np.full(_size(size), value, dtype), requires_grad)
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _fill(size, 0, dtype, requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _fill(size, 1, dtype, requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _fill(size, 0, dtype, requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    if dtype is None:
+        dtype = _infer_dtype(fill_value)
+    return _make(np.full(_size((size,)), fill_value, as_dtype(dtype)), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    return _make(np.eye(n, m, dtype=as_dtype(dtype) or get_default_dtype()), requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    if end is None:
+        start, end = 0, start
+    if dtype is None:
+        dtype = _infer_dtype([start, end, step])
+    return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    return _make(np.linspace(start, end, int(steps), dtype=as_dtype(dtype) or get_default_dtype()),
+                 requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    dtype = as_dtype(dtype) or get_default_dtype()
+    return _make(_rng[0].random(_size(size)).astype(dtype), requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    dtype = as_dtype(dtype) or get_default_dtype()
+    return _make(_rng[0].standard_normal(_size(size)).astype(dtype), requires_grad)
+
+
+def randint(low, high=None, size=(), *, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    return _make(_rng[0].integers(low, high, _size((size,))).astype(as_dtype(dtype) or np.int64),
+                 requires_grad)
+
+
+def _like(fn):
+    def like(t, *, dtype=None, device=None, requires_grad=False):
+        return fn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    return like
+
+
+zeros_like = _like(zeros)
+ones_like = _like(ones)
+empty_like = _like(empty)
+rand_like = _like(rand)
+randn_like = _like(randn)
+
+
+def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)

@@ -1,0 +1,143 @@
+"""Grad modes, per thread: context managers that also work as decorators,
+modelled on torch/autograd/grad_mode.py.
+"""
+import functools
+import inspect
+
+from ._tape import state
+
+__all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
+           "is_inference_mode_enabled"]
+
+
+def is_grad_enabled():
+    """True when ops record on the tape in this thread."""
+    return state.grad_enabled
+
+
+def is_inference_mode_enabled():
+    return state.inference
+
+
+class _Mode:
+    """Base: a context manager that saves and restores the thread's mode,
+    and a decorator that runs the function (or generator) under the mode."""
+
+    def __call__(self, fn):
+        if inspect.isgeneratorfunction(fn):
+            @functools.wraps(fn)
+            def gen_wrapper(*args, **kwargs):
+                gen = fn(*args, **kwargs)
+                with self.clone():
+                    response = gen.send(None)
+                while True:
+                    try:
+                        request = yield response
+                    except GeneratorExit:
+                        gen.close()
+                        raise
+                    except BaseException as e:
+                        with self.clone():
+                            response = gen.throw(e)
+                    else:
+                        with self.clone():
+                            try:
+                                response = gen.send(request)
+                            except StopIteration as stop:
+                                return stop.value
+            return gen_wrapper
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.clone():
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return self.__class__()
+
+    def __enter__(self):
+        self._saved = (state.grad_enabled, state.inference)
+        self._apply()
+        return None
+
+    def __exit__(self, *exc):
+        state.grad_enabled, state.inference = self._saved
+        return False
+
+
+class _NoParamMode(_Mode):
+    """A mode usable as `@mode`, `@mode()` and `with mode():`."""
+
+    def __new__(cls, orig_func=None):
+        if orig_func is None:
+            return super().__new__(cls)
+        return cls()(orig_func)
+
+    def __init__(self, orig_func=None):
+        pass
+
+
+class no_grad(_NoParamMode):
+    """Context manager and decorator: ops inside record nothing.
+
+    >>> import tape
+    >>> x = tape.tensor(1.0, requires_grad=True)
+    >>> with tape.no_grad():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
+
+    def _apply(self):
+        state.grad_enabled = False
+
+
+class enable_grad(_NoParamMode):
+    """Context manager and decorator: ops inside record (undoes `no_grad`)."""
+
+    def _apply(self):
+        state.grad_enabled = True
+
+
+class set_grad_enabled(_Mode):
+    """Set grad mode: as a plain call, a context manager or a decorator."""
+
+    def __init__(self, mode):
+        self.mode = bool(mode)
+        self._prev = state.grad_enabled
+        state.grad_enabled = self.mode
+
+    def __enter__(self):
+        self._saved = (self._prev, state.inference)
+        state.grad_enabled = self.mode
+
+    def __call__(self, fn):
+        state.grad_enabled = self._prev
+        return super().__call__(fn)
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+    def _apply(self):
+        state.grad_enabled = self.mode
+
+
+class inference_mode(_Mode):
+    """Like `no_grad` (and reported by `is_inference_mode_enabled`)."""
+
+    def __init__(self, mode=True):
+        self.mode = bool(mode)
+
+    def __new__(cls, mode=True):
+        if callable(mode):
+            return cls()(mode)
+        return super().__new__(cls)
+
+    def clone(self):
+        return self.__class__(self.mode)
+
+    def _apply(self):
+        if self.mode:
+            state.grad_enabled = False
+        state.inference = self.mode

@@ -1,0 +1,72 @@
+"""grad_fn nodes: thin views of tape rows, made on demand, equal by (tape, row).
+
+Each op's node type is a subclass named after PyTorch's (`SinBackward0`), so
+`type(node).__name__` and `repr(node)` read as in PyTorch.
+"""
+from ._registry import LEAF, REGISTRY
+from ._tape import HIDDEN, RG
+
+__all__ = ["Node", "AccumulateGrad", "node_for"]
+
+
+class Node:
+    """The grad_fn of the tensor recorded at one tape row.
+
+    A live node keeps its row (and what it reaches) on the tape, as a
+    PyTorch grad_fn keeps its graph alive.
+    """
+    __slots__ = ("_tape", "_row", "__weakref__")
+
+    def name(self):
+        return type(self).__name__
+
+    @property
+    def next_functions(self):
+        tp, r = self._tape, self._row
+        return tuple(_edge(tp, int(i)) for i in (tp.a0[r], tp.a1[r])[:REGISTRY[tp.op[r]].arity])
+
+    def __eq__(self, other):
+        return isinstance(other, Node) and self._tape is other._tape and self._row == other._row
+
+    def __hash__(self):
+        return hash((id(self._tape), self._row))
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+
+class AccumulateGrad(Node):
+    """The node that accumulates into a leaf's `.grad`; `.variable` is the leaf."""
+    __slots__ = ()
+
+    @property
+    def variable(self):
+        return self._tape.owners[self._row]
+
+    @property
+    def next_functions(self):
+        return ()
+
+
+_TYPES = {"AccumulateGrad": AccumulateGrad}
+
+
+def node_for(tp, r):
+    name = REGISTRY[tp.op[r]].grad_fn
+    cls = _TYPES.get(name)
+    if cls is None:
+        cls = _TYPES[name] = type(name, (Node,), {"__slots__": ()})
+    node = cls.__new__(cls)
+    node._tape, node._row = tp, r
+    tp.nodes.add(node)
+    return node
+
+
+def _edge(tp, i):
+    if i < 0 or not tp.flags[i] & RG:
+        return (None, 0)
+    while tp.flags[i] & HIDDEN:  # implicit broadcasts are not PyTorch nodes
+        i = int(tp.a0[i])
+    if tp.op[i] == LEAF and tp.owners[i] is None:
+        return (None, 0)
+    return (node_for(tp, i), 0)

@@ -1,0 +1,208 @@
+"""How ops record themselves: the elementwise op factories (with the scalar
+fast path and central broadcasting) and `record` for structural ops.
+"""
+import math
+
+import numpy as np
+
+from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
+from ._tape import HIDDEN, RG, state
+from ._tensor import Tensor, new_tensor, wrap_value
+
+__all__ = ["record", "unary", "binary", "broadcast_shapes", "value_of", "elementwise_vjp",
+           "operand_value"]
+
+_NUMBER = (float, int)
+
+
+def value_of(t):
+    """The NumPy-facing value of a tensor (0-d float64 as np.float64, so a
+    0-d float64 tensor promotes like NumPy's, not like a Python float)."""
+    v = t._value
+    return np.float64(v) if type(v) is float else v
+
+
+def operand_value(v):
+    return value_of(v) if type(v) is Tensor else v
+
+
+def broadcast_shapes(sa, sb):
+    """NumPy broadcasting of two shapes, with PyTorch's error text."""
+    if sa == sb:
+        return sa
+    n = max(len(sa), len(sb))
+    pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+    out = []
+    for k, (da, db) in enumerate(zip(pa, pb)):
+        if da != db and da != 1 and db != 1:
+            raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
+                               f"at non-singleton dimension {k}")
+        out.append(db if da == 1 else da)
+    return tuple(out)
+
+
+def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
+    """Record `opdef` producing `value` from `inputs` (Tensors, or None for "the
+    constant in c"); return the result Tensor, which requires grad."""
+    tp = state.tape
+    tp.reserve(len(inputs) + 1)
+    rows = [-1 if t is None else (t._row if t._tape is tp else tp.adopt(t)) for t in inputs]
+    rows += [-1] * (2 - len(rows))
+    out = new_tensor(value, True)
+    r = tp.append(opdef.code, value, out, rows[0], rows[1], c, p, ints, RG | HIDDEN if hidden else RG)
+    out._row, out._tape = r, tp
+    saves = opdef.saves
+    if saves & SAVES_X and rows[0] >= 0:
+        tp.nuse[rows[0]] += 1
+    if saves & SAVES_Y and rows[1] >= 0:
+        tp.nuse[rows[1]] += 1
+    if saves & SAVES_OUT:
+        tp.nuse[r] += 1
+    return out
+
+
+def _broadcast_input(t, shape):
+    """An input requiring grad, broadcast to `shape` through a hidden expand row."""
+    if t.shape == shape:
+        return t
+    expand = lookup("expand")
+    return record(expand, np.broadcast_to(t._array(), shape), (t,), ints=shape, hidden=True)
+
+
+def _scalar_row(code, out, x, y, c):
+    """The hot path: append a row for a 0-d float64 result; x, y are rows or -1."""
+    tp = state.tape
+    if tp.n + 3 > tp.cap:
+        tp.reserve(3)
+    a = -1 if x is None else (x._row if x._tape is tp else tp.adopt(x))
+    b = -1 if y is None else (y._row if y._tape is tp else tp.adopt(y))
+    r = tp.n
+    tp.n = r + 1
+    tp.m_op[r] = code
+    tp.m_a0[r] = a
+    tp.m_a1[r] = b
+    tp.m_c[r] = c
+    tp.m_sval[r] = out
+    t = Tensor.__new__(Tensor)
+    t._value = out
+    t._rg = True
+    t._row = r
+    t._tape = tp
+    t._grad = None
+    t._vc = None
+    t._base = None
+    tp.owners.append(t)
+    return t
+
+
+def unary(opdef, scalar_fn, array_fn):
+    """The public function of an elementwise op of one input."""
+    code = opdef.code
+
+    def op(x):
+        xv = x._value
+        if type(xv) is float:
+            out = scalar_fn(xv)
+            if x._rg and state.grad_enabled:
+                return _scalar_row(code, out, x, None, 0.0)
+            return new_tensor(out)
+        out = wrap_value(array_fn(xv))
+        if x._rg and state.grad_enabled:
+            return record(opdef, out, (x,))
+        return new_tensor(out)
+    op.__name__ = opdef.name
+    return op
+
+
+def binary(opdef, scalar_fn, array_fn):
+    """The public function of an elementwise op of two inputs (tensors or numbers)."""
+    code = opdef.code
+
+    def op(x, y):
+        if type(x) is Tensor:
+            xv = x._value
+            if type(xv) is float:
+                if type(y) is Tensor:
+                    yv = y._value
+                    if type(yv) is float:
+                        out = scalar_fn(xv, yv)
+                        if (x._rg or y._rg) and state.grad_enabled:
+                            if not y._rg:
+                                return _scalar_row(code, out, x, None, yv)
+                            if not x._rg:
+                                return _scalar_row(code, out, None, y, xv)
+                            return _scalar_row(code, out, x, y, 0.0)
+                        return new_tensor(out)
+                elif type(y) in _NUMBER:
+                    out = scalar_fn(xv, y)
+                    if x._rg and state.grad_enabled:
+                        return _scalar_row(code, out, x, None, y)
+                    return new_tensor(out)
+        elif type(x) in _NUMBER and type(y) is Tensor and type(y._value) is float:
+            out = scalar_fn(x, y._value)
+            if y._rg and state.grad_enabled:
+                return _scalar_row(code, out, None, y, x)
+            return new_tensor(out)
+        return _general(x, y)
+
+    def _general(x, y):
+        if type(x) is not Tensor and type(y) is not Tensor:
+            raise TypeError(f"{opdef.name}(): expected a Tensor, got {type(x).__name__} and "
+                            f"{type(y).__name__}")
+        xs = x.shape if type(x) is Tensor else ()
+        ys = y.shape if type(y) is Tensor else ()
+        shape = broadcast_shapes(xs, ys)
+        out = wrap_value(array_fn(operand_value(x), operand_value(y)))
+        rgx = type(x) is Tensor and x._rg
+        rgy = type(y) is Tensor and y._rg
+        if not ((rgx or rgy) and state.grad_enabled):
+            return new_tensor(out)
+        c = 0.0
+        inputs = []
+        for t, rg in ((x, rgx), (y, rgy)):
+            if rg:
+                inputs.append(_broadcast_input(t, shape))
+            elif type(t) is not Tensor or t.numel() == 1:
+                c = float(operand_value(t))  # a one-element constant rides in c, stride 0
+                inputs.append(None)
+            else:
+                inputs.append(new_tensor(np.broadcast_to(t._value, shape)))
+        return record(opdef, out, inputs, c=c)
+    op.__name__ = opdef.name
+    return op
+
+
+def _step(x):
+    if type(x) is Tensor:
+        v = x._array()
+        return new_tensor(wrap_value((v > 0).astype(v.dtype)))
+    return 1.0 if x > 0 else 0.0
+
+
+def _sign(x):
+    if type(x) is Tensor:
+        return new_tensor(wrap_value(np.sign(x._array())))
+    return math.copysign(1.0, x) if x != 0 else 0.0
+
+
+def elementwise_vjp(opdef):
+    """The differentiable VJP of an elementwise op: g times each partial,
+    evaluated with tape ops so it records when create_graph is on."""
+    import ops
+    functions = {name: getattr(ops, name) for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
+    functions.update(step=_step, sign=_sign)
+
+    def vjp(ctx, g):
+        env = dict(functions, x=ctx.x, y=ctx.y, out=ctx.out, p=ctx.p)
+        grads = []
+        for need, partial in zip(ctx.needs, opdef.compiled_partials):
+            if not need:
+                grads.append(None)
+                continue
+            d = eval(partial, env)
+            if type(d) in _NUMBER:
+                grads.append(g if d == 1 else (-g if d == -1 else g * d))
+            else:
+                grads.append(g * d)
+        return tuple(grads)
+    return vjp

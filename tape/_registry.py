@@ -1,0 +1,123 @@
+"""The op registry: one record per op, read by the engine, the VJP evaluator and
+the generator of the native sweep (`python -m tape._gen`).
+
+An op is defined once, in `ops/`, by `defop`: its forward lives in the op
+module, and the record here carries what backward needs.
+"""
+import ast
+import enum
+from dataclasses import dataclass, field
+
+__all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "NATIVE_HELPERS", "seal", "Op",
+           "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS"]
+
+SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
+
+# Functions that may appear in a partial-derivative expression. Natively each
+# is `math.<name>` (or a helper in the generated sweep); differentiably it is
+# the op of the same name, looked up when the VJP runs.
+PARTIAL_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "step", "sign")
+_PARTIAL_NAMES = {"x", "y", "out", "p"}
+
+
+@dataclass
+class OpDef:
+    """What the engine knows of one op.
+
+    name      op name, as in `ops` (`"sin"`); also the opcode's name
+    grad_fn   PyTorch's node type name (`"SinBackward0"`)
+    arity     number of tensor inputs (0 for leaves and constants)
+    partials  elementwise ops: one expression per input, over `x`, `y`, `out`, `p`
+    saves     bit mask of the values backward reads (SAVES_X | SAVES_Y | SAVES_OUT)
+    vjp       differentiable VJP: `vjp(ctx, g) -> tuple` of input gradients or None
+    native    structural ops: a plain-Python kernel copied into the generated sweep
+    """
+    name: str
+    grad_fn: str
+    arity: int
+    partials: tuple = None
+    saves: int = 0
+    vjp: object = None
+    native: object = None
+    code: int = -1
+    compiled_partials: tuple = field(default=None, repr=False)
+
+    @property
+    def elementwise(self):
+        return self.partials is not None
+
+
+REGISTRY = []
+NATIVE_HELPERS = []
+_BY_NAME = {}
+Op = None
+
+
+def _names_in(expr, opname):
+    try:
+        tree = ast.parse(expr, mode="eval")
+    except SyntaxError as e:
+        raise ValueError(f"op {opname!r}: partial {expr!r} is not an expression: {e}") from None
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    unknown = names - _PARTIAL_NAMES - set(PARTIAL_FUNCTIONS)
+    if unknown:
+        raise ValueError(f"op {opname!r}: partial {expr!r} uses unknown names {sorted(unknown)}")
+    return names
+
+
+def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None):
+    """Register an op and return its `OpDef` (with its opcode).
+
+    Elementwise ops give `partials` (one expression per input); the saved values
+    and both VJPs derive from them. Structural ops give `saves`, `vjp` and
+    `native`. Definitions are validated here, so a bad one fails at import.
+    """
+    if Op is not None:
+        raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
+    if name in _BY_NAME:
+        raise ValueError(f"op {name!r} is defined twice")
+    if partials is not None:
+        if len(partials) != arity:
+            raise ValueError(f"op {name!r}: {arity} inputs but {len(partials)} partials")
+        used = set().union(*(_names_in(e, name) for e in partials)) if partials else set()
+        derived = (SAVES_X if "x" in used else 0) | (SAVES_Y if "y" in used else 0) | (
+            SAVES_OUT if "out" in used else 0)
+        if vjp is not None or native is not None:
+            raise ValueError(f"op {name!r}: elementwise ops derive vjp and native from partials")
+        saves = derived
+    elif arity > 0:
+        if vjp is None or native is None:
+            raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
+    opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
+                  saves or 0, vjp, native, code=len(REGISTRY))
+    if partials is not None:
+        opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
+                                        for i, e in enumerate(partials))
+    REGISTRY.append(opdef)
+    _BY_NAME[name] = opdef
+    return opdef
+
+
+def native_helper(fn):
+    """Mark a plain-Python function that native kernels call; the generator
+    copies it into the sweep module next to them."""
+    NATIVE_HELPERS.append(fn)
+    return fn
+
+
+def lookup(name):
+    return _BY_NAME[name]
+
+
+def seal():
+    """Freeze the registry into the `Op` IntEnum; called once all ops are defined."""
+    global Op
+    if Op is None:
+        Op = enum.IntEnum("Op", {d.name.upper(): d.code for d in REGISTRY})
+    return Op
+
+
+# Engine rows that are not ops: a leaf that requires grad, and a constant
+# operand whose value some VJP reads. Neither has inputs, so a sweep stops there.
+LEAF = defop("leaf", "AccumulateGrad", 0).code
+CONST = defop("const", "Constant", 0).code

@@ -1,0 +1,246 @@
+"""The Wengert tape: one per thread, a struct of NumPy columns with one row per
+recorded op, appended in execution order. See Note [Tape layout].
+"""
+import sys
+import threading
+import weakref
+
+import numpy as np
+
+from . import _sweep
+from ._registry import CONST, LEAF
+
+__all__ = ["Tape", "state", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"]
+
+# Note [Tape layout]
+# ~~~~~~~~~~~~~~~~~~
+# Row r describes one recorded op, or a leaf (op LEAF) or constant (op CONST)
+# that a recorded op used. Rows are appended in execution order, so every
+# input row is below its consumer and a reverse sweep needs no sort.
+#
+#   op     int32    opcode (tape._registry.Op)
+#   a0,a1  int64    input rows; -1 for "no input", or, for an elementwise op,
+#                   "this operand is the constant in c"
+#   c      float64  constant operand of an elementwise op (stride 0)
+#   p      float64  op parameter (exponent, alpha, 1/n); 1.0 when unused
+#   sval   float64  the value, when the output is 0-d
+#   ptr    int64    address of the value (C-contiguous) when it is not 0-d;
+#                   0 once released. The memory is kept alive by `owners[r]`
+#                   (its `_value`) or by `keep[r]` (a contiguous copy).
+#   numel, ndim     of the output; its shape is pool[shp:shp+ndim]
+#   ia, ian  int64  static int attributes (axes, permutation, index map) at
+#                   pool[ia:ia+ian]
+#   dt     int8     0 float64, 1 float32 (adjoints are always float64)
+#   flags  uint8    RG | RETAIN | DIRTY | FREED | HIDDEN | TARGET
+#   stamp  int64    sweep id that last reached the row (no clearing needed)
+#   sadj   float64  adjoint of a 0-d row during a sweep
+#   nuse   int64    consumers that saved this row's value and have not yet
+#                   been freed by a backward; at 0 the value may be released
+#
+# Python side, parallel to the rows: `owners[r]` is the Tensor whose value
+# the row holds (a strong reference; None once released). A row is live when
+# its owner is referenced from outside the tape, when a grad_fn node views it,
+# or when a live row reaches it; everything else is garbage and `reserve`
+# compacts it away, renumbering rows in the live Tensors and nodes.
+
+RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
+
+_COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
+            ("c", np.float64, 0.0), ("p", np.float64, 1.0), ("sval", np.float64, 0.0),
+            ("ptr", np.int64, 0), ("numel", np.int64, 1), ("ndim", np.int64, 0),
+            ("shp", np.int64, 0), ("ia", np.int64, 0), ("ian", np.int64, 0),
+            ("dt", np.int8, 0), ("flags", np.uint8, RG), ("stamp", np.int64, 0),
+            ("sadj", np.float64, 0.0), ("nuse", np.int64, 0))
+COLUMN_NAMES = tuple(name for name, _, _ in _COLUMNS)
+
+_INITIAL_ROWS = 1 << 14
+_INITIAL_BYTES = 1 << 28
+
+
+def _owner_refs(owners):
+    return [(r, sys.getrefcount(t)) for r, t in enumerate(owners) if t is not None]
+
+
+def _refs_at(owners, r):
+    return sys.getrefcount(owners[r])
+
+
+# References an owner has when only the tape holds it, measured in the same
+# code paths rather than assumed.
+_DEAD_REFS = _owner_refs([object()])[0][1]
+_DEAD_REFS_AT = _refs_at([object()], 0)
+
+
+class Tape:
+    """One thread's tape. Ops write rows through `append`; see Note [Tape layout]."""
+
+    def __init__(self):
+        self.n = 0
+        self.cap = 0
+        self.owners = []
+        self.keep = {}
+        self.nodes = weakref.WeakSet()
+        self.pool = np.zeros(1 << 12, np.int64)
+        self.npool = 0
+        self.sweep_id = 0
+        self.held_bytes = 0
+        self.bytes_limit = _INITIAL_BYTES
+        self._resize(_INITIAL_ROWS)
+
+    # -- storage ---------------------------------------------------------
+    def _resize(self, cap):
+        for name, dtype, default in _COLUMNS:
+            col = np.full(cap, default, dtype)
+            if self.cap:
+                col[:self.n] = getattr(self, name)[:self.n]
+            setattr(self, name, col)
+        self.cap = cap
+        # memoryviews make the per-op scalar writes about twice as fast as
+        # NumPy item assignment
+        self.m_op, self.m_a0, self.m_a1 = memoryview(self.op), memoryview(self.a0), memoryview(self.a1)
+        self.m_c, self.m_sval = memoryview(self.c), memoryview(self.sval)
+
+    def push_ints(self, values):
+        """Store ints in the pool; return their offset."""
+        k = len(values)
+        if self.npool + k > len(self.pool):
+            grown = np.zeros(max(2 * len(self.pool), self.npool + k), np.int64)
+            grown[:self.npool] = self.pool[:self.npool]
+            self.pool = grown
+        off = self.npool
+        self.pool[off:off + k] = values
+        self.npool += k
+        return off
+
+    def shape(self, r):
+        s = self.shp[r]
+        return tuple(self.pool[s:s + self.ndim[r]].tolist())
+
+    def ints(self, r):
+        s = self.ia[r]
+        return self.pool[s:s + self.ian[r]]
+
+    # -- appending ---------------------------------------------------------
+    def reserve(self, k):
+        """Make room for k more rows, compacting garbage or growing first.
+
+        Callers reserve before reading input rows, since compaction renumbers."""
+        if self.n + k > self.cap or self.held_bytes > self.bytes_limit:
+            self.compact()
+            cap = self.cap
+            while self.n + k > cap // 2:
+                cap *= 2
+            if cap != self.cap:
+                self._resize(cap)
+
+    def append(self, op, value, owner, a0=-1, a1=-1, c=0.0, p=1.0, ints=None, flags=RG):
+        """Append a row for `owner` (a Tensor whose value is `value`); return the row.
+        The caller has reserved room."""
+        r = self.n
+        self.n = r + 1
+        self.op[r] = op
+        self.a0[r] = a0
+        self.a1[r] = a1
+        self.c[r] = c
+        self.p[r] = p
+        self.flags[r] = flags
+        if ints is not None:
+            self.ia[r] = self.push_ints(ints)
+            self.ian[r] = len(ints)
+        if type(value) is float:
+            self.sval[r] = value
+        else:
+            self.dt[r] = 0 if value.dtype == np.float64 else 1
+            if value.ndim == 0:
+                self.sval[r] = float(value)
+            else:
+                if not value.flags.c_contiguous or value.dtype.kind != "f":
+                    value = np.ascontiguousarray(value, np.float64 if value.dtype.kind != "f" else None)
+                    self.keep[r] = value
+                    self.dt[r] = 0 if value.dtype == np.float64 else 1
+                self.ptr[r] = _sweep.address(value)
+                self.numel[r] = value.size
+                self.ndim[r] = value.ndim
+                self.shp[r] = self.push_ints(value.shape)
+                self.held_bytes += value.nbytes
+        self.owners.append(owner)
+        return r
+
+    def adopt(self, t):
+        """The row of tensor `t` on this tape, registering a leaf or constant row."""
+        if t._tape is self:
+            return t._row
+        if t._row >= 0 and t._tape is not None and t._rg and t._tape.op[t._row] != LEAF:
+            raise RuntimeError("a tensor whose graph was recorded in another thread cannot be "
+                               "used in this thread's graph; detach() it first")
+        if t._rg:
+            r = self.append(LEAF, t._value, t)
+            t._tape, t._row = self, r
+            if t._vc is not None:
+                t._vc.rows.append((self, r))
+            return r
+        # a constant's row is private: its tensor keeps no row, since the
+        # value may change under it in place without a version check
+        return self.append(CONST, t._value, t, flags=0)
+
+    def save(self, r):
+        """Count one more consumer that saves row r's value (see `nuse`)."""
+        self.nuse[r] += 1
+
+    # -- lifetime ------------------------------------------------------------
+    def live_roots(self):
+        roots = [r for r, refs in _owner_refs(self.owners) if refs > _DEAD_REFS]
+        roots.extend(node._row for node in self.nodes)
+        return np.array(roots, np.int64)
+
+    def compact(self):
+        """Drop every row no live Tensor or node can reach; renumber the rest."""
+        n = self.n
+        kept = _sweep.reachable(self.a0, self.a1, n, self.live_roots())
+        m = len(kept)
+        newidx = np.full(n, -1, np.int64)
+        newidx[kept] = np.arange(m)
+        pool, npool = _sweep.compact_rows(self.a0, self.a1, self.shp, self.ndim, self.ia,
+                                          self.ian, self.pool, self.npool, kept, newidx)
+        for name, _, default in _COLUMNS:
+            col = getattr(self, name)
+            if name not in ("a0", "a1", "shp", "ia"):
+                col[:m] = col[kept]
+            col[m:n] = default
+        self.pool, self.npool = pool, npool
+        owners = self.owners
+        new_owners = [owners[r] for r in kept.tolist()]
+        self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
+        for i, (old, t) in enumerate(zip(kept.tolist(), new_owners)):
+            if t is not None and t._tape is self and t._row == old:
+                t._row = i
+                if t._vc is not None:
+                    t._vc.remap(self, newidx)
+        for node in self.nodes:
+            node._row = int(newidx[node._row])
+        self.owners = new_owners
+        self.n = m
+        self.held_bytes = int(self.numel[:m][self.ndim[:m] > 0].sum()) * 8
+        self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
+
+    def release(self, rows):
+        """Drop the tape's hold on the values of `rows` whose Tensors are dead."""
+        owners = self.owners
+        for r in rows.tolist():
+            if owners[r] is not None and _refs_at(owners, r) <= _DEAD_REFS_AT:
+                owners[r] = None
+                self.keep.pop(r, None)
+                self.ptr[r] = 0
+                self.held_bytes -= int(self.numel[r]) * 8
+
+
+class _ThreadState(threading.local):
+    """Per-thread grad mode and tape (PyTorch's grad mode is thread-local too)."""
+
+    def __init__(self):
+        self.grad_enabled = True
+        self.inference = False
+        self.tape = Tape()
+
+
+state = _ThreadState()

@@ -1,0 +1,345 @@
+"""The Tensor: a value (a Python float for 0-d float64, else an ndarray) and,
+when it requires grad, the tape row that made it. Op methods are attached by
+`ops`; this module holds what is not an op.
+"""
+import warnings
+import weakref
+
+import numpy as np
+
+from ._dtypes import float64, get_default_dtype
+from ._tape import DIRTY, RETAIN
+from ._registry import LEAF
+from . import _format
+
+__all__ = ["Tensor", "new_tensor", "wrap_value"]
+
+
+class _Version:
+    """A version counter shared by a tensor and its views (PyTorch's `_version`).
+
+    `rows` are the (tape, row) pairs whose recorded values alias the storage,
+    marked dirty when it is modified in place; `views` are weak references to
+    the tensors sharing it.
+    """
+    __slots__ = ("n", "rows", "views")
+
+    def __init__(self):
+        self.n = 0
+        self.rows = []
+        self.views = []
+
+    def remap(self, tape, newidx):
+        self.rows = [(tp, int(newidx[r])) if tp is tape else (tp, r) for tp, r in self.rows
+                     if tp is not tape or newidx[r] >= 0]
+
+    def other_views(self, t):
+        return [v for ref in self.views if (v := ref()) is not None and v is not t]
+
+
+def wrap_value(v):
+    """Normalise a computed value: 0-d float64 becomes a Python float."""
+    if type(v) is float:
+        return v
+    if type(v) is not np.ndarray:
+        v = np.asarray(v)
+    if v.ndim == 0 and v.dtype == float64:
+        return float(v)
+    return v
+
+
+def new_tensor(value, requires_grad=False):
+    t = Tensor.__new__(Tensor)
+    t._value = value
+    t._rg = requires_grad
+    t._row = -1
+    t._tape = None
+    t._grad = None
+    t._vc = None
+    t._base = None
+    return t
+
+
+class Tensor:
+    """A tensor, as PyTorch users know it. Make one with `tape.tensor(data)`.
+
+    Examples
+    --------
+    >>> import tape
+    >>> x = tape.tensor(2.0, requires_grad=True)
+    >>> (x * x).backward()
+    >>> x.grad
+    tensor(4.)
+    """
+    __slots__ = ("_value", "_rg", "_row", "_tape", "_grad", "_vc", "_base", "__weakref__")
+    __array_priority__ = 1000
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("create tensors with tape.tensor(data), tape.zeros(...) and the other factories")
+
+    # -- metadata ------------------------------------------------------------
+    @property
+    def shape(self):
+        v = self._value
+        return () if type(v) is float else v.shape
+
+    @property
+    def dtype(self):
+        v = self._value
+        return float64 if type(v) is float else v.dtype
+
+    @property
+    def ndim(self):
+        v = self._value
+        return 0 if type(v) is float else v.ndim
+
+    def dim(self):
+        return self.ndim
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        return self.shape[_norm_dim(dim, self.ndim)]
+
+    def numel(self):
+        v = self._value
+        return 1 if type(v) is float else v.size
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def _array(self):
+        v = self._value
+        return np.array(v) if type(v) is float else v
+
+    # -- autograd attributes -------------------------------------------------
+    @property
+    def requires_grad(self):
+        return self._rg
+
+    @requires_grad.setter
+    def requires_grad(self, flag):
+        self.requires_grad_(flag)
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf:
+            if not requires_grad:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want to use a "
+                    "computed variable in a subgraph that doesn't require differentiation use "
+                    "var_no_grad = var.detach().")
+            return self
+        if requires_grad and self.dtype.kind not in "fc":
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if bool(requires_grad) != self._rg:
+            self._rg = bool(requires_grad)
+            self._tape, self._row = None, -1
+        return self
+
+    @property
+    def is_leaf(self):
+        return not self._rg or self._row < 0 or self._tape.op[self._row] == LEAF
+
+    @property
+    def grad_fn(self):
+        if self.is_leaf:
+            return None
+        from ._node import node_for
+        return node_for(self._tape, self._row)
+
+    @property
+    def grad(self):
+        if not self.is_leaf and not self.retains_grad:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
+                "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
+                "field to be populated for a non-leaf Tensor, use .retain_grad() on the non-leaf Tensor. "
+                "If you access the non-leaf Tensor by mistake, make sure you access the leaf Tensor "
+                "instead. See github.com/pytorch/pytorch/pull/30531 for more informations.",
+                UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
+                                f"{type(value).__name__}")
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+            if value.dtype != self.dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self):
+        self._grad = None
+
+    def retain_grad(self):
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if not self.is_leaf:
+            self._tape.flags[self._row] |= RETAIN
+
+    @property
+    def retains_grad(self):
+        return not self.is_leaf and bool(self._tape.flags[self._row] & RETAIN)
+
+    @property
+    def _version(self):
+        return 0 if self._vc is None else self._vc.n
+
+    def detach(self):
+        """A new tensor sharing storage and version counter, with no history."""
+        t = new_tensor(self._value)
+        self._share_storage(t)
+        return t
+
+    def detach_(self):
+        if self._base is not None and self._rg and not self.is_leaf:
+            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._rg = False
+        self._tape, self._row = None, -1
+        return self
+
+    @property
+    def data(self):
+        t = new_tensor(self._value)
+        if type(self._value) is float:
+            t._base = self  # write-through for the Python-float storage of 0-d values
+        return t
+
+    @data.setter
+    def data(self, value):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        self._set_storage(value._value)
+
+    def _share_storage(self, view):
+        """Make `view` share this tensor's storage and version counter."""
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = _Version()
+            vc.views.append(weakref.ref(self))
+            if self._tape is not None:
+                vc.rows.append((self._tape, self._row))
+        view._vc = vc
+        view._base = self
+        vc.views.append(weakref.ref(view))
+        if view._tape is not None:
+            vc.rows.append((view._tape, view._row))
+
+    def _set_storage(self, value):
+        """Replace the value without history (`.data = ...`, and `.data` write-through).
+
+        A registered leaf row keeps the old value; the next use registers afresh.
+        """
+        self._value = value
+        if self.is_leaf:
+            self._tape, self._row = None, -1
+        if self._base is not None and type(value) is float and self._vc is None:
+            self._base._set_storage(value)
+
+    def bump_version(self):
+        """Record an in-place change: rows aliasing the old value become dirty."""
+        vc = self._vc
+        if vc is None:
+            vc = self._vc = _Version()
+            vc.views.append(weakref.ref(self))
+        if self._tape is not None:
+            self._tape.flags[self._row] |= DIRTY
+        for tp, r in vc.rows:
+            tp.flags[r] |= DIRTY
+        vc.rows = []
+        vc.n += 1
+
+    # -- conversion ----------------------------------------------------------
+    def _refuse_if_grad(self, what):
+        if self._rg:
+            raise RuntimeError(f"Can't call {what}() on Tensor that requires grad. "
+                               f"Use tensor.detach().{what}() instead.")
+
+    def numpy(self, *, force=False):
+        if not force:
+            self._refuse_if_grad("numpy")
+        return self._array()
+
+    def __array__(self, dtype=None, copy=None):
+        self._refuse_if_grad("numpy")
+        a = self._array()
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        v = self._value
+        return v if type(v) is float else v.reshape(()).item()
+
+    def tolist(self):
+        v = self._value
+        return v if type(v) is float else v.tolist()
+
+    def _scalar(self, kind):
+        if self.numel() != 1:
+            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+        return kind(self.item())
+
+    def __float__(self):
+        return self._scalar(float)
+
+    def __int__(self):
+        return self._scalar(int)
+
+    def __bool__(self):
+        if self.numel() != 1:
+            raise RuntimeError(f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __index__(self):
+        if self.dtype.kind not in "iub" or self.numel() != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __format__(self, spec):
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        return format(repr(self), spec)
+
+    def __repr__(self):
+        suffix = ""
+        if self.dtype != get_default_dtype() and self.dtype.kind == "f" or self.dtype.kind not in "fiub":
+            suffix += f", dtype=tape.{self.dtype.name}"
+        if self._rg:
+            fn = self.grad_fn
+            suffix += f", grad_fn=<{fn.name()}>" if fn is not None else ", requires_grad=True"
+        return _format.tensor_repr(self._array(), suffix)
+
+    __hash__ = object.__hash__
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __reduce__(self):
+        raise TypeError("pickling tape tensors is not supported yet; use t.detach().numpy()")
+
+    # -- autograd entry points -------------------------------------------------
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into each leaf's `.grad`; see `tape.autograd.backward`."""
+        from ._engine import backward
+        backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
+                 inputs)
+
+
+def _norm_dim(dim, ndim):
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         f"but got {dim})")
+    return dim % n
+
+
+Tensor.__module__ = "tape"
