@@ -130,12 +130,12 @@ def pow(x, exponent):
     xv = x._value
     if type(xv) is float:
         out = _pow_scalar_value(xv, exponent)
-        if x._rg and state.grad_enabled:
+        if x._rg and state.tape.grad_enabled:
             return _scalar_row(_pow_scalar.code, out, x, None, exponent)
         return new_tensor(out)
     with np.errstate(all="ignore"):
         out = wrap_value(np.power(xv, exponent))
-    if x._rg and state.grad_enabled:
+    if x._rg and state.tape.grad_enabled:
         return record(_pow_scalar, out, (x, None), c=float(exponent))
     return new_tensor(out)
 
@@ -146,7 +146,7 @@ def to(x, dtype):
     if x.dtype == dtype:
         return x
     out = wrap_value(x._array().astype(dtype))
-    if x._rg and state.grad_enabled and dtype.kind == "f":
+    if x._rg and state.tape.grad_enabled and dtype.kind == "f":
         return record(_to_copy, out, (x,))
     return new_tensor(out)
 

@@ -5,6 +5,7 @@ takes the new row; the rows that saw the old value become dirty (see
 """
 import numpy as np
 
+from tape._grad_mode import no_grad
 from tape._record import record
 from tape._registry import defop, lookup
 from tape._tape import state
@@ -71,7 +72,7 @@ def _rebind(t, res):
 
 
 def _apply(t, compute, *args):
-    recording = state.grad_enabled and (t._rg or any(_requires_grad(a) for a in args))
+    recording = state.tape.grad_enabled and (t._rg or any(_requires_grad(a) for a in args))
     _check_inplace(t, recording)
     if recording:
         # a constant's old value must survive the write for the VJP that saved it
@@ -81,11 +82,8 @@ def _apply(t, compute, *args):
         _rebind(t, res)
         return t
     was_recorded = t._rg and not t.is_leaf
-    state.grad_enabled, saved = False, state.grad_enabled
-    try:
+    with no_grad():
         res = compute(t, *args)
-    finally:
-        state.grad_enabled = saved
     _write(t, res)
     if t._rg and t.is_leaf:
         t._tape, t._row = None, -1  # the next use registers the new value
@@ -116,7 +114,7 @@ def div_(t, other):
 def _constant_op(opdef, fill):
     def compute(x):
         value = wrap_value(np.full(x.shape, fill, x.dtype))
-        if x._rg and state.grad_enabled:
+        if x._rg and state.tape.grad_enabled:
             return record(opdef, value, (x,))
         return new_tensor(value)
     return compute

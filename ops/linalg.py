@@ -14,24 +14,29 @@ from ops.shape import expand, reshape, squeeze, transpose, unsqueeze
 __all__ = ["dot", "mv", "mm", "bmm", "matmul", "outer"]
 
 
+# Every product below is np.dot of two C-contiguous matrices, so Numba
+# compiles one BLAS specialisation for all of them (each extra layout
+# combination costs seconds of cold compile).
+
 def _mm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k, n = xsh[0], xsh[1], ysh[1]
     G2 = G.reshape((m, n))
     if GA.size:
         GA2 = GA.reshape((m, k))
-        GA2 += np.dot(G2, Y.reshape((k, n)).T)
+        GA2 += np.dot(G2, np.ascontiguousarray(Y.reshape((k, n)).T))
     if GB.size:
         GB2 = GB.reshape((k, n))
-        GB2 += np.dot(X.reshape((m, k)).T, G2)
+        GB2 += np.dot(np.ascontiguousarray(X.reshape((m, k)).T), G2)
 
 
 def _mv_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k = xsh[0], xsh[1]
+    G2 = G.reshape((m, 1))
     if GA.size:
         GA2 = GA.reshape((m, k))
-        GA2 += np.outer(G, Y)
+        GA2 += np.dot(G2, Y.reshape((1, k)))
     if GB.size:
-        GB += np.dot(X.reshape((m, k)).T, G)
+        GB += np.dot(np.ascontiguousarray(X.reshape((m, k)).T), G2).reshape(k)
 
 
 def _dot_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -50,10 +55,10 @@ def _bmm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(b):
         if GA.size:
             GA3 = GA.reshape((b, m, k))
-            GA3[i] += np.dot(G3[i], Y3[i].T)
+            GA3[i] += np.dot(G3[i], np.ascontiguousarray(Y3[i].T))
         if GB.size:
             GB3 = GB.reshape((b, k, n))
-            GB3[i] += np.dot(X3[i].T, G3[i])
+            GB3[i] += np.dot(np.ascontiguousarray(X3[i].T), G3[i])
 
 
 def _need(ctx, k, fn):
@@ -77,7 +82,7 @@ _BMM = defop("bmm", "BmmBackward0", 2, saves=_SAVES, native=_bmm_native,
 def _product(opdef, x, y, value):
     value = wrap_value(value)
     rgx, rgy = x._rg, y._rg
-    if not ((rgx or rgy) and state.grad_enabled):
+    if not ((rgx or rgy) and state.tape.grad_enabled):
         return new_tensor(value)
     return record(opdef, value, (x, y))
 

@@ -52,7 +52,7 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, numpy_fn, mean):
         a = a.astype(as_dtype(dtype))
     axis = None if dims is None or x.ndim == 0 else dims
     value = wrap_value(numpy_fn(a, axis=axis, keepdims=keepdim))
-    if not (x._rg and state.grad_enabled):
+    if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
     reduced = range(x.ndim) if dims is None else dims
     kshape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape))

@@ -121,7 +121,7 @@ _SCATTER = defop("index_put", "IndexPutBackward0", 1, vjp=_scatter_vjp, native=_
 def _view_result(opdef, x, value, ints=None):
     """Record a view op: the result shares x's storage and version counter."""
     value = wrap_value(value)
-    if x._rg and state.grad_enabled:
+    if x._rg and state.tape.grad_enabled:
         out = record(opdef, value, (x,), ints=ints)
     else:
         out = new_tensor(value)
@@ -303,7 +303,7 @@ def _getitem_op(key):
 
 def _gather(opdef, x, flat_index, shape):
     value = wrap_value(x._array().reshape(-1)[flat_index].reshape(shape))
-    if x._rg and state.grad_enabled:
+    if x._rg and state.tape.grad_enabled:
         return record(opdef, value, (x,), ints=flat_index)
     return new_tensor(value)
 
@@ -312,7 +312,7 @@ def _scatter(g, flat_index, shape):
     out = np.zeros(int(np.prod(shape)), g.dtype)
     np.add.at(out, flat_index, g._array().reshape(-1))
     value = wrap_value(out.reshape(shape))
-    if g._rg and state.grad_enabled:
+    if g._rg and state.tape.grad_enabled:
         return record(_SCATTER, value, (g,), ints=flat_index)
     return new_tensor(value)
 
@@ -328,7 +328,7 @@ def getitem(x, key):
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
     opdef = _getitem_op(key)
-    if not (x._rg and state.grad_enabled):
+    if not (x._rg and state.tape.grad_enabled):
         return _view_result(opdef, x, value)
     index = np.arange(x.numel()).reshape(x.shape)[key]
     return _gather(opdef, x, np.asarray(index, np.int64).reshape(-1), np.shape(value))

@@ -12,11 +12,11 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inf
 
 def is_grad_enabled():
     """True when ops record on the tape in this thread."""
-    return state.grad_enabled
+    return state.tape.grad_enabled
 
 
 def is_inference_mode_enabled():
-    return state.inference
+    return state.tape.inference
 
 
 class _Mode:
@@ -57,12 +57,12 @@ class _Mode:
         return self.__class__()
 
     def __enter__(self):
-        self._saved = (state.grad_enabled, state.inference)
+        self._saved = (state.tape.grad_enabled, state.tape.inference)
         self._apply()
         return None
 
     def __exit__(self, *exc):
-        state.grad_enabled, state.inference = self._saved
+        state.tape.grad_enabled, state.tape.inference = self._saved
         return False
 
 
@@ -90,14 +90,14 @@ class no_grad(_NoParamMode):
     """
 
     def _apply(self):
-        state.grad_enabled = False
+        state.tape.grad_enabled = False
 
 
 class enable_grad(_NoParamMode):
     """Context manager and decorator: ops inside record (undoes `no_grad`)."""
 
     def _apply(self):
-        state.grad_enabled = True
+        state.tape.grad_enabled = True
 
 
 class set_grad_enabled(_Mode):
@@ -105,22 +105,22 @@ class set_grad_enabled(_Mode):
 
     def __init__(self, mode):
         self.mode = bool(mode)
-        self._prev = state.grad_enabled
-        state.grad_enabled = self.mode
+        self._prev = state.tape.grad_enabled
+        state.tape.grad_enabled = self.mode
 
     def __enter__(self):
-        self._saved = (self._prev, state.inference)
-        state.grad_enabled = self.mode
+        self._saved = (self._prev, state.tape.inference)
+        state.tape.grad_enabled = self.mode
 
     def __call__(self, fn):
-        state.grad_enabled = self._prev
+        state.tape.grad_enabled = self._prev
         return super().__call__(fn)
 
     def clone(self):
         return self.__class__(self.mode)
 
     def _apply(self):
-        state.grad_enabled = self.mode
+        state.tape.grad_enabled = self.mode
 
 
 class inference_mode(_Mode):
@@ -139,5 +139,5 @@ class inference_mode(_Mode):
 
     def _apply(self):
         if self.mode:
-            state.grad_enabled = False
-        state.inference = self.mode
+            state.tape.grad_enabled = False
+        state.tape.inference = self.mode

@@ -69,9 +69,9 @@ def _broadcast_input(t, shape):
     return record(expand, np.broadcast_to(t._array(), shape), (t,), ints=shape, hidden=True)
 
 
-def _scalar_row(code, out, x, y, c):
-    """The hot path: append a row for a 0-d float64 result; x, y are rows or -1."""
-    tp = state.tape
+def _scalar_row(tp, code, out, x, y, c):
+    """The hot path: append a row for a 0-d float64 result of x and y
+    (Tensors, or None for the constant c) and return its Tensor."""
     if tp.n + 3 > tp.cap:
         tp.reserve(3)
     a = -1 if x is None else (x._row if x._tape is tp else tp.adopt(x))
@@ -80,8 +80,10 @@ def _scalar_row(code, out, x, y, c):
     tp.n = r + 1
     tp.m_op[r] = code
     tp.m_a0[r] = a
-    tp.m_a1[r] = b
-    tp.m_c[r] = c
+    if b >= 0:
+        tp.m_a1[r] = b
+    if c:
+        tp.m_c[r] = c
     tp.m_sval[r] = out
     t = Tensor.__new__(Tensor)
     t._value = out
@@ -95,6 +97,12 @@ def _scalar_row(code, out, x, y, c):
     return t
 
 
+def _scalar_fallback(array_fn, *args):
+    """Where math raises (overflow, domain) or leaves the reals, NumPy's answer."""
+    with np.errstate(all="ignore"):
+        return float(array_fn(*(np.float64(a) for a in args)))
+
+
 def unary(opdef, scalar_fn, array_fn):
     """The public function of an elementwise op of one input."""
     code = opdef.code
@@ -102,12 +110,20 @@ def unary(opdef, scalar_fn, array_fn):
     def op(x):
         xv = x._value
         if type(xv) is float:
-            out = scalar_fn(xv)
-            if x._rg and state.grad_enabled:
-                return _scalar_row(code, out, x, None, 0.0)
+            try:
+                out = scalar_fn(xv)
+            except (ArithmeticError, ValueError):
+                out = None
+            if type(out) is not float:
+                out = _scalar_fallback(array_fn, xv)
+            if x._rg:
+                tp = state.tape
+                if tp.grad_enabled:
+                    return _scalar_row(tp, code, out, x, None, 0.0)
             return new_tensor(out)
-        out = wrap_value(array_fn(xv))
-        if x._rg and state.grad_enabled:
+        with np.errstate(all="ignore"):
+            out = wrap_value(array_fn(xv))
+        if x._rg and state.tape.grad_enabled:
             return record(opdef, out, (x,))
         return new_tensor(out)
     op.__name__ = opdef.name
@@ -119,29 +135,36 @@ def binary(opdef, scalar_fn, array_fn):
     code = opdef.code
 
     def op(x, y):
+        # the scalar path: 0-d float64 tensors and Python numbers
         if type(x) is Tensor:
             xv = x._value
-            if type(xv) is float:
-                if type(y) is Tensor:
-                    yv = y._value
-                    if type(yv) is float:
-                        out = scalar_fn(xv, yv)
-                        if (x._rg or y._rg) and state.grad_enabled:
-                            if not y._rg:
-                                return _scalar_row(code, out, x, None, yv)
-                            if not x._rg:
-                                return _scalar_row(code, out, None, y, xv)
-                            return _scalar_row(code, out, x, y, 0.0)
-                        return new_tensor(out)
-                elif type(y) in _NUMBER:
-                    out = scalar_fn(xv, y)
-                    if x._rg and state.grad_enabled:
-                        return _scalar_row(code, out, x, None, y)
-                    return new_tensor(out)
-        elif type(x) in _NUMBER and type(y) is Tensor and type(y._value) is float:
-            out = scalar_fn(x, y._value)
-            if y._rg and state.grad_enabled:
-                return _scalar_row(code, out, None, y, x)
+            if type(y) is Tensor:
+                yv = y._value
+                rgx, rgy = x._rg, y._rg
+            else:
+                yv = y
+                rgx, rgy = x._rg, False
+        else:
+            xv = x
+            yv = y._value if type(y) is Tensor else None
+            rgx, rgy = False, type(y) is Tensor and y._rg
+        tx, ty = type(xv), type(yv)
+        # floats (0-d float64 values) with floats or Python ints
+        if (tx is float and (ty is float or ty is int)) or (tx is int and ty is float):
+            try:
+                out = scalar_fn(xv, yv)
+            except (ArithmeticError, ValueError):
+                out = None
+            if type(out) is not float:
+                out = _scalar_fallback(array_fn, xv, yv)
+            if rgx or rgy:
+                tp = state.tape
+                if tp.grad_enabled:
+                    if not rgy:
+                        return _scalar_row(tp, code, out, x, None, yv)
+                    if not rgx:
+                        return _scalar_row(tp, code, out, None, y, xv)
+                    return _scalar_row(tp, code, out, x, y, 0.0)
             return new_tensor(out)
         return _general(x, y)
 
@@ -152,10 +175,11 @@ def binary(opdef, scalar_fn, array_fn):
         xs = x.shape if type(x) is Tensor else ()
         ys = y.shape if type(y) is Tensor else ()
         shape = broadcast_shapes(xs, ys)
-        out = wrap_value(array_fn(operand_value(x), operand_value(y)))
+        with np.errstate(all="ignore"):
+            out = wrap_value(array_fn(operand_value(x), operand_value(y)))
         rgx = type(x) is Tensor and x._rg
         rgy = type(y) is Tensor and y._rg
-        if not ((rgx or rgy) and state.grad_enabled):
+        if not ((rgx or rgy) and state.tape.grad_enabled):
             return new_tensor(out)
         c = 0.0
         inputs = []

@@ -53,7 +53,7 @@ _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("sadj", np.float64, 0.0), ("nuse", np.int64, 0))
 COLUMN_NAMES = tuple(name for name, _, _ in _COLUMNS)
 
-_INITIAL_ROWS = 1 << 14
+_INITIAL_ROWS = 1 << 16
 _INITIAL_BYTES = 1 << 28
 
 
@@ -85,6 +85,10 @@ class Tape:
         self.sweep_id = 0
         self.held_bytes = 0
         self.bytes_limit = _INITIAL_BYTES
+        # grad mode is per thread, kept here so a recording op reads one
+        # thread-local (the tape) rather than two
+        self.grad_enabled = True
+        self.inference = False
         self._resize(_INITIAL_ROWS)
 
     # -- storage ---------------------------------------------------------
@@ -128,7 +132,9 @@ class Tape:
         if self.n + k > self.cap or self.held_bytes > self.bytes_limit:
             self.compact()
             cap = self.cap
-            while self.n + k > cap // 2:
+            # keep at least 3/4 free after compacting, so compaction work stays
+            # a small constant per appended row
+            while self.n + k > cap // 4:
                 cap *= 2
             if cap != self.cap:
                 self._resize(cap)
@@ -188,15 +194,15 @@ class Tape:
         self.nuse[r] += 1
 
     # -- lifetime ------------------------------------------------------------
-    def live_roots(self):
-        roots = [r for r, refs in _owner_refs(self.owners) if refs > _DEAD_REFS]
-        roots.extend(node._row for node in self.nodes)
-        return np.array(roots, np.int64)
+    def _live_rows(self):
+        rows = [r for r, refs in _owner_refs(self.owners) if refs > _DEAD_REFS]
+        return rows, rows + [node._row for node in self.nodes]
 
     def compact(self):
         """Drop every row no live Tensor or node can reach; renumber the rest."""
         n = self.n
-        kept = _sweep.reachable(self.a0, self.a1, n, self.live_roots())
+        live, roots = self._live_rows()
+        kept = _sweep.reachable(self.a0, self.a1, n, np.array(roots, np.int64))
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)
@@ -209,16 +215,16 @@ class Tape:
             col[m:n] = default
         self.pool, self.npool = pool, npool
         owners = self.owners
-        new_owners = [owners[r] for r in kept.tolist()]
-        self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
-        for i, (old, t) in enumerate(zip(kept.tolist(), new_owners)):
-            if t is not None and t._tape is self and t._row == old:
-                t._row = i
+        for r in live:  # only live tensors can be used again, so only they are renumbered
+            t = owners[r]
+            if t._tape is self and t._row == r:
+                t._row = int(newidx[r])
                 if t._vc is not None:
                     t._vc.remap(self, newidx)
+        self.owners = [owners[r] for r in kept.tolist()]
+        self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
         for node in self.nodes:
             node._row = int(newidx[node._row])
-        self.owners = new_owners
         self.n = m
         self.held_bytes = int(self.numel[:m][self.ndim[:m] > 0].sum()) * 8
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
@@ -235,11 +241,9 @@ class Tape:
 
 
 class _ThreadState(threading.local):
-    """Per-thread grad mode and tape (PyTorch's grad mode is thread-local too)."""
+    """Per-thread tape, which also holds the thread's grad mode."""
 
     def __init__(self):
-        self.grad_enabled = True
-        self.inference = False
         self.tape = Tape()
 
 

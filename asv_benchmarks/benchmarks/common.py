@@ -20,7 +20,10 @@ ELEMENTWISE_SIZE = 10**5 if FAST else 10**6
 
 
 def torch_or_skip():
-    """Import torch, or skip the calling benchmark (asv skips a setup that raises NotImplementedError)."""
+    """Import torch, the baseline, or skip the benchmark that asks for it.
+
+    asv reports a benchmark whose setup raises NotImplementedError as skipped.
+    """
     try:
         import torch
     except ImportError:
