@@ -18,28 +18,6 @@ __all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "pow", "exp", "log"
            "sigmoid", "relu", "sqrt", "abs", "square", "clone", "to"]
 
 
-def _guarded(fast, ufunc):
-    """`fast` on Python floats, falling back to the NumPy ufunc where math
-    raises (overflow, domain) or leaves the reals, so results match NumPy."""
-    def scalar(*args):
-        try:
-            r = fast(*args)
-        except (ArithmeticError, ValueError):
-            r = None
-        if type(r) is not float:
-            with np.errstate(all="ignore"):
-                r = float(ufunc(*(np.float64(a) for a in args)))
-        return r
-    return scalar
-
-
-def _ignoring_errors(ufunc):
-    def array(*args):
-        with np.errstate(all="ignore"):
-            return ufunc(*args)
-    return array
-
-
 def _sigmoid_scalar(x):
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
@@ -48,8 +26,7 @@ def _sigmoid_scalar(x):
 
 
 def _sigmoid_array(x):
-    with np.errstate(all="ignore"):
-        return 1.0 / (1.0 + np.exp(-x))
+    return 1.0 / (1.0 + np.exp(-x))
 
 
 def _relu_array(x):
@@ -68,7 +45,7 @@ _add = _binary("add", "AddBackward0", ("1", "1"), operator.add, np.add)
 _sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, np.subtract)
 mul = _binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply)
 div = _binary("div", "DivBackward0", ("1 / y", "-out / y"),
-              _guarded(operator.truediv, np.true_divide), _ignoring_errors(np.true_divide))
+              operator.truediv, np.true_divide)
 true_divide = div
 neg = _unary("neg", "NegBackward0", "-1", operator.neg, np.negative)
 # x ** c for a number c: the exponent rides as the constant operand `y`, and
@@ -76,19 +53,22 @@ neg = _unary("neg", "NegBackward0", "-1", operator.neg, np.negative)
 _pow_scalar = defop("pow_scalar", "PowBackward0", 1,
                     partials=("0.0 if y == 0 else y * x ** (y - 1)",))
 _pow_tensor = _binary("pow", "PowBackward1", ("y * x ** (y - 1)", "out * log(x)"),
-                      _guarded(operator.pow, np.power), _ignoring_errors(np.power))
-exp = _unary("exp", "ExpBackward0", "out", _guarded(math.exp, np.exp), _ignoring_errors(np.exp))
-log = _unary("log", "LogBackward0", "1 / x", _guarded(math.log, np.log), _ignoring_errors(np.log))
-sin = _unary("sin", "SinBackward0", "cos(x)", _guarded(math.sin, np.sin), _ignoring_errors(np.sin))
-cos = _unary("cos", "CosBackward0", "-sin(x)", _guarded(math.cos, np.cos), _ignoring_errors(np.cos))
+                      operator.pow, np.power)
+exp = _unary("exp", "ExpBackward0", "out", math.exp, np.exp)
+log = _unary("log", "LogBackward0", "1 / x", math.log, np.log)
+sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, np.sin)
+cos = _unary("cos", "CosBackward0", "-sin(x)", math.cos, np.cos)
 tanh = _unary("tanh", "TanhBackward0", "1 - out * out", math.tanh, np.tanh)
-sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", _guarded(_sigmoid_scalar, _sigmoid_array),
+sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", _sigmoid_scalar,
                  _sigmoid_array)
-relu = _unary("relu", "ReluBackward0", "step(x)", lambda x: x if x > 0 else 0.0, _relu_array)
-sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", _guarded(math.sqrt, np.sqrt), _ignoring_errors(np.sqrt))
+# scalar forwards must return a new float object, never their input: the
+# float is the row's liveness token (Note [Tape layout])
+relu = _unary("relu", "ReluBackward0", "step(x)", lambda x: x * 1.0 if x > 0 else abs(x * 0.0),
+              _relu_array)
+sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt)
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, np.abs)
 square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square)
-clone = _unary("clone", "CloneBackward0", "1", lambda x: x, np.copy)
+clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy)
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
 
 
@@ -163,7 +143,7 @@ def _rpow(x, y):
     return _pow_tensor(y, x)
 
 
-for _name, _fn in {"__add__": add, "__radd__": lambda x, y: add(y, x), "__sub__": sub, "__rsub__": _rsub,
+for _name, _fn in {"__add__": _add, "__radd__": lambda x, y: _add(y, x), "__sub__": _sub, "__rsub__": _rsub,
                    "__mul__": mul, "__rmul__": lambda x, y: mul(y, x), "__truediv__": div,
                    "__rtruediv__": _rdiv, "__pow__": pow, "__rpow__": _rpow, "__neg__": neg,
                    "__abs__": abs, "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg,

@@ -8,7 +8,7 @@ import numpy as np
 from tape._grad_mode import no_grad
 from tape._record import record
 from tape._registry import defop, lookup
-from tape._tape import state
+from tape._tape import state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops.elementwise import add, div, mul, sub
@@ -62,13 +62,13 @@ def _write(t, res):
 
 def _rebind(t, res):
     """Give t the row that recorded `res`; the row's value lives on in keep."""
-    tp, r = res._tape, res._row
-    tp.owners[r] = t
+    tp, r = where(res)
+    tp.owners[r] = t._value if type(t._value) is float else t
     if type(res._value) is not float:
         tp.keep[r] = res._value
-    t._tape, t._row, t._rg = tp, r, True
+    t._ep, t._row, t._rg = tp.ep, r, True
     if t._vc is not None:
-        t._vc.rows.append((tp, r))
+        t._vc.rows.append((tp.ep, r))
 
 
 def _apply(t, compute, *args):
@@ -86,7 +86,7 @@ def _apply(t, compute, *args):
         res = compute(t, *args)
     _write(t, res)
     if t._rg and t.is_leaf:
-        t._tape, t._row = None, -1  # the next use registers the new value
+        t._ep, t._row = None, -1  # the next use registers the new value
     elif was_recorded:
         # keep the history, as PyTorch does: a fresh row whose value is the new one
         clone = lookup("clone")

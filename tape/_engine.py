@@ -6,9 +6,8 @@ import numpy as np
 from . import _sweep
 from ._grad_mode import set_grad_enabled
 from ._registry import LEAF, REGISTRY
-from ._tape import TARGET, state
+from ._tape import RG, TARGET, state, where
 from ._tensor import Tensor, new_tensor, wrap_value
-from . import _tape
 
 __all__ = ["backward", "grad", "force_retaped"]
 
@@ -71,7 +70,7 @@ def _root_rows(tp, outputs):
         if not t._rg:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
                                f"grad_fn")
-        rows.append(t._row if t._tape is tp else tp.adopt(t))
+        rows.append(tp.adopt(t))
     return np.array(rows, np.int64)
 
 
@@ -84,14 +83,12 @@ def _raise_sweep_error(tp, status, bad):
             "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
             f"backward through the graph a second time or if you need to access saved tensors after "
             f"calling backward. (The node was {name}.)")
-    owner = tp.owners[bad]
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
-    version = owner._version if owner is not None else "?"
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [tape.{dtype} {shape}], which is output 0 of {name}, is at version {version}, "
-        "newer than when it was saved. Hint: the backtrace further above shows the operation that "
+        f"operation: [tape.{dtype} {shape}], which is output 0 of {name}, has been modified since "
+        "it was saved. Hint: the backtrace further above shows the operation that "
         "failed to compute its gradient. The variable in question was changed in there or anywhere "
         "later. Good luck!")
 
@@ -114,7 +111,7 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph):
         for t in targets:
             if not t._rg:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-        target_rows = np.array([t._row if t._tape is tp else tp.adopt(t) for t in targets], np.int64)
+        target_rows = np.array([tp.adopt(t) for t in targets], np.int64)
         tp.flags[target_rows] |= TARGET
     try:
         if create_graph or force_retaped.active:
@@ -157,23 +154,50 @@ def _native(tp, roots, seeds, target_rows, retain):
     return caps.tolist(), grads
 
 
+def _row_tensor(tp, r):
+    """A Tensor naming row r, for a VJP to compute with (its value, its graph)."""
+    owner = tp.owners[r]
+    if tp.ndim[r] == 0 and tp.dt[r] == 0:
+        value = owner if type(owner) is float else float(tp.sval[r])
+    elif r in tp.keep:
+        value = tp.keep[r]
+    elif owner is not None:
+        value = owner._value
+    else:
+        raise RuntimeError("Trying to backward through the graph a second time (or directly access "
+                           "saved tensors after they have already been freed).")
+    t = new_tensor(value, bool(tp.flags[r] & RG))
+    t._ep, t._row = tp.ep, r
+    return t
+
+
 class _Ctx:
-    """What a differentiable VJP sees of its row: the saved values as Tensors
-    (or the float constant of a one-element operand), parameters and shapes."""
-    __slots__ = ("x", "y", "out", "p", "c", "needs", "shape", "x_shape", "y_shape", "ints")
+    """What a differentiable VJP sees of its row: the inputs and output as
+    Tensors (or the float constant of a one-element operand), made when first
+    asked for; the parameter p, the shapes and the static ints."""
 
     def __init__(self, tp, r):
-        a, b = int(tp.a0[r]), int(tp.a1[r])
-        c = float(tp.c[r])
-        self.c, self.p = c, float(tp.p[r])
-        self.x = tp.owners[a] if a >= 0 else c
-        self.y = tp.owners[b] if b >= 0 else c
-        self.out = tp.owners[r]
-        self.needs = (a >= 0 and bool(tp.flags[a] & _tape.RG), b >= 0 and bool(tp.flags[b] & _tape.RG))
+        self._tp, self._r = tp, r
+        self._a, self._b = int(tp.a0[r]), int(tp.a1[r])
+        self.c, self.p = float(tp.c[r]), float(tp.p[r])
+        flags = tp.flags
+        self.needs = (self._a >= 0 and bool(flags[self._a] & RG), self._b >= 0 and bool(flags[self._b] & RG))
         self.shape = tp.shape(r)
-        self.x_shape = tp.shape(a) if a >= 0 else ()
-        self.y_shape = tp.shape(b) if b >= 0 else ()
+        self.x_shape = tp.shape(self._a) if self._a >= 0 else ()
+        self.y_shape = tp.shape(self._b) if self._b >= 0 else ()
         self.ints = tp.ints(r).copy()
+
+    @property
+    def x(self):
+        return _row_tensor(self._tp, self._a) if self._a >= 0 else self.c
+
+    @property
+    def y(self):
+        return _row_tensor(self._tp, self._b) if self._b >= 0 else self.c
+
+    @property
+    def out(self):
+        return _row_tensor(self._tp, self._r)
 
 
 _VJPS = {}
@@ -258,9 +282,17 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     tp = state.tape
     rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph)
+    if inputs is not None:
+        receivers = {where(t)[1]: t for t in inputs}
     for r, g in zip(rows, grads):
-        owner = tp.owners[r]
-        if owner is not None and (inputs is not None or tp.op[r] == LEAF or owner.retains_grad):
+        if inputs is not None:
+            owner = receivers.get(r)
+        elif tp.op[r] == LEAF:
+            owner = tp.owners[r]
+        else:
+            ref = tp.retained.get(r)
+            owner = ref() if ref is not None else None
+        if owner is not None:
             _accumulate_grad(owner, g, create_graph)
 
 
@@ -290,7 +322,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     by_row = dict(zip(rows, grads))
     result = []
     for i, t in enumerate(inputs):
-        g = by_row.get(t._row) if t._tape is tp else None
+        t_tape, t_row = where(t)
+        g = by_row.get(t_row) if t_tape is tp else None
         if g is None:
             if not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "

@@ -15,21 +15,30 @@ class Node:
     A live node keeps its row (and what it reaches) on the tape, as a
     PyTorch grad_fn keeps its graph alive.
     """
-    __slots__ = ("_tape", "_row", "__weakref__")
+    __slots__ = ("_ep", "_row", "__weakref__")
+
+    def row(self):
+        """The node's row in its tape's current numbering."""
+        if self._ep.remap is not None:
+            self._row = int(self._ep.remap[self._row])
+            self._ep = self._ep.tape.ep
+        return self._row
 
     def name(self):
         return type(self).__name__
 
     @property
     def next_functions(self):
-        tp, r = self._tape, self._row
+        r = self.row()
+        tp = self._ep.tape
         return tuple(_edge(tp, int(i)) for i in (tp.a0[r], tp.a1[r])[:REGISTRY[tp.op[r]].arity])
 
     def __eq__(self, other):
-        return isinstance(other, Node) and self._tape is other._tape and self._row == other._row
+        return (isinstance(other, Node) and self._ep.tape is other._ep.tape
+                and self.row() == other.row())
 
     def __hash__(self):
-        return hash((id(self._tape), self._row))
+        return hash((id(self._ep.tape), self.row()))
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
@@ -41,7 +50,7 @@ class AccumulateGrad(Node):
 
     @property
     def variable(self):
-        return self._tape.owners[self._row]
+        return self._ep.tape.owners[self.row()]
 
     @property
     def next_functions(self):
@@ -57,7 +66,7 @@ def node_for(tp, r):
     if cls is None:
         cls = _TYPES[name] = type(name, (Node,), {"__slots__": ()})
     node = cls.__new__(cls)
-    node._tape, node._row = tp, r
+    node._ep, node._row = tp.ep, r
     tp.nodes.add(node)
     return node
 

@@ -46,11 +46,13 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     constant in c"); return the result Tensor, which requires grad."""
     tp = state.tape
     tp.reserve(len(inputs) + 1)
-    rows = [-1 if t is None else (t._row if t._tape is tp else tp.adopt(t)) for t in inputs]
+    rows = [-1 if t is None else tp.adopt(t) for t in inputs]
     rows += [-1] * (2 - len(rows))
     out = new_tensor(value, True)
-    r = tp.append(opdef.code, value, out, rows[0], rows[1], c, p, ints, RG | HIDDEN if hidden else RG)
-    out._row, out._tape = r, tp
+    # a 0-d result's token is its float (Note [Tape layout])
+    token = value if type(value) is float else out
+    r = tp.append(opdef.code, value, token, rows[0], rows[1], c, p, ints, RG | HIDDEN if hidden else RG)
+    out._row, out._ep = r, tp.ep
     saves = opdef.saves
     if saves & SAVES_X and rows[0] >= 0:
         tp.nuse[rows[0]] += 1
@@ -74,8 +76,9 @@ def _scalar_row(tp, code, out, x, y, c):
     (Tensors, or None for the constant c) and return its Tensor."""
     if tp.n + 3 > tp.cap:
         tp.reserve(3)
-    a = -1 if x is None else (x._row if x._tape is tp else tp.adopt(x))
-    b = -1 if y is None else (y._row if y._tape is tp else tp.adopt(y))
+    ep = tp.ep
+    a = -1 if x is None else (x._row if x._ep is ep else tp.adopt(x))
+    b = -1 if y is None else (y._row if y._ep is ep else tp.adopt(y))
     r = tp.n
     tp.n = r + 1
     tp.m_op[r] = code
@@ -89,11 +92,11 @@ def _scalar_row(tp, code, out, x, y, c):
     t._value = out
     t._rg = True
     t._row = r
-    t._tape = tp
+    t._ep = ep
     t._grad = None
     t._vc = None
     t._base = None
-    tp.owners.append(t)
+    tp.owners.append(out)  # the liveness token (Note [Tape layout]); out is a fresh float
     return t
 
 

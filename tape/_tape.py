@@ -10,7 +10,7 @@ import numpy as np
 from . import _sweep
 from ._registry import CONST, LEAF
 
-__all__ = ["Tape", "state", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"]
+__all__ = ["Tape", "Epoch", "state", "where", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"]
 
 # Note [Tape layout]
 # ~~~~~~~~~~~~~~~~~~
@@ -37,11 +37,19 @@ __all__ = ["Tape", "state", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"
 #   nuse   int64    consumers that saved this row's value and have not yet
 #                   been freed by a backward; at 0 the value may be released
 #
-# Python side, parallel to the rows: `owners[r]` is the Tensor whose value
-# the row holds (a strong reference; None once released). A row is live when
-# its owner is referenced from outside the tape, when a grad_fn node views it,
-# or when a live row reaches it; everything else is garbage and `reserve`
-# compacts it away, renumbering rows in the live Tensors and nodes.
+# Python side, parallel to the rows: `owners[r]` is a token whose reference
+# count says whether the row's Tensor is alive. For a 0-d result it is the
+# Python float the Tensor holds (floats are not tracked by the cyclic GC, so
+# a long graph costs the GC nothing); otherwise the Tensor itself, which also
+# keeps the row's memory alive (None once released). A row is live when its
+# token is referenced from outside the tape, when a grad_fn node or a
+# retained tensor names it, or when a live row reaches it; everything else is
+# garbage, which `reserve` compacts away.
+#
+# Tensors and nodes name a row as (epoch, row). Compaction starts a new Epoch
+# and turns the old ones into maps to the new numbering, so a tensor is
+# renumbered lazily, when it is next used (`where`), and nothing scans the
+# live tensors.
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
 
@@ -58,7 +66,8 @@ _INITIAL_BYTES = 1 << 28
 
 
 def _owner_refs(owners):
-    return [(r, sys.getrefcount(t)) for r, t in enumerate(owners) if t is not None]
+    """Reference counts of all owners, counted in C (about 25 ns a row)."""
+    return np.fromiter(map(sys.getrefcount, owners), np.int64, len(owners))
 
 
 def _refs_at(owners, r):
@@ -67,8 +76,29 @@ def _refs_at(owners, r):
 
 # References an owner has when only the tape holds it, measured in the same
 # code paths rather than assumed.
-_DEAD_REFS = _owner_refs([object()])[0][1]
+_DEAD_REFS = int(_owner_refs([object()])[0])
 _DEAD_REFS_AT = _refs_at([object()], 0)
+
+
+class Epoch:
+    """One numbering of a tape's rows; after a compaction, `remap` maps it to
+    the current numbering (-1 for a dropped row)."""
+    __slots__ = ("tape", "remap", "__weakref__")
+
+    def __init__(self, tape):
+        self.tape = tape
+        self.remap = None
+
+
+def where(t):
+    """(tape, row) of tensor t in its tape's current numbering, or (None, -1)."""
+    ep = t._ep
+    if ep is None:
+        return None, -1
+    if ep.remap is not None:
+        t._row = int(ep.remap[t._row])
+        t._ep = ep = ep.tape.ep
+    return ep.tape, t._row
 
 
 class Tape:
@@ -79,7 +109,10 @@ class Tape:
         self.cap = 0
         self.owners = []
         self.keep = {}
+        self.retained = {}
         self.nodes = weakref.WeakSet()
+        self.ep = Epoch(self)
+        self.old_epochs = []
         self.pool = np.zeros(1 << 12, np.int64)
         self.npool = 0
         self.sweep_id = 0
@@ -174,35 +207,38 @@ class Tape:
 
     def adopt(self, t):
         """The row of tensor `t` on this tape, registering a leaf or constant row."""
-        if t._tape is self:
-            return t._row
-        if t._row >= 0 and t._tape is not None and t._rg and t._tape.op[t._row] != LEAF:
+        ep = t._ep
+        if ep is not None and ep.tape is self:
+            return where(t)[1]
+        if ep is not None and t._rg and ep.tape.op[where(t)[1]] != LEAF:
             raise RuntimeError("a tensor whose graph was recorded in another thread cannot be "
                                "used in this thread's graph; detach() it first")
         if t._rg:
             r = self.append(LEAF, t._value, t)
-            t._tape, t._row = self, r
+            t._ep, t._row = self.ep, r
             if t._vc is not None:
-                t._vc.rows.append((self, r))
+                t._vc.rows.append((self.ep, r))
             return r
         # a constant's row is private: its tensor keeps no row, since the
         # value may change under it in place without a version check
         return self.append(CONST, t._value, t, flags=0)
 
-    def save(self, r):
-        """Count one more consumer that saves row r's value (see `nuse`)."""
-        self.nuse[r] += 1
-
     # -- lifetime ------------------------------------------------------------
-    def _live_rows(self):
-        rows = [r for r, refs in _owner_refs(self.owners) if refs > _DEAD_REFS]
-        return rows, rows + [node._row for node in self.nodes]
+    def _roots(self):
+        n = self.n
+        released = (self.ndim[:n] > 0) & (self.ptr[:n] == 0)  # owners[r] is None there
+        roots = np.flatnonzero((_owner_refs(self.owners) > _DEAD_REFS) & ~released).tolist()
+        for node in self.nodes:
+            roots.append(node.row())
+        self.retained = {r: ref for r, ref in self.retained.items() if ref() is not None}
+        roots.extend(self.retained)
+        return np.array(roots, np.int64)
 
     def compact(self):
-        """Drop every row no live Tensor or node can reach; renumber the rest."""
+        """Drop every row no live Tensor or node can reach; renumber the rest
+        in a new epoch (see Note [Tape layout])."""
         n = self.n
-        live, roots = self._live_rows()
-        kept = _sweep.reachable(self.a0, self.a1, n, np.array(roots, np.int64))
+        kept = _sweep.reachable(self.a0, self.a1, n, self._roots())
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)
@@ -215,19 +251,27 @@ class Tape:
             col[m:n] = default
         self.pool, self.npool = pool, npool
         owners = self.owners
-        for r in live:  # only live tensors can be used again, so only they are renumbered
-            t = owners[r]
-            if t._tape is self and t._row == r:
-                t._row = int(newidx[r])
-                if t._vc is not None:
-                    t._vc.remap(self, newidx)
         self.owners = [owners[r] for r in kept.tolist()]
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
-        for node in self.nodes:
-            node._row = int(newidx[node._row])
+        self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
+        self._renumber(newidx)
         self.n = m
         self.held_bytes = int(self.numel[:m][self.ndim[:m] > 0].sum()) * 8
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
+
+    def _renumber(self, newidx):
+        """Start a new epoch; older epochs still in use map straight to it."""
+        old = self.ep
+        old.remap = newidx
+        alive = [old]
+        for ref in self.old_epochs:
+            ep = ref()
+            if ep is not None:
+                m = ep.remap
+                ep.remap = np.where(m >= 0, newidx[np.maximum(m, 0)], -1)
+                alive.append(ep)
+        self.old_epochs = [weakref.ref(ep) for ep in alive]
+        self.ep = Epoch(self)
 
     def release(self, rows):
         """Drop the tape's hold on the values of `rows` whose Tensors are dead."""

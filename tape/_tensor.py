@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from ._dtypes import float64, get_default_dtype
-from ._tape import DIRTY, RETAIN
+from ._tape import DIRTY, RETAIN, where
 from ._registry import LEAF
 from . import _format
 
@@ -18,7 +18,7 @@ __all__ = ["Tensor", "new_tensor", "wrap_value"]
 class _Version:
     """A version counter shared by a tensor and its views (PyTorch's `_version`).
 
-    `rows` are the (tape, row) pairs whose recorded values alias the storage,
+    `rows` are the (epoch, row) pairs whose recorded values alias the storage,
     marked dirty when it is modified in place; `views` are weak references to
     the tensors sharing it.
     """
@@ -29,12 +29,15 @@ class _Version:
         self.rows = []
         self.views = []
 
-    def remap(self, tape, newidx):
-        self.rows = [(tp, int(newidx[r])) if tp is tape else (tp, r) for tp, r in self.rows
-                     if tp is not tape or newidx[r] >= 0]
-
     def other_views(self, t):
         return [v for ref in self.views if (v := ref()) is not None and v is not t]
+
+
+def _unpinned(v):
+    """A copy of a 0-d float value: the float object itself is the tape's
+    liveness token for the row (Note [Tape layout]), so handing it out would
+    keep the graph alive."""
+    return v * 1.0 if type(v) is float else v
 
 
 def wrap_value(v):
@@ -53,7 +56,7 @@ def new_tensor(value, requires_grad=False):
     t._value = value
     t._rg = requires_grad
     t._row = -1
-    t._tape = None
+    t._ep = None
     t._grad = None
     t._vc = None
     t._base = None
@@ -71,7 +74,7 @@ class Tensor:
     >>> x.grad
     tensor(4.)
     """
-    __slots__ = ("_value", "_rg", "_row", "_tape", "_grad", "_vc", "_base", "__weakref__")
+    __slots__ = ("_value", "_rg", "_row", "_ep", "_grad", "_vc", "_base", "__weakref__")
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
@@ -135,19 +138,22 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if bool(requires_grad) != self._rg:
             self._rg = bool(requires_grad)
-            self._tape, self._row = None, -1
+            self._ep, self._row = None, -1
         return self
 
     @property
     def is_leaf(self):
-        return not self._rg or self._row < 0 or self._tape.op[self._row] == LEAF
+        if not self._rg:
+            return True
+        tp, r = where(self)
+        return tp is None or tp.op[r] == LEAF
 
     @property
     def grad_fn(self):
         if self.is_leaf:
             return None
         from ._node import node_for
-        return node_for(self._tape, self._row)
+        return node_for(*where(self))
 
     @property
     def grad(self):
@@ -181,11 +187,16 @@ class Tensor:
         if not self._rg:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if not self.is_leaf:
-            self._tape.flags[self._row] |= RETAIN
+            tp, r = where(self)
+            tp.flags[r] |= RETAIN
+            tp.retained[r] = weakref.ref(self)
 
     @property
     def retains_grad(self):
-        return not self.is_leaf and bool(self._tape.flags[self._row] & RETAIN)
+        if self.is_leaf:
+            return False
+        tp, r = where(self)
+        return bool(tp.flags[r] & RETAIN)
 
     @property
     def _version(self):
@@ -193,7 +204,7 @@ class Tensor:
 
     def detach(self):
         """A new tensor sharing storage and version counter, with no history."""
-        t = new_tensor(self._value)
+        t = new_tensor(_unpinned(self._value))
         self._share_storage(t)
         return t
 
@@ -201,12 +212,12 @@ class Tensor:
         if self._base is not None and self._rg and not self.is_leaf:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._rg = False
-        self._tape, self._row = None, -1
+        self._ep, self._row = None, -1
         return self
 
     @property
     def data(self):
-        t = new_tensor(self._value)
+        t = new_tensor(_unpinned(self._value))
         if type(self._value) is float:
             t._base = self  # write-through for the Python-float storage of 0-d values
         return t
@@ -223,13 +234,13 @@ class Tensor:
         if vc is None:
             vc = self._vc = _Version()
             vc.views.append(weakref.ref(self))
-            if self._tape is not None:
-                vc.rows.append((self._tape, self._row))
+            if self._ep is not None:
+                vc.rows.append((self._ep, self._row))
         view._vc = vc
         view._base = self
         vc.views.append(weakref.ref(view))
-        if view._tape is not None:
-            vc.rows.append((view._tape, view._row))
+        if view._ep is not None:
+            vc.rows.append((view._ep, view._row))
 
     def _set_storage(self, value):
         """Replace the value without history (`.data = ...`, and `.data` write-through).
@@ -238,7 +249,7 @@ class Tensor:
         """
         self._value = value
         if self.is_leaf:
-            self._tape, self._row = None, -1
+            self._ep, self._row = None, -1
         if self._base is not None and type(value) is float and self._vc is None:
             self._base._set_storage(value)
 
@@ -248,10 +259,13 @@ class Tensor:
         if vc is None:
             vc = self._vc = _Version()
             vc.views.append(weakref.ref(self))
-        if self._tape is not None:
-            self._tape.flags[self._row] |= DIRTY
-        for tp, r in vc.rows:
+        tp, r = where(self)
+        if tp is not None:
             tp.flags[r] |= DIRTY
+        for ep, r in vc.rows:
+            r = int(ep.remap[r]) if ep.remap is not None else r
+            if r >= 0:
+                ep.tape.flags[r] |= DIRTY
         vc.rows = []
         vc.n += 1
 
@@ -275,11 +289,11 @@ class Tensor:
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         v = self._value
-        return v if type(v) is float else v.reshape(()).item()
+        return _unpinned(v) if type(v) is float else v.reshape(()).item()
 
     def tolist(self):
         v = self._value
-        return v if type(v) is float else v.tolist()
+        return _unpinned(v) if type(v) is float else v.tolist()
 
     def _scalar(self, kind):
         if self.numel() != 1:
