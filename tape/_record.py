@@ -74,7 +74,8 @@ def _broadcast_input(t, shape):
 def _scalar_row(tp, code, out, x, y, c):
     """The hot path: append a row for a 0-d float64 result of x and y
     (Tensors, or None for the constant c) and return its Tensor."""
-    if tp.n + 3 > tp.cap:
+    r = tp.n
+    if r > tp.limit:
         tp.reserve(3)
     ep = tp.ep
     a = -1 if x is None else (x._row if x._ep is ep else tp.adopt(x))
@@ -93,9 +94,6 @@ def _scalar_row(tp, code, out, x, y, c):
     t._rg = True
     t._row = r
     t._ep = ep
-    t._grad = None
-    t._vc = None
-    t._base = None
     tp.owners.append(out)  # the liveness token (Note [Tape layout]); out is a fresh float
     return t
 
@@ -138,37 +136,53 @@ def binary(opdef, scalar_fn, array_fn):
     code = opdef.code
 
     def op(x, y):
-        # the scalar path: 0-d float64 tensors and Python numbers
-        if type(x) is Tensor:
+        # the common case first: two 0-d float64 tensors
+        if type(x) is Tensor and type(y) is Tensor:
             xv = x._value
-            if type(y) is Tensor:
-                yv = y._value
-                rgx, rgy = x._rg, y._rg
-            else:
-                yv = y
-                rgx, rgy = x._rg, False
-        else:
-            xv = x
-            yv = y._value if type(y) is Tensor else None
-            rgx, rgy = False, type(y) is Tensor and y._rg
-        tx, ty = type(xv), type(yv)
-        # floats (0-d float64 values) with floats or Python ints
-        if (tx is float and (ty is float or ty is int)) or (tx is int and ty is float):
-            try:
-                out = scalar_fn(xv, yv)
-            except (ArithmeticError, ValueError):
-                out = None
-            if type(out) is not float:
-                out = _scalar_fallback(array_fn, xv, yv)
-            if rgx or rgy:
-                tp = state.tape
-                if tp.grad_enabled:
-                    if not rgy:
-                        return _scalar_row(tp, code, out, x, None, yv)
-                    if not rgx:
+            yv = y._value
+            if type(xv) is float and type(yv) is float:
+                try:
+                    out = scalar_fn(xv, yv)
+                except (ArithmeticError, ValueError):
+                    out = None
+                if type(out) is not float:
+                    out = _scalar_fallback(array_fn, xv, yv)
+                rgx = x._rg
+                rgy = y._rg
+                if rgx or rgy:
+                    tp = state.tape
+                    if tp.grad_enabled:
+                        if rgx and rgy:
+                            return _scalar_row(tp, code, out, x, y, 0.0)
+                        if rgx:
+                            return _scalar_row(tp, code, out, x, None, yv)
                         return _scalar_row(tp, code, out, None, y, xv)
+                return new_tensor(out)
+        return _mixed(x, y)
+
+    def _scalar(xv, yv, x, y, rgx, rgy):
+        try:
+            out = scalar_fn(xv, yv)
+        except (ArithmeticError, ValueError):
+            out = None
+        if type(out) is not float:
+            out = _scalar_fallback(array_fn, xv, yv)
+        if rgx or rgy:
+            tp = state.tape
+            if tp.grad_enabled:
+                if rgx and rgy:
                     return _scalar_row(tp, code, out, x, y, 0.0)
-            return new_tensor(out)
+                if rgx:
+                    return _scalar_row(tp, code, out, x, None, yv)
+                return _scalar_row(tp, code, out, None, y, xv)
+        return new_tensor(out)
+
+    def _mixed(x, y):
+        # a 0-d float64 tensor with a Python number still takes the scalar path
+        if type(x) is Tensor and type(x._value) is float and type(y) in _NUMBER:
+            return _scalar(x._value, y, x, None, x._rg, False)
+        if type(y) is Tensor and type(y._value) is float and type(x) in _NUMBER:
+            return _scalar(x, y._value, None, y, False, y._rg)
         return _general(x, y)
 
     def _general(x, y):

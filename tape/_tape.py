@@ -132,6 +132,7 @@ class Tape:
                 col[:self.n] = getattr(self, name)[:self.n]
             setattr(self, name, col)
         self.cap = cap
+        self.limit = cap - 3  # the scalar path appends at most 3 rows per op
         # memoryviews make the per-op scalar writes about twice as fast as
         # NumPy item assignment
         self.m_op, self.m_a0, self.m_a1 = memoryview(self.op), memoryview(self.a0), memoryview(self.a1)

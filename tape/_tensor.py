@@ -57,9 +57,6 @@ def new_tensor(value, requires_grad=False):
     t._rg = requires_grad
     t._row = -1
     t._ep = None
-    t._grad = None
-    t._vc = None
-    t._base = None
     return t
 
 
@@ -74,7 +71,12 @@ class Tensor:
     >>> x.grad
     tensor(4.)
     """
-    __slots__ = ("_value", "_rg", "_row", "_ep", "_grad", "_vc", "_base", "__weakref__")
+    # The hot attributes are slots; the rarely set ones default on the class
+    # and land in the instance dict when set, so making a tensor writes four.
+    __slots__ = ("_value", "_rg", "_row", "_ep", "__dict__", "__weakref__")
+    _grad = None
+    _vc = None
+    _base = None
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):
