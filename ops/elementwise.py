@@ -63,7 +63,7 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", _sigmoid_scal
                  _sigmoid_array)
 # scalar forwards must return a new float object, never their input: the
 # float is the row's liveness token (Note [Tape layout])
-relu = _unary("relu", "ReluBackward0", "step(x)", lambda x: x * 1.0 if x > 0 else abs(x * 0.0),
+relu = _unary("relu", "ReluBackward0", "step(x)", lambda x: x * 1.0 if x > 0 else math.fabs(x * 0.0),
               _relu_array)
 sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt)
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, np.abs)
@@ -111,7 +111,7 @@ def pow(x, exponent):
     if type(xv) is float:
         out = _pow_scalar_value(xv, exponent)
         if x._rg and state.tape.grad_enabled:
-            return _scalar_row(_pow_scalar.code, out, x, None, exponent)
+            return _scalar_row(state.tape, _pow_scalar.code, out, x, None, exponent)
         return new_tensor(out)
     with np.errstate(all="ignore"):
         out = wrap_value(np.power(xv, exponent))

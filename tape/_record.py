@@ -226,11 +226,17 @@ def _sign(x):
     return math.copysign(1.0, x) if x != 0 else 0.0
 
 
+def _on_tensor_or_number(op, math_fn):
+    """A partial may apply a function to a constant operand, a Python float."""
+    return lambda v: op(v) if type(v) is Tensor else math_fn(v)
+
+
 def elementwise_vjp(opdef):
     """The differentiable VJP of an elementwise op: g times each partial,
     evaluated with tape ops so it records when create_graph is on."""
     import ops
-    functions = {name: getattr(ops, name) for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
+    functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
+                 for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
     functions.update(step=_step, sign=_sign)
 
     def vjp(ctx, g):

@@ -4,7 +4,6 @@ element) against central finite differences, as torch.autograd.gradcheck.
 import numpy as np
 
 from .._engine import grad
-from .._grad_mode import no_grad
 from .._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["gradcheck", "gradgradcheck", "GradcheckError"]
@@ -26,10 +25,16 @@ def _flat(t):
     return np.asarray(t._array(), np.float64).reshape(-1)
 
 
+def _copy(t, value=None):
+    value = np.array(t._array(), copy=True) if value is None else value
+    return new_tensor(wrap_value(value), t.requires_grad)
+
+
 def _numerical(fn, inputs, wrt, eps):
     """J[k][i]: d out_k / d inputs[wrt[i]], shape (numel_in, numel_out), by central differences."""
-    base = [new_tensor(wrap_value(np.array(t._array(), copy=True))) if isinstance(t, Tensor) else t
-            for t in inputs]
+    # perturbed copies keep requires_grad, as fn may itself differentiate
+    # (gradgradcheck's VJP does)
+    base = [_copy(t) if isinstance(t, Tensor) else t for t in inputs]
     jac = None
     for i, idx in enumerate(wrt):
         x = base[idx]
@@ -42,9 +47,8 @@ def _numerical(fn, inputs, wrt, eps):
                 perturbed = np.array(x._array(), copy=True)
                 perturbed.reshape(-1)[j] = original + step
                 args = list(base)
-                args[idx] = new_tensor(wrap_value(perturbed))
-                with no_grad():
-                    values.append([_flat(o) for o in _outputs(fn, args)])
+                args[idx] = _copy(x, perturbed)
+                values.append([_flat(o) for o in _outputs(fn, args)])
             columns.append([(p - m) / (2 * eps) for p, m in zip(*values)])
         if jac is None:
             jac = [[None] * len(wrt) for _ in columns[0]] if columns else []

@@ -1,0 +1,223 @@
+"""Every op, from one table: forward against NumPy, gradcheck at orders 1 and 2,
+and the native sweep against the re-taped sweep (Note [Tape layout])."""
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import tape
+from tape._engine import force_retaped
+
+
+@dataclass
+class Case:
+    """One op under test: `fn` over tape tensors, `ref` over NumPy arrays,
+    the input shapes and the interval each input is drawn from."""
+    name: str
+    fn: object
+    ref: object
+    shapes: tuple
+    low: tuple = (-2.0,)
+    high: tuple = (2.0,)
+    seed: int = 0
+    tolerance: dict = field(default_factory=dict)
+
+    def inputs(self):
+        rng = np.random.default_rng(self.seed)
+        out = []
+        for k, shape in enumerate(self.shapes):
+            lo = self.low[min(k, len(self.low) - 1)]
+            hi = self.high[min(k, len(self.high) - 1)]
+            out.append(tape.tensor(rng.uniform(lo, hi, shape), requires_grad=True))
+        return out
+
+
+def _away_from_zero(x):
+    return np.where(np.abs(x) < 0.2, 0.2 * np.sign(x) + (x == 0) * 0.2, x)
+
+
+ELEMENTWISE_UNARY = [
+    ("neg", lambda x: -x, np.negative, -2, 2),
+    ("exp", lambda x: x.exp(), np.exp, -2, 2),
+    ("log", lambda x: x.log(), np.log, 0.3, 3),
+    ("sin", lambda x: x.sin(), np.sin, -2, 2),
+    ("cos", lambda x: x.cos(), np.cos, -2, 2),
+    ("tanh", lambda x: x.tanh(), np.tanh, -2, 2),
+    ("sigmoid", lambda x: x.sigmoid(), lambda a: 1 / (1 + np.exp(-a)), -3, 3),
+    ("relu", lambda x: x.relu(), lambda a: np.maximum(a, 0), 0.2, 2),
+    ("relu_negative", lambda x: tape.relu(x), lambda a: np.maximum(a, 0), -2, -0.2),
+    ("sqrt", lambda x: x.sqrt(), np.sqrt, 0.3, 3),
+    ("abs", lambda x: x.abs(), np.abs, 0.2, 2),
+    ("abs_negative", lambda x: abs(x), np.abs, -2, -0.2),
+    ("square", lambda x: x.square(), np.square, -2, 2),
+    ("pow_int", lambda x: x ** 3, lambda a: a ** 3, -2, 2),
+    ("pow_float", lambda x: x ** 2.5, lambda a: a ** 2.5, 0.3, 2),
+    ("pow_zero", lambda x: x ** 0, lambda a: a ** 0, -2, 2),
+    ("rpow", lambda x: 2.0 ** x, lambda a: 2.0 ** a, -2, 2),
+    ("add_number", lambda x: x + 2.5, lambda a: a + 2.5, -2, 2),
+    ("rsub_number", lambda x: 1.0 - x, lambda a: 1.0 - a, -2, 2),
+    ("mul_number", lambda x: 3 * x, lambda a: 3 * a, -2, 2),
+    ("div_number", lambda x: x / 4.0, lambda a: a / 4.0, -2, 2),
+    ("rdiv_number", lambda x: 1.5 / x, lambda a: 1.5 / a, 0.5, 2),
+    ("clone", lambda x: x.clone(), np.copy, -2, 2),
+]
+
+ELEMENTWISE_BINARY = [
+    ("add", lambda x, y: x + y, np.add, (-2, -2), (2, 2)),
+    ("add_alpha", lambda x, y: tape.add(x, y, alpha=2.0), lambda a, b: a + 2 * b, (-2, -2), (2, 2)),
+    ("sub", lambda x, y: x - y, np.subtract, (-2, -2), (2, 2)),
+    ("mul", lambda x, y: x * y, np.multiply, (-2, -2), (2, 2)),
+    ("div", lambda x, y: x / y, np.divide, (-2, 0.5), (2, 2)),
+    ("pow_tensor", lambda x, y: x ** y, np.power, (0.5, -2), (2, 2)),
+]
+
+CASES = []
+for name, fn, ref, lo, hi in ELEMENTWISE_UNARY:
+    for shape in [(), (3,)]:
+        CASES.append(Case(f"{name}{list(shape)}", fn, ref, (shape,), (lo,), (hi,)))
+for name, fn, ref, lo, hi in ELEMENTWISE_BINARY:
+    for shapes in [((), ()), ((3,), (3,)), ((2, 3), (3,)), ((), (2, 2))]:
+        CASES.append(Case(f"{name}{[list(s) for s in shapes]}", fn, ref, shapes, lo, hi))
+
+CASES += [
+    Case("sum", lambda x: x.sum(), np.sum, ((2, 3),)),
+    Case("sum_dim", lambda x: x.sum(dim=1), lambda a: a.sum(axis=1), ((2, 3),)),
+    Case("sum_neg_dim_keepdim", lambda x: x.sum(-1, keepdim=True), lambda a: a.sum(-1, keepdims=True),
+         ((2, 3),)),
+    Case("sum_dims", lambda x: tape.sum(x, (0, 2)), lambda a: a.sum(axis=(0, 2)), ((2, 3, 2),)),
+    Case("mean", lambda x: x.mean(), np.mean, ((2, 3),)),
+    Case("mean_dim", lambda x: x.mean(0), lambda a: a.mean(0), ((2, 3),)),
+    Case("mean_keepdim", lambda x: x.mean(1, keepdim=True), lambda a: a.mean(1, keepdims=True), ((2, 3),)),
+    Case("mm", lambda x, y: x @ y, np.matmul, ((2, 3), (3, 4))),
+    Case("mm_fn", lambda x, y: tape.mm(x, y), np.matmul, ((3, 2), (2, 2))),
+    Case("mv", lambda x, y: x @ y, np.matmul, ((2, 3), (3,))),
+    Case("dot", lambda x, y: tape.dot(x, y), np.dot, ((4,), (4,))),
+    Case("vec_mat", lambda x, y: x @ y, np.matmul, ((3,), (3, 2))),
+    Case("bmm", lambda x, y: tape.bmm(x, y), np.matmul, ((2, 2, 3), (2, 3, 2))),
+    Case("matmul_broadcast", lambda x, y: x @ y, np.matmul, ((2, 2, 3), (3, 2))),
+    Case("matmul_batched_vec", lambda x, y: tape.matmul(x, y), np.matmul, ((2, 2, 3), (3,))),
+    Case("reshape", lambda x: x.reshape(3, 2), lambda a: a.reshape(3, 2), ((2, 3),)),
+    Case("view_infer", lambda x: x.view(-1), lambda a: a.reshape(-1), ((2, 3),)),
+    Case("flatten", lambda x: x.flatten(1), lambda a: a.reshape(2, 6), ((2, 3, 2),)),
+    Case("transpose", lambda x: x.transpose(0, 2), lambda a: a.transpose(2, 1, 0), ((2, 3, 2),)),
+    Case("T", lambda x: x.T, lambda a: a.T, ((2, 3),)),
+    Case("mT", lambda x: x.mT, lambda a: np.swapaxes(a, -1, -2), ((2, 2, 3),)),
+    Case("t", lambda x: x.t(), lambda a: a.T, ((2, 3),)),
+    Case("permute", lambda x: x.permute(1, 2, 0), lambda a: a.transpose(1, 2, 0), ((2, 3, 2),)),
+    Case("unsqueeze", lambda x: x.unsqueeze(1), lambda a: a[:, None], ((3,),)),
+    Case("squeeze", lambda x: x.squeeze(), lambda a: a.squeeze(), ((1, 3, 1),)),
+    Case("squeeze_dim", lambda x: x.squeeze(0), lambda a: a.squeeze(0), ((1, 3),)),
+    Case("expand", lambda x: x.expand(2, 3), lambda a: np.broadcast_to(a, (2, 3)), ((3,),)),
+    Case("expand_new_dims", lambda x: x.expand(2, 3, 2), lambda a: np.broadcast_to(a, (2, 3, 2)),
+         ((3, 1),)),
+    Case("getitem_int", lambda x: x[1], lambda a: a[1], ((3, 2),)),
+    Case("getitem_slice", lambda x: x[1:3], lambda a: a[1:3], ((4, 2),)),
+    Case("getitem_step", lambda x: x[::2, 1], lambda a: a[::2, 1], ((4, 2),)),
+    Case("getitem_none_ellipsis", lambda x: x[None, ..., 0], lambda a: a[None, ..., 0], ((2, 3),)),
+    Case("getitem_int_array", lambda x: x[[0, 2, 0]], lambda a: a[[0, 2, 0]], ((3, 2),)),
+    Case("getitem_none", lambda x: x[None], lambda a: a[None], ((3,),)),
+    Case("getitem_ellipsis", lambda x: x[...] * x, lambda a: a * a, ((3,),)),
+    Case("zero_", lambda x: (x * 1.0).zero_() + x, lambda a: a, ((3,),)),
+    Case("fill_", lambda x: (x * 1.0).fill_(2.0) * x, lambda a: 2.0 * a, ((3,),)),
+    Case("to_float32_and_back", lambda x: x.float().double() * x,
+         lambda a: a.astype(np.float32).astype(np.float64) * a, ((3,),),
+         tolerance=dict(eps=1e-3, atol=1e-3, rtol=1e-3)),
+    Case("getitem_scalar", lambda x: x[1, 0] * x[0, 1], lambda a: a[1, 0] * a[0, 1], ((2, 2),)),
+    Case("chain", lambda x, y: ((x * y).sin() + x.exp()).tanh().sum(dim=0),
+         lambda a, b: np.tanh(np.sin(a * b) + np.exp(a)).sum(axis=0), ((2, 3), (3,))),
+]
+
+
+def _ids(cases):
+    return [c.name for c in cases]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_forward_matches_numpy(case):
+    xs = case.inputs()
+    out = case.fn(*xs)
+    np.testing.assert_allclose(out.detach().numpy(), case.ref(*(x.detach().numpy() for x in xs)),
+                               rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_gradcheck(case):
+    assert tape.autograd.gradcheck(case.fn, case.inputs(), **case.tolerance)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_gradgradcheck(case):
+    assert tape.autograd.gradgradcheck(case.fn, case.inputs(), **case.tolerance)
+
+
+def _projected_grads(case, xs):
+    out = case.fn(*xs)
+    w = tape.tensor(np.random.default_rng(7).standard_normal(out.shape))
+    return [g.numpy() for g in tape.autograd.grad((out * w).sum(), xs)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=_ids(CASES))
+def test_native_sweep_matches_retaped(case):
+    xs = case.inputs()
+    native = _projected_grads(case, xs)
+    with force_retaped():
+        retaped = _projected_grads(case, xs)
+    for n, r in zip(native, retaped):
+        np.testing.assert_allclose(n, r, rtol=1e-12, atol=1e-14)
+
+
+def _ops_in_graph(outputs):
+    from tape._registry import REGISTRY
+    seen = set()
+    stack = [t.grad_fn for t in outputs]
+    while stack:
+        node = stack.pop()
+        if node is None or node.name() == "AccumulateGrad":
+            continue
+        seen.add(REGISTRY[node._ep.tape.op[node.row()]].name)
+        stack.extend(fn for fn, _ in node.next_functions)
+    return seen
+
+
+def test_every_op_is_covered():
+    """A new op must join the table above: its graphs, and the graphs of its
+    create_graph gradients, must together use every registered op."""
+    from tape._registry import REGISTRY
+    seen = set()
+    for case in CASES:
+        xs = case.inputs()
+        out = case.fn(*xs)
+        grads = tape.autograd.grad(out.sum(), xs, create_graph=True)
+        seen |= _ops_in_graph([out, *grads])
+    untested = {d.name for d in REGISTRY if d.arity > 0} - seen
+    assert not untested, f"ops without a test case: {sorted(untested)}"
+
+
+def test_third_derivative_of_integer_power_is_finite_at_zero():
+    x = tape.tensor(0.0, requires_grad=True)
+    y = x ** 3
+    (g1,) = tape.autograd.grad(y, x, create_graph=True)
+    (g2,) = tape.autograd.grad(g1, x, create_graph=True)
+    (g3,) = tape.autograd.grad(g2, x, create_graph=True)
+    (g4,) = tape.autograd.grad(g3, x, allow_unused=True, materialize_grads=True)
+    assert [g1.item(), g2.item(), g3.item(), g4.item()] == [0.0, 0.0, 6.0, 0.0]
+
+
+def test_relu_and_abs_have_zero_derivative_at_zero():
+    x = tape.tensor([0.0, 0.0], requires_grad=True)
+    (x.relu().sum() + x.abs().sum()).backward()
+    assert x.grad.tolist() == [0.0, 0.0]
+
+
+def test_float32_grads_stay_float32():
+    x = tape.tensor([0.5, 1.5], dtype=tape.float32, requires_grad=True)
+    (x.sin() * x).sum().backward()
+    expected = np.cos([0.5, 1.5]) * [0.5, 1.5] + np.sin([0.5, 1.5])
+    assert x.grad.dtype == np.float32
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-6)
+
+
+def test_sweep_module_is_up_to_date():
+    """tape/_sweep.py is generated from the registry: `python -m tape._gen`."""
+    from tape import _gen, _sweep
+    assert _sweep.REGISTRY_DIGEST == _gen.digest()
