@@ -319,7 +319,7 @@ class Tensor:
         return int(self.item())
 
     def __format__(self, spec):
-        if self.ndim == 0:
+        if self.ndim == 0 and spec:
             return format(self.item(), spec)
         return format(repr(self), spec)
 
