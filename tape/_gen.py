@@ -117,15 +117,20 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
     X = (_value(a, ptr, numel, ndim, dt, sval) if a >= 0 else cbuf) if (sv & 1) != 0 else empty
     Y = (_value(b, ptr, numel, ndim, dt, sval) if b >= 0 else cbuf) if (sv & 2) != 0 else empty
     O = _value(r, ptr, numel, ndim, dt, sval) if (sv & 4) != 0 else empty
-    GA = _adjoint(a, adj, numel, ndim, sadj) if need_a else empty
     GB = _adjoint(b, adj, numel, ndim, sadj) if need_b else empty
+    # an elementwise op passes its gradient on in place when it is x's first
+    into_g = (ELEMENTWISE[o] and need_a and not keep and ndim[r] > 0 and ndim[a] > 0
+              and numel[a] == numel[r] and a not in adj)
+    if into_g:
+        adj[a] = G
+    GA = G if into_g else (_adjoint(a, adj, numel, ndim, sadj) if need_a else empty)
     osh = pool[shp[r]:shp[r] + ndim[r]]
     xsh = pool[shp[a]:shp[a] + ndim[a]] if a >= 0 else pool[0:0]
     ysh = pool[shp[b]:shp[b] + ndim[b]] if b >= 0 else pool[0:0]
     ints = pool[ia[r]:ia[r] + ian[r]]
     pp = param[r]
     if ELEMENTWISE[o]:
-        _vjp_elementwise(o, G, X, Y, O, GA, GB, pp)
+        _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g)
 %(tensor_dispatch)s
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -229,23 +234,27 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         else:
             _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim, shp, ia,
                         ian, dt, sadj, pool, _captures(r, op, flags, targeted))
-        if not retain and sv != 0:
-            flags[r] |= FREED
+        if not retain:
+            # Free what this row saved. A row's value goes once no consumer
+            # needs it: all of them sit above it, so that is known here for
+            # visited rows and when the count drops for leaves and constants.
+            if sv != 0:
+                flags[r] |= FREED
             if (sv & 1) != 0 and a >= 0:
                 nuse[a] -= 1
-                if nuse[a] == 0 and ndim[a] > 0:
+                if nuse[a] == 0 and ndim[a] > 0 and op[a] <= CONST:
                     released[nreleased] = a
                     nreleased += 1
             if (sv & 2) != 0 and b >= 0:
                 nuse[b] -= 1
-                if nuse[b] == 0 and ndim[b] > 0:
+                if nuse[b] == 0 and ndim[b] > 0 and op[b] <= CONST:
                     released[nreleased] = b
                     nreleased += 1
             if (sv & 4) != 0:
                 nuse[r] -= 1
-                if nuse[r] == 0 and ndim[r] > 0:
-                    released[nreleased] = r
-                    nreleased += 1
+            if ndim[r] > 0 and nuse[r] == 0:
+                released[nreleased] = r
+                nreleased += 1
         r -= 1
     cap_rows = caps[:ncaps].copy()
     offsets = np.zeros(cap_rows.size + 1, np.int64)
@@ -314,23 +323,29 @@ def _native_name(opdef):
 
 def _elementwise_kernels(ops):
     """One function holding every elementwise op's tensor-path loops, chosen
-    by opcode outside the loops (one function compiles far faster than many)."""
-    lines = ["@_jit", "def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp):",
+    by opcode outside the loops (one function compiles far faster than many).
+    With `into_g`, GA is G itself: the first gradient of x overwrites g in
+    place, so a chain of elementwise ops allocates no adjoints."""
+    lines = ["@_jit", "def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):",
              "    n = G.size",
              "    sx = 1 if X.size == n else 0",
              "    sy = 1 if Y.size == n else 0",
              "    so = 1 if O.size == n else 0",
              "    p = pp"]
 
+    def loop(acc, expr, op):
+        return ["    for i in range(n):",
+                "        x = X[i * sx] if X.size else 0.0",
+                "        y = Y[i * sy] if Y.size else 0.0",
+                "        out = O[i * so] if O.size else 0.0",
+                f"        {acc}[i] {op} G[i] * ({expr})"]
+
     def body(opdef):
         out = []
-        for expr, acc in zip(opdef.partials, ("GA", "GB")):
-            out += [f"if {acc}.size:",
-                    "    for i in range(n):",
-                    "        x = X[i * sx] if X.size else 0.0",
-                    "        y = Y[i * sy] if Y.size else 0.0",
-                    "        out = O[i * so] if O.size else 0.0",
-                    f"        {acc}[i] += G[i] * ({expr})"]
+        if len(opdef.partials) == 2:  # GB first: GA may overwrite G
+            out += ["if GB.size:"] + loop("GB", opdef.partials[1], "+=")
+        out += ["if into_g:"] + loop("GA", opdef.partials[0], "=")
+        out += ["elif GA.size:"] + loop("GA", opdef.partials[0], "+=")
         return out
     lines.append(_dispatch(ops, "    ", body))
     return "\n".join(lines) + "\n"

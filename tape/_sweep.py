@@ -11,7 +11,7 @@ from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
-REGISTRY_DIGEST = "f729ce6a00b0de53"
+REGISTRY_DIGEST = "21e70c64ec76e09b"
 LEAF, CONST = 0, 1
 SAVES = np.array([0, 0, 0, 0, 3, 6, 0, 3, 7, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
 ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
@@ -103,15 +103,20 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
     X = (_value(a, ptr, numel, ndim, dt, sval) if a >= 0 else cbuf) if (sv & 1) != 0 else empty
     Y = (_value(b, ptr, numel, ndim, dt, sval) if b >= 0 else cbuf) if (sv & 2) != 0 else empty
     O = _value(r, ptr, numel, ndim, dt, sval) if (sv & 4) != 0 else empty
-    GA = _adjoint(a, adj, numel, ndim, sadj) if need_a else empty
     GB = _adjoint(b, adj, numel, ndim, sadj) if need_b else empty
+    # an elementwise op passes its gradient on in place when it is x's first
+    into_g = (ELEMENTWISE[o] and need_a and not keep and ndim[r] > 0 and ndim[a] > 0
+              and numel[a] == numel[r] and a not in adj)
+    if into_g:
+        adj[a] = G
+    GA = G if into_g else (_adjoint(a, adj, numel, ndim, sadj) if need_a else empty)
     osh = pool[shp[r]:shp[r] + ndim[r]]
     xsh = pool[shp[a]:shp[a] + ndim[a]] if a >= 0 else pool[0:0]
     ysh = pool[shp[b]:shp[b] + ndim[b]] if b >= 0 else pool[0:0]
     ints = pool[ia[r]:ia[r] + ian[r]]
     pp = param[r]
     if ELEMENTWISE[o]:
-        _vjp_elementwise(o, G, X, Y, O, GA, GB, pp)
+        _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g)
     if o == 21:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 22:  # view
@@ -347,23 +352,27 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         else:
             _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim, shp, ia,
                         ian, dt, sadj, pool, _captures(r, op, flags, targeted))
-        if not retain and sv != 0:
-            flags[r] |= FREED
+        if not retain:
+            # Free what this row saved. A row's value goes once no consumer
+            # needs it: all of them sit above it, so that is known here for
+            # visited rows and when the count drops for leaves and constants.
+            if sv != 0:
+                flags[r] |= FREED
             if (sv & 1) != 0 and a >= 0:
                 nuse[a] -= 1
-                if nuse[a] == 0 and ndim[a] > 0:
+                if nuse[a] == 0 and ndim[a] > 0 and op[a] <= CONST:
                     released[nreleased] = a
                     nreleased += 1
             if (sv & 2) != 0 and b >= 0:
                 nuse[b] -= 1
-                if nuse[b] == 0 and ndim[b] > 0:
+                if nuse[b] == 0 and ndim[b] > 0 and op[b] <= CONST:
                     released[nreleased] = b
                     nreleased += 1
             if (sv & 4) != 0:
                 nuse[r] -= 1
-                if nuse[r] == 0 and ndim[r] > 0:
-                    released[nreleased] = r
-                    nreleased += 1
+            if ndim[r] > 0 and nuse[r] == 0:
+                released[nreleased] = r
+                nreleased += 1
         r -= 1
     cap_rows = caps[:ncaps].copy()
     offsets = np.zeros(cap_rows.size + 1, np.int64)
@@ -446,170 +455,284 @@ def bcast_index(i, full, reduced):
 
 
 @_jit
-def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp):
+def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
     n = G.size
     sx = 1 if X.size == n else 0
     sy = 1 if Y.size == n else 0
     so = 1 if O.size == n else 0
     p = pp
     if o == 2:  # add
-        if GA.size:
-            for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
-                GA[i] += G[i] * (1)
         if GB.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GB[i] += G[i] * (1)
-    elif o == 3:  # sub
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (1)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1)
+    elif o == 3:  # sub
         if GB.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GB[i] += G[i] * (-1)
-    elif o == 4:  # mul
-        if GA.size:
+        if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
-                GA[i] += G[i] * (y)
+                GA[i] = G[i] * (1)
+        elif GA.size:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] += G[i] * (1)
+    elif o == 4:  # mul
         if GB.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GB[i] += G[i] * (x)
-    elif o == 5:  # div
-        if GA.size:
+        if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
-                GA[i] += G[i] * (1 / y)
+                GA[i] = G[i] * (y)
+        elif GA.size:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] += G[i] * (y)
+    elif o == 5:  # div
         if GB.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GB[i] += G[i] * (-out / y)
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (1 / y)
+        elif GA.size:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] += G[i] * (1 / y)
     elif o == 6:  # neg
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (-1)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (-1)
     elif o == 7:  # pow_scalar
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (0.0 if y == 0 else y * x ** (y - 1))
     elif o == 8:  # pow
-        if GA.size:
-            for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
-                GA[i] += G[i] * (y * x ** (y - 1))
         if GB.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GB[i] += G[i] * (out * log(x))
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (y * x ** (y - 1))
+        elif GA.size:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] += G[i] * (y * x ** (y - 1))
     elif o == 9:  # exp
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (out)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (out)
     elif o == 10:  # log
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (1 / x)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1 / x)
     elif o == 11:  # sin
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (cos(x))
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (cos(x))
     elif o == 12:  # cos
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (-sin(x))
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (-sin(x))
     elif o == 13:  # tanh
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (1 - out * out)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1 - out * out)
     elif o == 14:  # sigmoid
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (out * (1 - out))
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (out * (1 - out))
     elif o == 15:  # relu
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (step(x))
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (step(x))
     elif o == 16:  # sqrt
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (0.5 / out)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (0.5 / out)
     elif o == 17:  # abs
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (sign(x))
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (sign(x))
     elif o == 18:  # square
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (2 * x)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (2 * x)
     elif o == 19:  # clone
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (1)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1)
     elif o == 20:  # to_copy
-        if GA.size:
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (1)
+        elif GA.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
                 y = Y[i * sy] if Y.size else 0.0

@@ -62,7 +62,7 @@ _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
 COLUMN_NAMES = tuple(name for name, _, _ in _COLUMNS)
 
 _INITIAL_ROWS = 1 << 16
-_INITIAL_BYTES = 1 << 28
+_INITIAL_BYTES = 1 << 26
 
 
 def _owner_refs(owners):
@@ -257,7 +257,8 @@ class Tape:
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
-        self.held_bytes = int(self.numel[:m][self.ndim[:m] > 0].sum()) * 8
+        held = (self.ndim[:m] > 0) & (self.ptr[:m] != 0)
+        self.held_bytes = int(self.numel[:m][held].sum()) * 8
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
 
     def _renumber(self, newidx):
