@@ -76,6 +76,8 @@ def _root_rows(tp, outputs):
 
 def _raise_sweep_error(tp, status, bad):
     name = REGISTRY[tp.op[bad]].grad_fn
+    if status == _sweep.ERR_TENSOR:
+        raise RuntimeError(f"internal error: the scalar sweep met {name}, a tensor row")
     if status == _sweep.ERR_FREED:
         raise RuntimeError(
             "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -124,7 +126,8 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph):
 
 def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute):
     tp.sweep_id += 1
-    result = _sweep.sweep(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
+    scalar = tp.tensor_rows == 0 and not tp.ndim[roots].any()
+    result = (_sweep.sweep_scalar if scalar else _sweep.sweep)(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
                           tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
                           tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute)
     status, bad = result[0], result[1]

@@ -32,6 +32,156 @@ from numba.np.numpy_support import carray
 
 '''
 
+_SWEEP = '''
+@_jit
+def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
+          pool, sid, roots, seed_off, seeds, retain, targeted, compute):
+    """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
+
+    With `compute`, run every row's native VJP, seeding the roots with `seeds`
+    (flat, at `seed_off`), and return the adjoints of the captured rows (leaves
+    and retained rows, or the TARGET rows when `targeted`). Without it only
+    reach, check and free, and return the visited rows for the re-taped sweep.
+    Returns (status, bad row, captured rows, their flat adjoints, offsets,
+    visited rows, rows whose values may now be released).
+    """
+%(adj_init)s    top = roots.max() if roots.size else -1
+    # sized for the worst case up front: an array reassigned inside the loop
+    # costs reference counting on every row (measured: 30 ns/row)
+    caps = np.empty(top + 1, np.int64)
+    visited = np.empty(top + 1 if not compute else 0, np.int64)
+    released = np.empty(top + 1 if not retain else 0, np.int64)
+    ncaps = 0
+    nvisited = 0
+    nreleased = 0
+    pending = 0
+    for i in range(roots.size):
+        r = roots[i]
+        if stamp[r] != sid:
+            stamp[r] = sid
+            if ndim[r] == 0:
+                sadj[r] = 0.0
+            if op[r] > CONST:
+                pending += 1
+            if _captures(r, op, flags, targeted):
+                caps[ncaps] = r
+                ncaps += 1
+        if compute:
+%(seed)s    status = OK
+    bad = -1
+    r = top
+    while pending > 0:
+        if stamp[r] != sid or op[r] <= CONST:
+            r -= 1
+            continue
+        pending -= 1
+        o = op[r]
+        a = a0[r]
+        b = a1[r]
+        sv = SAVES[o]
+        if sv != 0:
+            if (flags[r] & FREED) != 0:
+                status, bad = ERR_FREED, r
+                break
+            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
+                status, bad = ERR_DIRTY, a
+                break
+            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0:
+                status, bad = ERR_DIRTY, b
+                break
+            if (sv & 4) != 0 and (flags[r] & DIRTY) != 0:
+                status, bad = ERR_DIRTY, r
+                break
+        # reach the inputs (written out twice: a loop over (a, b) is slower)
+        need_a = a >= 0 and (flags[a] & RG) != 0
+        if need_a and stamp[a] != sid:
+            stamp[a] = sid
+            if ndim[a] == 0:
+                sadj[a] = 0.0
+            if op[a] > CONST:
+                pending += 1
+            if _captures(a, op, flags, targeted):
+                caps[ncaps] = a
+                ncaps += 1
+        need_b = b >= 0 and (flags[b] & RG) != 0
+        if need_b and stamp[b] != sid:
+            stamp[b] = sid
+            if ndim[b] == 0:
+                sadj[b] = 0.0
+            if op[b] > CONST:
+                pending += 1
+            if _captures(b, op, flags, targeted):
+                caps[ncaps] = b
+                ncaps += 1
+        if not compute:
+            visited[nvisited] = r
+            nvisited += 1
+        elif ndim[r] == 0 and ELEMENTWISE[o]:
+            g = sadj[r]
+            x = sval[a] if a >= 0 else c[r]
+            y = sval[b] if b >= 0 else c[r]
+            out = sval[r]
+            pp = param[r]
+%(scalar_dispatch)s
+        else:
+%(tensor_branch)s
+        if not retain:
+            # Free what this row saved. A row's value goes once no consumer
+            # needs it: all of them sit above it, so that is known here for
+            # visited rows and when the count drops for leaves and constants.
+            if sv != 0:
+                flags[r] |= FREED
+            if (sv & 1) != 0 and a >= 0:
+                nuse[a] -= 1
+                if nuse[a] == 0 and ndim[a] > 0 and op[a] <= CONST:
+                    released[nreleased] = a
+                    nreleased += 1
+            if (sv & 2) != 0 and b >= 0:
+                nuse[b] -= 1
+                if nuse[b] == 0 and ndim[b] > 0 and op[b] <= CONST:
+                    released[nreleased] = b
+                    nreleased += 1
+            if (sv & 4) != 0:
+                nuse[r] -= 1
+            if ndim[r] > 0 and nuse[r] == 0:
+                released[nreleased] = r
+                nreleased += 1
+        r -= 1
+    cap_rows = caps[:ncaps].copy()
+    offsets = np.zeros(cap_rows.size + 1, np.int64)
+    for k in range(cap_rows.size):
+        offsets[k + 1] = offsets[k] + numel[cap_rows[k]]
+    grads = np.zeros(offsets[-1] if compute and status == OK else 0)
+    if compute and status == OK:
+        for k in range(cap_rows.size):
+            i = cap_rows[k]
+            if ndim[i] == 0:
+                grads[offsets[k]] = sadj[i]
+%(gather)s    return (status, bad, cap_rows, grads, offsets, visited[:nvisited].copy(),
+            released[:nreleased].copy())
+
+
+'''
+
+_SWEEP_VARIANTS = {
+    "sweep": dict(
+        adj_init="    adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])\n",
+        seed=("            g = _adjoint(r, adj, numel, ndim, sadj)\n            s = seed_off[i]\n"
+              "            for k in range(g.size):\n                g[k] += seeds[s + k]\n"),
+        tensor_branch=("            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,\n"
+                       "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted))"),
+        gather=("            elif i in adj:\n"
+                "                grads[offsets[k]:offsets[k + 1]] = adj[i]\n")),
+    # The same walk for tapes holding only 0-d elementwise rows: it compiles
+    # in seconds, not the ~40 s of the tensor kernels, so a scalar program's
+    # first backward on a new machine is quick.
+    "sweep_scalar": dict(
+        adj_init="",
+        seed="            sadj[r] += seeds[seed_off[i]]\n",
+        tensor_branch="            status, bad = ERR_TENSOR, r\n            break",
+        gather=""),
+}
+
 _ENGINE = '''
 # All native code shares one set of options; cache=True so a warm start only
 # loads machine code, error_model="numpy" so 1/0 gives inf as NumPy does.
@@ -59,7 +209,7 @@ _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
-OK, ERR_FREED, ERR_DIRTY = 0, 1, 2
+OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR = 0, 1, 2, 3
 
 
 @_jit
@@ -134,142 +284,6 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
 %(tensor_dispatch)s
     if ndim[r] > 0 and not keep:
         adj.pop(r)
-
-
-@_jit
-def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, sid, roots, seed_off, seeds, retain, targeted, compute):
-    """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
-
-    With `compute`, run every row's native VJP, seeding the roots with `seeds`
-    (flat, at `seed_off`), and return the adjoints of the captured rows (leaves
-    and retained rows, or the TARGET rows when `targeted`). Without it only
-    reach, check and free, and return the visited rows for the re-taped sweep.
-    Returns (status, bad row, captured rows, their flat adjoints, offsets,
-    visited rows, rows whose values may now be released).
-    """
-    adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])
-    top = roots.max() if roots.size else -1
-    # sized for the worst case up front: an array reassigned inside the loop
-    # costs reference counting on every row (measured: 30 ns/row)
-    caps = np.empty(top + 1, np.int64)
-    visited = np.empty(top + 1 if not compute else 0, np.int64)
-    released = np.empty(top + 1 if not retain else 0, np.int64)
-    ncaps = 0
-    nvisited = 0
-    nreleased = 0
-    pending = 0
-    for i in range(roots.size):
-        r = roots[i]
-        if stamp[r] != sid:
-            stamp[r] = sid
-            if ndim[r] == 0:
-                sadj[r] = 0.0
-            if op[r] > CONST:
-                pending += 1
-            if _captures(r, op, flags, targeted):
-                caps[ncaps] = r
-                ncaps += 1
-        if compute:
-            g = _adjoint(r, adj, numel, ndim, sadj)
-            s = seed_off[i]
-            for k in range(g.size):
-                g[k] += seeds[s + k]
-    status = OK
-    bad = -1
-    r = top
-    while pending > 0:
-        if stamp[r] != sid or op[r] <= CONST:
-            r -= 1
-            continue
-        pending -= 1
-        o = op[r]
-        a = a0[r]
-        b = a1[r]
-        sv = SAVES[o]
-        if sv != 0:
-            if (flags[r] & FREED) != 0:
-                status, bad = ERR_FREED, r
-                break
-            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
-                status, bad = ERR_DIRTY, a
-                break
-            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0:
-                status, bad = ERR_DIRTY, b
-                break
-            if (sv & 4) != 0 and (flags[r] & DIRTY) != 0:
-                status, bad = ERR_DIRTY, r
-                break
-        # reach the inputs (written out twice: a loop over (a, b) is slower)
-        need_a = a >= 0 and (flags[a] & RG) != 0
-        if need_a and stamp[a] != sid:
-            stamp[a] = sid
-            if ndim[a] == 0:
-                sadj[a] = 0.0
-            if op[a] > CONST:
-                pending += 1
-            if _captures(a, op, flags, targeted):
-                caps[ncaps] = a
-                ncaps += 1
-        need_b = b >= 0 and (flags[b] & RG) != 0
-        if need_b and stamp[b] != sid:
-            stamp[b] = sid
-            if ndim[b] == 0:
-                sadj[b] = 0.0
-            if op[b] > CONST:
-                pending += 1
-            if _captures(b, op, flags, targeted):
-                caps[ncaps] = b
-                ncaps += 1
-        if not compute:
-            visited[nvisited] = r
-            nvisited += 1
-        elif ndim[r] == 0 and ELEMENTWISE[o]:
-            g = sadj[r]
-            x = sval[a] if a >= 0 else c[r]
-            y = sval[b] if b >= 0 else c[r]
-            out = sval[r]
-            pp = param[r]
-%(scalar_dispatch)s
-        else:
-            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim, shp, ia,
-                        ian, dt, sadj, pool, _captures(r, op, flags, targeted))
-        if not retain:
-            # Free what this row saved. A row's value goes once no consumer
-            # needs it: all of them sit above it, so that is known here for
-            # visited rows and when the count drops for leaves and constants.
-            if sv != 0:
-                flags[r] |= FREED
-            if (sv & 1) != 0 and a >= 0:
-                nuse[a] -= 1
-                if nuse[a] == 0 and ndim[a] > 0 and op[a] <= CONST:
-                    released[nreleased] = a
-                    nreleased += 1
-            if (sv & 2) != 0 and b >= 0:
-                nuse[b] -= 1
-                if nuse[b] == 0 and ndim[b] > 0 and op[b] <= CONST:
-                    released[nreleased] = b
-                    nreleased += 1
-            if (sv & 4) != 0:
-                nuse[r] -= 1
-            if ndim[r] > 0 and nuse[r] == 0:
-                released[nreleased] = r
-                nreleased += 1
-        r -= 1
-    cap_rows = caps[:ncaps].copy()
-    offsets = np.zeros(cap_rows.size + 1, np.int64)
-    for k in range(cap_rows.size):
-        offsets[k + 1] = offsets[k] + numel[cap_rows[k]]
-    grads = np.zeros(offsets[-1] if compute and status == OK else 0)
-    if compute and status == OK:
-        for k in range(cap_rows.size):
-            i = cap_rows[k]
-            if ndim[i] == 0:
-                grads[offsets[k]] = sadj[i]
-            elif i in adj:
-                grads[offsets[k]:offsets[k + 1]] = adj[i]
-    return (status, bad, cap_rows, grads, offsets, visited[:nvisited].copy(),
-            released[:nreleased].copy())
 
 
 @_jit
@@ -398,9 +412,10 @@ def _body():
               f"ELEMENTWISE = np.array({[d.elementwise for d in REGISTRY]}, np.bool_)",
               f"OPCODES = {tuple(d.name for d in REGISTRY)!r}"]
     parts.append("\n".join(tables) + "\n")
-    parts.append(_ENGINE % {
-        "scalar_dispatch": _dispatch(elementwise, " " * 12, _scalar_body),
-        "tensor_dispatch": _dispatch(structural, " " * 4, _tensor_body)})
+    parts.append(_ENGINE % {"tensor_dispatch": _dispatch(structural, " " * 4, _tensor_body)})
+    scalar_dispatch = _dispatch(elementwise, " " * 12, _scalar_body)
+    for name, variant in _SWEEP_VARIANTS.items():
+        parts.append(_SWEEP % dict(variant, name=name, scalar_dispatch=scalar_dispatch))
     for fn in NATIVE_HELPERS:
         parts.append(_helper_source(fn))
     parts.append(_elementwise_kernels(elementwise))

@@ -118,6 +118,7 @@ class Tape:
         self.sweep_id = 0
         self.held_bytes = 0
         self.bytes_limit = _INITIAL_BYTES
+        self.tensor_rows = 0  # rows not on the 0-d fast path; while 0, backward uses sweep_scalar
         # grad mode is per thread, kept here so a recording op reads one
         # thread-local (the tape) rather than two
         self.grad_enabled = True
@@ -178,6 +179,8 @@ class Tape:
         The caller has reserved room."""
         r = self.n
         self.n = r + 1
+        if op > CONST:
+            self.tensor_rows += 1
         self.op[r] = op
         self.a0[r] = a0
         self.a1[r] = a1
@@ -257,6 +260,9 @@ class Tape:
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
+        op = self.op[:m]
+        scalar = _sweep.ELEMENTWISE[op] & (self.ndim[:m] == 0) & (self.dt[:m] == 0)
+        self.tensor_rows = int(np.count_nonzero((op > CONST) & ~scalar))
         held = (self.ndim[:m] > 0) & (self.ptr[:m] != 0)
         self.held_bytes = int(self.numel[:m][held].sum()) * 8
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
