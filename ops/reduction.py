@@ -9,16 +9,21 @@ from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
-from ops.shape import bcast_index, expand, reshape
+from ops.shape import bcast_index, expand, reshape, trailing_block
 
 __all__ = ["sum", "mean"]
 
 
 def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    block = trailing_block(xsh, ints)
     if G.size == 1:
         g = G[0] * pp
         for i in range(GA.size):
             GA[i] += g
+    elif block > 0:
+        for o in range(0, GA.size, block):
+            for j in range(block):
+                GA[o + j] += G[j] * pp
     else:
         for i in range(GA.size):
             GA[i] += G[bcast_index(i, xsh, ints)] * pp

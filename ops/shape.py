@@ -33,9 +33,31 @@ def bcast_index(i, full, reduced):
     return j
 
 
+@native_helper
+def trailing_block(full, reduced):
+    """When `reduced` broadcasts to `full` along leading dims only (a bias
+    over a batch), the number of elements of `reduced`; otherwise -1."""
+    k = 0
+    while k < reduced.size and reduced[k] == 1:
+        k += 1
+    lead = full.size - (reduced.size - k)
+    block = 1
+    for j in range(k, reduced.size):
+        if reduced[j] != full[lead + j - k]:
+            return -1
+        block *= reduced[j]
+    return block
+
+
 def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    for i in range(G.size):
-        GA[bcast_index(i, osh, xsh)] += G[i]
+    block = trailing_block(osh, xsh)
+    if block > 0:
+        for o in range(0, G.size, block):
+            for j in range(block):
+                GA[j] += G[o + j]
+    else:
+        for i in range(G.size):
+            GA[bcast_index(i, osh, xsh)] += G[i]
 
 
 def _flat_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):

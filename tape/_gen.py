@@ -165,11 +165,12 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
 
 _SWEEP_VARIANTS = {
     "sweep": dict(
-        adj_init="    adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])\n",
+        adj_init=("    adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])\n"
+                  "    empty = np.zeros(0)\n    cbuf = np.zeros(1)\n"),
         seed=("            g = _adjoint(r, adj, numel, ndim, sadj)\n            s = seed_off[i]\n"
               "            for k in range(g.size):\n                g[k] += seeds[s + k]\n"),
         tensor_branch=("            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,\n"
-                       "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted))"),
+                       "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf)"),
         gather=("            elif i in adj:\n"
                 "                grads[offsets[k]:offsets[k + 1]] = adj[i]\n")),
     # The same walk for tapes holding only 0-d elementwise rows: it compiles
@@ -257,12 +258,11 @@ def _captures(i, op, flags, targeted):
 
 @_jit
 def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim, shp, ia, ian,
-                dt, sadj, pool, keep):
+                dt, sadj, pool, keep, empty, cbuf):
     """One row's VJP on the tensor path: any row that is not a 0-d elementwise op."""
     if ndim[r] > 0 and r not in adj:
         return  # no gradient reached this row
-    empty = np.zeros(0)
-    cbuf = np.full(1, c[r])
+    cbuf[0] = c[r]
     G = _adjoint(r, adj, numel, ndim, sadj)
     X = (_value(a, ptr, numel, ndim, dt, sval) if a >= 0 else cbuf) if (sv & 1) != 0 else empty
     Y = (_value(b, ptr, numel, ndim, dt, sval) if b >= 0 else cbuf) if (sv & 2) != 0 else empty

@@ -11,7 +11,7 @@ from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
-REGISTRY_DIGEST = "41c7d20e03e886cc"
+REGISTRY_DIGEST = "e25a489927b2fa63"
 LEAF, CONST = 0, 1
 SAVES = np.array([0, 0, 0, 0, 3, 6, 0, 3, 7, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
 ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
@@ -93,12 +93,11 @@ def _captures(i, op, flags, targeted):
 
 @_jit
 def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim, shp, ia, ian,
-                dt, sadj, pool, keep):
+                dt, sadj, pool, keep, empty, cbuf):
     """One row's VJP on the tensor path: any row that is not a 0-d elementwise op."""
     if ndim[r] > 0 and r not in adj:
         return  # no gradient reached this row
-    empty = np.zeros(0)
-    cbuf = np.full(1, c[r])
+    cbuf[0] = c[r]
     G = _adjoint(r, adj, numel, ndim, sadj)
     X = (_value(a, ptr, numel, ndim, dt, sval) if a >= 0 else cbuf) if (sv & 1) != 0 else empty
     Y = (_value(b, ptr, numel, ndim, dt, sval) if b >= 0 else cbuf) if (sv & 2) != 0 else empty
@@ -227,6 +226,8 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
     visited rows, rows whose values may now be released).
     """
     adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])
+    empty = np.zeros(0)
+    cbuf = np.zeros(1)
     top = roots.max() if roots.size else -1
     # sized for the worst case up front: an array reassigned inside the loop
     # costs reference counting on every row (measured: 30 ns/row)
@@ -396,7 +397,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                     sadj[a] += g * (1)
         else:
             _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,
-                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted))
+                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf)
         if not retain:
             # Free what this row saved. A row's value goes once no consumer
             # needs it: all of them sit above it, so that is known here for
@@ -673,6 +674,22 @@ def bcast_index(i, full, reduced):
                 j += q * stride
             stride *= dr
     return j
+
+
+@_jit
+def trailing_block(full, reduced):
+    """When `reduced` broadcasts to `full` along leading dims only (a bias
+    over a batch), the number of elements of `reduced`; otherwise -1."""
+    k = 0
+    while k < reduced.size and reduced[k] == 1:
+        k += 1
+    lead = full.size - (reduced.size - k)
+    block = 1
+    for j in range(k, reduced.size):
+        if reduced[j] != full[lead + j - k]:
+            return -1
+        block *= reduced[j]
+    return block
 
 
 @_jit
@@ -963,8 +980,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
 
 @_jit
 def _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    for i in range(G.size):
-        GA[bcast_index(i, osh, xsh)] += G[i]
+    block = trailing_block(osh, xsh)
+    if block > 0:
+        for o in range(0, G.size, block):
+            for j in range(block):
+                GA[j] += G[o + j]
+    else:
+        for i in range(G.size):
+            GA[bcast_index(i, osh, xsh)] += G[i]
 
 
 @_jit
@@ -1030,10 +1053,15 @@ def _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 @_jit
 def _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    block = trailing_block(xsh, ints)
     if G.size == 1:
         g = G[0] * pp
         for i in range(GA.size):
             GA[i] += g
+    elif block > 0:
+        for o in range(0, GA.size, block):
+            for j in range(block):
+                GA[o + j] += G[j] * pp
     else:
         for i in range(GA.size):
             GA[i] += G[bcast_index(i, xsh, ints)] * pp

@@ -1,0 +1,29 @@
+"""Comparisons: `< <= > >= == !=` and their named forms. Their results are
+bool tensors, which are constants: nothing is recorded."""
+import numpy as np
+
+from tape._record import broadcast_shapes, operand_value
+from tape._tensor import Tensor, new_tensor, wrap_value
+
+__all__ = ["eq", "ne", "lt", "le", "gt", "ge"]
+
+
+def _comparison(ufunc):
+    def compare(x, y):
+        if isinstance(x, Tensor) and isinstance(y, Tensor):
+            broadcast_shapes(x.shape, y.shape)  # PyTorch's error text on a mismatch
+        return new_tensor(wrap_value(np.asarray(ufunc(operand_value(x), operand_value(y)))))
+    compare.__name__ = ufunc.__name__
+    return compare
+
+
+eq = _comparison(np.equal)
+ne = _comparison(np.not_equal)
+lt = _comparison(np.less)
+le = _comparison(np.less_equal)
+gt = _comparison(np.greater)
+ge = _comparison(np.greater_equal)
+
+for _name, _fn in {"__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
+                   "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}.items():
+    setattr(Tensor, _name, _fn)
