@@ -9,12 +9,12 @@ import operator
 import numpy as np
 
 from tape._dtypes import as_dtype
-from tape._record import _scalar_row, binary, record, unary
+from tape._record import binary, record, unary, with_constant
 from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
-__all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "pow", "exp", "log", "sin", "cos", "tanh",
+__all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow", "exp", "log", "sin", "cos", "tanh",
            "sigmoid", "relu", "sqrt", "abs", "square", "clone", "to"]
 
 
@@ -48,10 +48,22 @@ div = _binary("div", "DivBackward0", ("1 / y", "-out / y"),
               operator.truediv, np.true_divide)
 true_divide = div
 neg = _unary("neg", "NegBackward0", "-1", operator.neg, np.negative)
-# x ** c for a number c: the exponent rides as the constant operand `y`, and
-# the y == 0 branch keeps every order finite at x = 0 (no 0 * inf)
-_pow_scalar = defop("pow_scalar", "PowBackward0", 1,
-                    partials=("0.0 if y == 0 else y * x ** (y - 1)",))
+reciprocal = _unary("reciprocal", "ReciprocalBackward0", "-out * out", lambda x: 1.0 / x,
+                    np.reciprocal)
+
+
+def _with_constant(name, grad_fn, partial, scalar, array):
+    return with_constant(defop(name, grad_fn, 1, partials=(partial,)), scalar, array)
+
+
+# x ** c, c - x and c ** x for a number c, which is the constant operand `y`;
+# the y == 0 branch keeps every order of x ** n finite at x = 0 (no 0 * inf)
+_pow_number = _with_constant("pow_scalar", "PowBackward0", "0.0 if y == 0 else y * x ** (y - 1)",
+                             operator.pow, np.power)
+_rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
+                              lambda x, c: c - x)
+_rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y)", lambda x, c: c ** x,
+                              lambda x, c: np.power(c, x))
 _pow_tensor = _binary("pow", "PowBackward1", ("y * x ** (y - 1)", "out * log(x)"),
                       operator.pow, np.power)
 exp = _unary("exp", "ExpBackward0", "out", math.exp, np.exp)
@@ -87,17 +99,6 @@ def sub(x, y, *, alpha=1):
     return _sub(x, y if alpha == 1 else mul(y, alpha))
 
 
-def _pow_scalar_value(x, c):
-    try:
-        r = x ** c
-    except (ArithmeticError, ValueError):
-        r = None
-    if type(r) is not float:  # overflow, 0 ** -1, or a complex root of a negative base
-        with np.errstate(all="ignore"):
-            r = float(np.power(np.float64(x), c))
-    return r
-
-
 def pow(x, exponent):
     """x ** exponent. A number exponent gives PowBackward0, a tensor one PowBackward1.
 
@@ -105,19 +106,11 @@ def pow(x, exponent):
     >>> tape.pow(tape.tensor(3.0), 2)
     tensor(9.)
     """
-    if type(exponent) not in (int, float) or not isinstance(x, Tensor):
-        return _pow_tensor(x, exponent)
-    xv = x._value
-    if type(xv) is float:
-        out = _pow_scalar_value(xv, exponent)
-        if x._rg and state.tape.grad_enabled:
-            return _scalar_row(state.tape, _pow_scalar.code, out, x, None, exponent)
-        return new_tensor(out)
-    with np.errstate(all="ignore"):
-        out = wrap_value(np.power(xv, exponent))
-    if x._rg and state.tape.grad_enabled:
-        return record(_pow_scalar, out, (x, None), c=float(exponent))
-    return new_tensor(out)
+    if isinstance(x, Tensor) and type(exponent) in _NUMBER:
+        return _pow_number(x, exponent)
+    if type(x) in _NUMBER and isinstance(exponent, Tensor):
+        return _rpow_number(exponent, x)
+    return _pow_tensor(x, exponent)
 
 
 def to(x, dtype):
@@ -131,16 +124,20 @@ def to(x, dtype):
     return new_tensor(out)
 
 
+_NUMBER = (int, float)
+
+
 def _rsub(x, y):
-    return sub(y, x)
+    return _rsub_number(x, y) if type(y) in _NUMBER else _sub(y, x)
 
 
 def _rdiv(x, y):
-    return div(y, x)
+    # c / x is reciprocal(x) * c, as in PyTorch (grad_fn MulBackward0)
+    return mul(reciprocal(x), y) if type(y) in _NUMBER else div(y, x)
 
 
 def _rpow(x, y):
-    return _pow_tensor(y, x)
+    return pow(y, x)
 
 
 for _name, _fn in {"__add__": _add, "__radd__": lambda x, y: _add(y, x), "__sub__": _sub, "__rsub__": _rsub,
@@ -149,6 +146,7 @@ for _name, _fn in {"__add__": _add, "__radd__": lambda x, y: _add(y, x), "__sub_
                    "__abs__": abs, "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg,
                    "pow": pow, "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh,
                    "sigmoid": sigmoid, "relu": relu, "sqrt": sqrt, "abs": abs, "square": square,
+                   "reciprocal": reciprocal,
                    "clone": clone, "to": to}.items():
     setattr(Tensor, _name, _fn)
 Tensor.float = lambda self: to(self, np.float32)

@@ -84,10 +84,10 @@ def _apply(t, compute, *args):
     was_recorded = t._rg and not t.is_leaf
     with no_grad():
         res = compute(t, *args)
-    _write(t, res)
     if t._rg and t.is_leaf:
-        t._ep, t._row = None, -1  # the next use registers the new value
-    elif was_recorded:
+        t._drop_row()  # the next use registers the new value
+    _write(t, res)
+    if was_recorded:
         # keep the history, as PyTorch does: a fresh row whose value is the new one
         clone = lookup("clone")
         res = record(clone, t._value, (t,))

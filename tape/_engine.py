@@ -159,7 +159,7 @@ def _native(tp, roots, seeds, target_rows, retain):
 
 def _row_tensor(tp, r):
     """A Tensor naming row r, for a VJP to compute with (its value, its graph)."""
-    owner = tp.owners[r]
+    owner = tp.tensor_at(r)
     if tp.ndim[r] == 0 and tp.dt[r] == 0:
         value = owner if type(owner) is float else float(tp.sval[r])
     elif r in tp.keep:
@@ -291,7 +291,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         if inputs is not None:
             owner = receivers.get(r)
         elif tp.op[r] == LEAF:
-            owner = tp.owners[r]
+            owner = tp.tensor_at(r)
         else:
             ref = tp.retained.get(r)
             owner = ref() if ref is not None else None

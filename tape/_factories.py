@@ -21,10 +21,9 @@ def manual_seed(seed):
 
 
 def _make(array, requires_grad):
-    t = new_tensor(wrap_value(array))
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+    if requires_grad and array.dtype.kind not in "fc":
+        raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    return new_tensor(wrap_value(array), bool(requires_grad))
 
 
 def _infer_dtype(data):

@@ -22,14 +22,22 @@ def _special(v):
     return None
 
 
+def _padded(fmt, a):
+    """Right-align every element to the widest, as PyTorch prints."""
+    flat = a.ravel()
+    shown = flat if flat.size <= 1000 else np.concatenate([flat[:3], flat[-3:]])
+    width = max((len(fmt(v)) for v in shown), default=0)
+    return lambda v: fmt(v).rjust(width)
+
+
 def tensor_repr(a, suffix=""):
     prefix = "tensor("
     if a.dtype.kind == "f":
-        fmt = {"float_kind": _float_formatter(a.astype(np.float64).ravel())}
+        fmt = {"float_kind": _padded(_float_formatter(a.astype(np.float64).ravel()), a)}
     elif a.dtype.kind == "b":
-        fmt = {"bool": lambda v: "True" if v else "False"}
+        fmt = {"bool": _padded(lambda v: "True" if v else "False", a)}
     else:
-        fmt = None
+        fmt = {"int": _padded(str, a)}
     if a.size == 0:
         body = "[]" if a.ndim == 1 else f"[], size={a.shape}"
     else:

@@ -78,7 +78,10 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
         o = op[r]
         a = a0[r]
         b = a1[r]
-        sv = SAVES[o]
+        need_a = a >= 0 and (flags[a] & RG) != 0
+        need_b = b >= 0 and (flags[b] & RG) != 0
+        # values read by the partials of the inputs that need a gradient
+        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
@@ -93,7 +96,6 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
                 status, bad = ERR_DIRTY, r
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)
-        need_a = a >= 0 and (flags[a] & RG) != 0
         if need_a and stamp[a] != sid:
             stamp[a] = sid
             if ndim[a] == 0:
@@ -103,7 +105,6 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
             if _captures(a, op, flags, targeted):
                 caps[ncaps] = a
                 ncaps += 1
-        need_b = b >= 0 and (flags[b] & RG) != 0
         if need_b and stamp[b] != sid:
             stamp[b] = sid
             if ndim[b] == 0:
@@ -408,7 +409,8 @@ def _body():
     seen_kernels = set()
     parts = []
     tables = ["LEAF, CONST = 0, 1",
-              f"SAVES = np.array({[d.saves for d in REGISTRY]}, np.int64)",
+              f"SAVES_A = np.array({[d.saves_for[0] for d in REGISTRY]}, np.int64)",
+              f"SAVES_B = np.array({[d.saves_for[1] for d in REGISTRY]}, np.int64)",
               f"ELEMENTWISE = np.array({[d.elementwise for d in REGISTRY]}, np.bool_)",
               f"OPCODES = {tuple(d.name for d in REGISTRY)!r}"]
     parts.append("\n".join(tables) + "\n")

@@ -50,11 +50,14 @@ class AccumulateGrad(Node):
 
     @property
     def variable(self):
-        return self._ep.tape.owners[self.row()]
+        return self._ep.tape.tensor_at(self.row())
 
     @property
     def next_functions(self):
         return ()
+
+    def name(self):
+        return "torch::autograd::AccumulateGrad"  # PyTorch's name() for this node
 
 
 _TYPES = {"AccumulateGrad": AccumulateGrad}
@@ -76,6 +79,6 @@ def _edge(tp, i):
         return (None, 0)
     while tp.flags[i] & HIDDEN:  # implicit broadcasts are not PyTorch nodes
         i = int(tp.a0[i])
-    if tp.op[i] == LEAF and tp.owners[i] is None:
+    if tp.op[i] == LEAF and tp.tensor_at(i) is None:
         return (None, 0)
     return (node_for(tp, i), 0)

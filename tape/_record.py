@@ -9,7 +9,7 @@ from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._tape import HIDDEN, RG, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
-__all__ = ["record", "unary", "binary", "broadcast_shapes", "value_of", "elementwise_vjp",
+__all__ = ["record", "unary", "binary", "with_constant", "broadcast_shapes", "value_of", "elementwise_vjp",
            "operand_value"]
 
 _NUMBER = (float, int)
@@ -53,7 +53,9 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     token = value if type(value) is float else out
     r = tp.append(opdef.code, value, token, rows[0], rows[1], c, p, ints, RG | HIDDEN if hidden else RG)
     out._row, out._ep = r, tp.ep
-    saves = opdef.saves
+    flags = tp.flags
+    saves = ((opdef.saves_for[0] if rows[0] >= 0 and flags[rows[0]] & RG else 0)
+             | (opdef.saves_for[1] if rows[1] >= 0 and flags[rows[1]] & RG else 0))
     if saves & SAVES_X and rows[0] >= 0:
         tp.nuse[rows[0]] += 1
     if saves & SAVES_Y and rows[1] >= 0:
@@ -126,6 +128,34 @@ def unary(opdef, scalar_fn, array_fn):
             out = wrap_value(array_fn(xv))
         if x._rg and state.tape.grad_enabled:
             return record(opdef, out, (x,))
+        return new_tensor(out)
+    op.__name__ = opdef.name
+    return op
+
+
+def with_constant(opdef, scalar_fn, array_fn):
+    """The function of an elementwise op of a tensor x and a Python number c,
+    which rides as the constant operand `y` (x ** c, c - x, c ** x)."""
+    code = opdef.code
+
+    def op(x, c):
+        xv = x._value
+        if type(xv) is float:
+            try:
+                out = scalar_fn(xv, c)
+            except (ArithmeticError, ValueError):
+                out = None
+            if type(out) is not float:  # overflow, 0 ** -1, or a complex root
+                out = _scalar_fallback(array_fn, xv, c)
+            if x._rg:
+                tp = state.tape
+                if tp.grad_enabled:
+                    return _scalar_row(tp, code, out, x, None, c)
+            return new_tensor(out)
+        with np.errstate(all="ignore"):
+            out = wrap_value(array_fn(xv, c))
+        if x._rg and state.tape.grad_enabled:
+            return record(opdef, out, (x, None), c=float(c))
         return new_tensor(out)
     op.__name__ = opdef.name
     return op

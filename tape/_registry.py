@@ -29,6 +29,9 @@ class OpDef:
     arity     number of tensor inputs (0 for leaves and constants)
     partials  elementwise ops: one expression per input, over `x`, `y`, `out`, `p`
     saves     bit mask of the values backward reads (SAVES_X | SAVES_Y | SAVES_OUT)
+    saves_for the values read for input 0's gradient and for input 1's: a value
+              is saved only when the input whose gradient reads it requires grad
+              (x * 2 saves nothing, as in PyTorch)
     vjp       differentiable VJP: `vjp(ctx, g) -> tuple` of input gradients or None
     native    structural ops: a plain-Python kernel copied into the generated sweep
     """
@@ -41,6 +44,7 @@ class OpDef:
     native: object = None
     code: int = -1
     compiled_partials: tuple = field(default=None, repr=False)
+    saves_for: tuple = (0, 0)
 
     @property
     def elementwise(self):
@@ -65,6 +69,11 @@ def _names_in(expr, opname):
     return names
 
 
+def _saves_of(names):
+    return (SAVES_X if "x" in names else 0) | (SAVES_Y if "y" in names else 0) | (
+        SAVES_OUT if "out" in names else 0)
+
+
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None):
     """Register an op and return its `OpDef` (with its opcode).
 
@@ -79,17 +88,16 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
     if partials is not None:
         if len(partials) != arity:
             raise ValueError(f"op {name!r}: {arity} inputs but {len(partials)} partials")
-        used = set().union(*(_names_in(e, name) for e in partials)) if partials else set()
-        derived = (SAVES_X if "x" in used else 0) | (SAVES_Y if "y" in used else 0) | (
-            SAVES_OUT if "out" in used else 0)
         if vjp is not None or native is not None:
             raise ValueError(f"op {name!r}: elementwise ops derive vjp and native from partials")
-        saves = derived
-    elif arity > 0:
-        if vjp is None or native is None:
+        saves_for = tuple(_saves_of(_names_in(e, name)) for e in partials) + (0,) * (2 - arity)
+        saves = saves_for[0] | saves_for[1]
+    else:
+        if arity > 0 and (vjp is None or native is None):
             raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
+        saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
-                  saves or 0, vjp, native, code=len(REGISTRY))
+                  saves or 0, vjp, native, code=len(REGISTRY), saves_for=saves_for)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

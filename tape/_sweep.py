@@ -11,11 +11,12 @@ from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
-REGISTRY_DIGEST = "e25a489927b2fa63"
+REGISTRY_DIGEST = "6eab55f6c5edd774"
 LEAF, CONST = 0, 1
-SAVES = np.array([0, 0, 0, 0, 3, 6, 0, 3, 7, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'pow_scalar', 'pow', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'index', 'alias', 'index_unsqueeze', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'index', 'alias', 'index_unsqueeze', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_')
 
 
 
@@ -116,53 +117,53 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
     pp = param[r]
     if ELEMENTWISE[o]:
         _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g)
-    if o == 21:  # expand
+    if o == 24:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 22:  # view
+    elif o == 25:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 23:  # unsqueeze
+    elif o == 26:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 24:  # squeeze
+    elif o == 27:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 25:  # squeeze_dim
+    elif o == 28:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 26:  # permute
+    elif o == 29:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 27:  # transpose
+    elif o == 30:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 28:  # t
+    elif o == 31:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 29:  # select
+    elif o == 32:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 30:  # slice
+    elif o == 33:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 31:  # index
+    elif o == 34:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 32:  # alias
+    elif o == 35:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 33:  # index_unsqueeze
+    elif o == 36:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 34:  # index_put
+    elif o == 37:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 35:  # sum
+    elif o == 38:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 36:  # sum_dim
+    elif o == 39:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 37:  # mean
+    elif o == 40:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 38:  # mean_dim
+    elif o == 41:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 39:  # mm
+    elif o == 42:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 40:  # mv
+    elif o == 43:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 41:  # dot
+    elif o == 44:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 42:  # bmm
+    elif o == 45:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 43:  # zero_
+    elif o == 46:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 44:  # fill_
+    elif o == 47:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -265,7 +266,10 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         o = op[r]
         a = a0[r]
         b = a1[r]
-        sv = SAVES[o]
+        need_a = a >= 0 and (flags[a] & RG) != 0
+        need_b = b >= 0 and (flags[b] & RG) != 0
+        # values read by the partials of the inputs that need a gradient
+        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
@@ -280,7 +284,6 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 status, bad = ERR_DIRTY, r
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)
-        need_a = a >= 0 and (flags[a] & RG) != 0
         if need_a and stamp[a] != sid:
             stamp[a] = sid
             if ndim[a] == 0:
@@ -290,7 +293,6 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             if _captures(a, op, flags, targeted):
                 caps[ncaps] = a
                 ncaps += 1
-        need_b = b >= 0 and (flags[b] & RG) != 0
         if need_b and stamp[b] != sid:
             stamp[b] = sid
             if ndim[b] == 0:
@@ -337,61 +339,73 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1)
-            elif o == 7:  # pow_scalar
+            elif o == 7:  # reciprocal
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-out * out)
+            elif o == 8:  # pow_scalar
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.0 if y == 0 else y * x ** (y - 1))
-            elif o == 8:  # pow
+            elif o == 9:  # rsub
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-1)
+            elif o == 10:  # rpow
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out * log(y))
+            elif o == 11:  # pow
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * x ** (y - 1))
                 if need_b:
                     sadj[b] += g * (out * log(x))
-            elif o == 9:  # exp
+            elif o == 12:  # exp
                 p = pp
                 if need_a:
                     sadj[a] += g * (out)
-            elif o == 10:  # log
+            elif o == 13:  # log
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / x)
-            elif o == 11:  # sin
+            elif o == 14:  # sin
                 p = pp
                 if need_a:
                     sadj[a] += g * (cos(x))
-            elif o == 12:  # cos
+            elif o == 15:  # cos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-sin(x))
-            elif o == 13:  # tanh
+            elif o == 16:  # tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - out * out)
-            elif o == 14:  # sigmoid
+            elif o == 17:  # sigmoid
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * (1 - out))
-            elif o == 15:  # relu
+            elif o == 18:  # relu
                 p = pp
                 if need_a:
                     sadj[a] += g * (step(x))
-            elif o == 16:  # sqrt
+            elif o == 19:  # sqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 / out)
-            elif o == 17:  # abs
+            elif o == 20:  # abs
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 18:  # square
+            elif o == 21:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 19:  # clone
+            elif o == 22:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 20:  # to_copy
+            elif o == 23:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
@@ -485,7 +499,10 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         o = op[r]
         a = a0[r]
         b = a1[r]
-        sv = SAVES[o]
+        need_a = a >= 0 and (flags[a] & RG) != 0
+        need_b = b >= 0 and (flags[b] & RG) != 0
+        # values read by the partials of the inputs that need a gradient
+        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
@@ -500,7 +517,6 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 status, bad = ERR_DIRTY, r
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)
-        need_a = a >= 0 and (flags[a] & RG) != 0
         if need_a and stamp[a] != sid:
             stamp[a] = sid
             if ndim[a] == 0:
@@ -510,7 +526,6 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             if _captures(a, op, flags, targeted):
                 caps[ncaps] = a
                 ncaps += 1
-        need_b = b >= 0 and (flags[b] & RG) != 0
         if need_b and stamp[b] != sid:
             stamp[b] = sid
             if ndim[b] == 0:
@@ -557,61 +572,73 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1)
-            elif o == 7:  # pow_scalar
+            elif o == 7:  # reciprocal
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-out * out)
+            elif o == 8:  # pow_scalar
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.0 if y == 0 else y * x ** (y - 1))
-            elif o == 8:  # pow
+            elif o == 9:  # rsub
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-1)
+            elif o == 10:  # rpow
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out * log(y))
+            elif o == 11:  # pow
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * x ** (y - 1))
                 if need_b:
                     sadj[b] += g * (out * log(x))
-            elif o == 9:  # exp
+            elif o == 12:  # exp
                 p = pp
                 if need_a:
                     sadj[a] += g * (out)
-            elif o == 10:  # log
+            elif o == 13:  # log
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / x)
-            elif o == 11:  # sin
+            elif o == 14:  # sin
                 p = pp
                 if need_a:
                     sadj[a] += g * (cos(x))
-            elif o == 12:  # cos
+            elif o == 15:  # cos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-sin(x))
-            elif o == 13:  # tanh
+            elif o == 16:  # tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - out * out)
-            elif o == 14:  # sigmoid
+            elif o == 17:  # sigmoid
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * (1 - out))
-            elif o == 15:  # relu
+            elif o == 18:  # relu
                 p = pp
                 if need_a:
                     sadj[a] += g * (step(x))
-            elif o == 16:  # sqrt
+            elif o == 19:  # sqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 / out)
-            elif o == 17:  # abs
+            elif o == 20:  # abs
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 18:  # square
+            elif o == 21:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 19:  # clone
+            elif o == 22:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 20:  # to_copy
+            elif o == 23:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
@@ -788,7 +815,20 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (-1)
-    elif o == 7:  # pow_scalar
+    elif o == 7:  # reciprocal
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (-out * out)
+        elif GA.size:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] += G[i] * (-out * out)
+    elif o == 8:  # pow_scalar
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -801,7 +841,33 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (0.0 if y == 0 else y * x ** (y - 1))
-    elif o == 8:  # pow
+    elif o == 9:  # rsub
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (-1)
+        elif GA.size:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] += G[i] * (-1)
+    elif o == 10:  # rpow
+        if into_g:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] = G[i] * (out * log(y))
+        elif GA.size:
+            for i in range(n):
+                x = X[i * sx] if X.size else 0.0
+                y = Y[i * sy] if Y.size else 0.0
+                out = O[i * so] if O.size else 0.0
+                GA[i] += G[i] * (out * log(y))
+    elif o == 11:  # pow
         if GB.size:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -820,7 +886,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (y * x ** (y - 1))
-    elif o == 9:  # exp
+    elif o == 12:  # exp
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -833,7 +899,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (out)
-    elif o == 10:  # log
+    elif o == 13:  # log
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -846,7 +912,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1 / x)
-    elif o == 11:  # sin
+    elif o == 14:  # sin
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -859,7 +925,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (cos(x))
-    elif o == 12:  # cos
+    elif o == 15:  # cos
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -872,7 +938,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (-sin(x))
-    elif o == 13:  # tanh
+    elif o == 16:  # tanh
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -885,7 +951,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1 - out * out)
-    elif o == 14:  # sigmoid
+    elif o == 17:  # sigmoid
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -898,7 +964,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (out * (1 - out))
-    elif o == 15:  # relu
+    elif o == 18:  # relu
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -911,7 +977,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (step(x))
-    elif o == 16:  # sqrt
+    elif o == 19:  # sqrt
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -924,7 +990,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (0.5 / out)
-    elif o == 17:  # abs
+    elif o == 20:  # abs
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -937,7 +1003,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (sign(x))
-    elif o == 18:  # square
+    elif o == 21:  # square
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -950,7 +1016,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (2 * x)
-    elif o == 19:  # clone
+    elif o == 22:  # clone
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0
@@ -963,7 +1029,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[i * sy] if Y.size else 0.0
                 out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1)
-    elif o == 20:  # to_copy
+    elif o == 23:  # to_copy
         if into_g:
             for i in range(n):
                 x = X[i * sx] if X.size else 0.0

@@ -166,11 +166,15 @@ class Tape:
         Callers reserve before reading input rows, since compaction renumbers."""
         if self.n + k > self.cap or self.held_bytes > self.bytes_limit:
             self.compact()
-            cap = self.cap
             # keep at least 3/4 free after compacting, so compaction work stays
-            # a small constant per appended row
-            while self.n + k > cap // 4:
+            # a small constant per appended row; give back what a past large
+            # graph made us take
+            need = 4 * (self.n + k)
+            cap = self.cap
+            while need > cap:
                 cap *= 2
+            while cap > _INITIAL_ROWS and need <= cap // 4:
+                cap //= 2
             if cap != self.cap:
                 self._resize(cap)
 
@@ -228,6 +232,11 @@ class Tape:
         return self.append(CONST, t._value, t, flags=0)
 
     # -- lifetime ------------------------------------------------------------
+    def tensor_at(self, r):
+        """The Tensor that owns row r (a leaf, a retained or a non-0-d result), or None."""
+        owner = self.owners[r]
+        return owner() if isinstance(owner, weakref.ref) else owner
+
     def _roots(self):
         n = self.n
         released = (self.ndim[:n] > 0) & (self.ptr[:n] == 0)  # owners[r] is None there

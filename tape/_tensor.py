@@ -33,6 +33,17 @@ class _Version:
         return [v for ref in self.views if (v := ref()) is not None and v is not t]
 
 
+class _LeafRef(weakref.ref):
+    """The owner of a leaf row that its leaf has left: it reaches the leaf
+    for `.grad` without keeping the row live (a subclass, so that CPython
+    never shares the weakref object with another holder)."""
+    __slots__ = ()
+
+
+def _dead_token():
+    return object()
+
+
 def _unpinned(v):
     """A copy of a 0-d float value: the float object itself is the tape's
     liveness token for the row (Note [Tape layout]), so handing it out would
@@ -139,8 +150,8 @@ class Tensor:
         if requires_grad and self.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         if bool(requires_grad) != self._rg:
+            self._drop_row()
             self._rg = bool(requires_grad)
-            self._ep, self._row = None, -1
         return self
 
     @property
@@ -148,7 +159,7 @@ class Tensor:
         if not self._rg:
             return True
         tp, r = where(self)
-        return tp is None or tp.op[r] == LEAF
+        return tp is None or bool(tp.op[r] == LEAF)
 
     @property
     def grad_fn(self):
@@ -176,7 +187,9 @@ class Tensor:
                 raise TypeError(f"assigned grad expected to be a Tensor or None but got grad of type "
                                 f"{type(value).__name__}")
             if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(f"attempting to assign a gradient of size '{list(value.shape)}' to a "
+                                   f"tensor of size '{list(self.shape)}'. Please ensure that the "
+                                   "gradient and the tensor are the same size")
             if value.dtype != self.dtype:
                 raise RuntimeError("assigned grad has data of a different type")
         self._grad = value
@@ -213,8 +226,8 @@ class Tensor:
     def detach_(self):
         if self._base is not None and self._rg and not self.is_leaf:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        self._drop_row()
         self._rg = False
-        self._ep, self._row = None, -1
         return self
 
     @property
@@ -229,6 +242,18 @@ class Tensor:
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
         self._set_storage(value._value)
+
+    def _drop_row(self):
+        """Stop naming a row (a leaf about to change, or detach_). Graphs that
+        use the row keep it, with the value it had; it no longer counts as
+        live, and the next use of a leaf registers a new row."""
+        tp, r = where(self)
+        if tp is None:
+            return
+        if type(self._value) is not float:
+            tp.keep.setdefault(r, self._value)
+        tp.owners[r] = _LeafRef(self) if tp.op[r] == LEAF else _dead_token()
+        self._ep, self._row = None, -1
 
     def _share_storage(self, view):
         """Make `view` share this tensor's storage and version counter."""
@@ -249,9 +274,9 @@ class Tensor:
 
         A registered leaf row keeps the old value; the next use registers afresh.
         """
-        self._value = value
         if self.is_leaf:
-            self._ep, self._row = None, -1
+            self._drop_row()
+        self._value = value
         if self._base is not None and type(value) is float and self._vc is None:
             self._base._set_storage(value)
 

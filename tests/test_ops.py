@@ -172,7 +172,7 @@ def _ops_in_graph(outputs):
     stack = [t.grad_fn for t in outputs]
     while stack:
         node = stack.pop()
-        if node is None or node.name() == "AccumulateGrad":
+        if node is None or type(node).__name__ == "AccumulateGrad":
             continue
         seen.add(REGISTRY[node._ep.tape.op[node.row()]].name)
         stack.extend(fn for fn, _ in node.next_functions)

@@ -1,0 +1,244 @@
+"""Errors of the core (API.md "Errors"): each raises PyTorch's exception type
+with the quoted text, and leaves the tape working: the next forward and
+backward still give the right numbers.
+"""
+import re
+
+import pytest
+
+import tape
+from tape import autograd
+
+
+def assert_tape_still_works():
+    """A fresh graph of 0-d and 1-d values backprops to the known gradients,
+    first order (native sweep) and second order (re-taped sweep)."""
+    s = tape.tensor(2.0, requires_grad=True)
+    v = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    (s * s * s + (v * v * v).sum() * s).backward()
+    ds, = autograd.grad(s ** 3, s, create_graph=True)
+    d2s, = autograd.grad(ds, s)
+
+    # d/ds = 3 s^2 + sum(v^3) = 21, d/dv = 3 v^2 s = [6, 24], d2/ds2 (s^3) = 6 s = 12
+    assert (s.grad.item(), v.grad.tolist(), d2s.item()) == pytest.approx((21.0, [6.0, 24.0], 12.0))
+
+
+def test_helper_passes_on_a_clean_tape():
+    assert_tape_still_works()
+
+
+# -- backward ----------------------------------------------------------------------
+
+def test_non_scalar_backward_without_gradient():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="grad can be implicitly created only for scalar outputs"):
+        (x * x).backward()
+    assert_tape_still_works()
+
+
+SAVING_GRAPHS = [
+    pytest.param(lambda x: (x * x).sum(), [1.0, 2.0], id="(x * x).sum()"),
+    pytest.param(lambda x: x.exp().sum(), [1.0, 2.0], id="x.exp().sum()"),
+    pytest.param(lambda x: x * x, 2.0, id="0-d x * x"),
+    pytest.param(lambda x: x.exp(), 2.0, id="0-d x.exp()"),
+]
+
+
+@pytest.mark.parametrize("build, value", SAVING_GRAPHS)
+def test_second_backward_through_a_freed_graph(build, value):
+    x = tape.tensor(value, requires_grad=True)
+    out = build(x)
+    out.backward()
+
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        out.backward()
+    assert_tape_still_works()
+
+
+@pytest.mark.parametrize("build, value", SAVING_GRAPHS)
+def test_second_autograd_grad_through_a_freed_graph(build, value):
+    x = tape.tensor(value, requires_grad=True)
+    out = build(x)
+    autograd.grad(out, x)
+
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        autograd.grad(out, x)
+    assert_tape_still_works()
+
+
+def test_backward_of_a_tensor_that_does_not_require_grad():
+    c = tape.tensor([1.0, 2.0])
+
+    with pytest.raises(RuntimeError,
+                       match="element 0 of tensors does not require grad and does not have a grad_fn"):
+        c.sum().backward()
+    assert_tape_still_works()
+
+
+def test_autograd_grad_of_an_output_that_does_not_require_grad():
+    x = tape.tensor(1.0, requires_grad=True)
+    c = tape.tensor(1.0)
+
+    with pytest.raises(RuntimeError,
+                       match="element 0 of tensors does not require grad and does not have a grad_fn"):
+        autograd.grad(c * 2, x)
+    assert_tape_still_works()
+
+
+def test_autograd_grad_of_an_unused_input():
+    a = tape.tensor(2.0, requires_grad=True)
+    b = tape.tensor(5.0, requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="The differentiated Tensor at index 1 appears to not have "
+                                           "been used in the graph"):
+        autograd.grad(a * a, [a, b])
+    assert_tape_still_works()
+
+
+# -- in-place -----------------------------------------------------------------------
+
+MODIFIED_IN_PLACE = re.escape("one of the variables needed for gradient computation has been "
+                              "modified by an inplace operation")
+
+
+def test_issue_example_saved_output_modified_in_place():
+    a = tape.ones(3, requires_grad=True)
+    b = a.exp()
+    b.add_(1)
+
+    with pytest.raises(RuntimeError, match=MODIFIED_IN_PLACE):
+        b.sum().backward()
+    assert_tape_still_works()
+
+
+def test_saved_input_modified_in_place():
+    a = tape.ones(3, requires_grad=True)
+    b = a * 1
+    c = b * b
+    b.add_(1)
+
+    with pytest.raises(RuntimeError, match=MODIFIED_IN_PLACE):
+        c.sum().backward()
+    assert_tape_still_works()
+
+
+def test_saved_0d_output_modified_in_place():
+    a = tape.tensor(1.0, requires_grad=True)
+    b = a.exp()
+    b.add_(1)
+
+    with pytest.raises(RuntimeError, match=MODIFIED_IN_PLACE):
+        b.backward()
+    assert_tape_still_works()
+
+
+def test_leaf_that_was_modified_in_place_still_backprops_after_the_error():
+    a = tape.ones(3, requires_grad=True)
+    b = a.exp()
+    b.add_(1)
+    with pytest.raises(RuntimeError, match=MODIFIED_IN_PLACE):
+        b.sum().backward()
+
+    (a * 2).sum().backward()
+
+    assert a.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+LEAF_IN_PLACE = [
+    pytest.param(lambda t: t.add_(1.0), id="add_"),
+    pytest.param(lambda t: t.mul_(2.0), id="mul_"),
+    pytest.param(lambda t: t.zero_(), id="zero_"),
+    pytest.param(lambda t: t.fill_(3.0), id="fill_"),
+    pytest.param(lambda t: t.__iadd__(1.0), id="+="),
+]
+
+
+@pytest.mark.parametrize("value", [1.0, [1.0, 2.0]], ids=["0-d", "1-d"])
+@pytest.mark.parametrize("op", LEAF_IN_PLACE)
+def test_in_place_on_a_leaf_that_requires_grad(op, value):
+    leaf = tape.tensor(value, requires_grad=True)
+
+    with pytest.raises(RuntimeError, match=re.escape(
+            "a leaf Variable that requires grad is being used in an in-place operation.")):
+        op(leaf)
+    assert_tape_still_works()
+
+
+def test_leaf_refused_in_place_keeps_its_value():
+    leaf = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        leaf.add_(1.0)
+
+    assert leaf.tolist() == [1.0, 2.0]
+
+
+# -- dtypes ------------------------------------------------------------------------
+
+def test_integer_tensor_cannot_require_grad_at_creation():
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point"):
+        tape.tensor([1, 2], requires_grad=True)
+    assert_tape_still_works()
+
+
+def test_integer_factory_cannot_require_grad():
+    with pytest.raises(RuntimeError, match="Only Tensors of floating point"):
+        tape.zeros(2, dtype=tape.int64, requires_grad=True)
+    assert_tape_still_works()
+
+
+def test_integer_tensor_cannot_require_grad_in_place():
+    i = tape.tensor([1, 2])
+
+    with pytest.raises(RuntimeError, match="only Tensors of floating point"):
+        i.requires_grad_()
+    assert_tape_still_works()
+
+
+# -- shapes ------------------------------------------------------------------------
+
+BROADCAST_MISMATCH = re.escape(
+    "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0")
+
+
+def test_broadcast_shape_mismatch():
+    with pytest.raises(RuntimeError, match=BROADCAST_MISMATCH):
+        tape.ones(3) + tape.ones(4)
+    assert_tape_still_works()
+
+
+def test_broadcast_shape_mismatch_while_recording():
+    x = tape.ones(3, requires_grad=True)
+
+    with pytest.raises(RuntimeError, match=BROADCAST_MISMATCH):
+        x * tape.ones(4, requires_grad=True)
+    assert_tape_still_works()
+
+
+def test_mm_shape_mismatch():
+    a = tape.ones(2, 3, requires_grad=True)
+
+    with pytest.raises(RuntimeError, match=re.escape("mat1 and mat2 shapes cannot be multiplied "
+                                                     "(2x3 and 4x2)")):
+        a.mm(tape.ones(4, 2))
+    assert_tape_still_works()
+
+
+def test_reshape_to_an_invalid_size():
+    a = tape.ones(2, 3, requires_grad=True)
+
+    with pytest.raises(RuntimeError, match=re.escape("shape '[4, 2]' is invalid for input of size 6")):
+        a.reshape(4, 2)
+    assert_tape_still_works()
+
+
+def test_inputs_of_a_failed_op_still_backprop():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    with pytest.raises(RuntimeError, match=BROADCAST_MISMATCH):
+        x * tape.ones(4)
+
+    (x * x).sum().backward()
+
+    assert x.grad.tolist() == [2.0, 4.0, 6.0]

@@ -1,0 +1,830 @@
+"""Graph and autograd semantics, as PyTorch users know them: grad_fn nodes and
+next_functions, leaves, the options of backward and autograd.grad, detach and
+.data, grad modes, version counters and recorded in-place ops, dtypes, printing.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+import tape
+from tape import autograd
+
+
+# -- the issue example ----------------------------------------------------------
+
+def _issue_graph():
+    x = tape.tensor(2.0, requires_grad=True)
+    y = x * x
+    z = y.sin()
+    return x, y, z
+
+
+def test_issue_example_grad_fn_repr():
+    _, _, z = _issue_graph()
+
+    assert repr(z.grad_fn).startswith("<SinBackward0 object at 0x")
+
+
+def test_issue_example_next_functions_point_at_the_mul_node():
+    _, y, z = _issue_graph()
+
+    assert z.grad_fn.next_functions == ((y.grad_fn, 0),)
+
+
+def test_issue_example_next_function_is_a_mul_backward():
+    _, _, z = _issue_graph()
+
+    (node, _), = z.grad_fn.next_functions
+
+    assert type(node).__name__ == "MulBackward0"
+
+
+def test_issue_example_leaves():
+    x, y, _ = _issue_graph()
+
+    assert x.is_leaf and not y.is_leaf
+
+
+def test_issue_example_first_and_second_derivatives():
+    x, _, z = _issue_graph()
+
+    g, = autograd.grad(z, x, create_graph=True)
+    h, = autograd.grad(g, x)
+
+    assert (round(g.item(), 4), round(h.item(), 4)) == (-2.6146, 10.8016)
+
+
+# -- grad_fn names ----------------------------------------------------------------
+
+def _leaves():
+    a = tape.tensor([[0.5, 1.0, 1.5], [2.0, 2.5, 3.0]], requires_grad=True)
+    m = tape.tensor([[1.0, 2.0, 0.5], [0.0, 1.0, 3.0], [2.0, 1.0, 1.0]], requires_grad=True)
+    v = tape.tensor([1.0, -2.0, 0.5], requires_grad=True)
+    return a, m, v
+
+
+GRAD_FN_NAMES = [
+    pytest.param(lambda a, m, v: a + a, "AddBackward0", id="a + a"),
+    pytest.param(lambda a, m, v: a + 1, "AddBackward0", id="a + 1"),
+    pytest.param(lambda a, m, v: a - a, "SubBackward0", id="a - a"),
+    pytest.param(lambda a, m, v: a - 1, "SubBackward0", id="a - 1"),
+    pytest.param(lambda a, m, v: 1 - a, "RsubBackward1", id="1 - a"),
+    pytest.param(lambda a, m, v: a * a, "MulBackward0", id="a * a"),
+    pytest.param(lambda a, m, v: 2 * a, "MulBackward0", id="2 * a"),
+    pytest.param(lambda a, m, v: a / a, "DivBackward0", id="a / a"),
+    pytest.param(lambda a, m, v: a / 2, "DivBackward0", id="a / 2"),
+    pytest.param(lambda a, m, v: 1 / a, "MulBackward0", id="1 / a"),
+    pytest.param(lambda a, m, v: -a, "NegBackward0", id="-a"),
+    pytest.param(lambda a, m, v: a ** 2, "PowBackward0", id="a ** 2"),
+    pytest.param(lambda a, m, v: a ** a, "PowBackward1", id="a ** a"),
+    pytest.param(lambda a, m, v: 2 ** a, "PowBackward2", id="2 ** a"),
+    pytest.param(lambda a, m, v: a.exp(), "ExpBackward0", id="exp"),
+    pytest.param(lambda a, m, v: a.log(), "LogBackward0", id="log"),
+    pytest.param(lambda a, m, v: a.sin(), "SinBackward0", id="sin"),
+    pytest.param(lambda a, m, v: a.cos(), "CosBackward0", id="cos"),
+    pytest.param(lambda a, m, v: a.tanh(), "TanhBackward0", id="tanh"),
+    pytest.param(lambda a, m, v: a.sigmoid(), "SigmoidBackward0", id="sigmoid"),
+    pytest.param(lambda a, m, v: a.relu(), "ReluBackward0", id="relu"),
+    pytest.param(lambda a, m, v: a.sqrt(), "SqrtBackward0", id="sqrt"),
+    pytest.param(lambda a, m, v: a.abs(), "AbsBackward0", id="abs method"),
+    pytest.param(lambda a, m, v: abs(a), "AbsBackward0", id="abs()"),
+    pytest.param(lambda a, m, v: a.sum(), "SumBackward0", id="sum()"),
+    pytest.param(lambda a, m, v: a.sum(0), "SumBackward1", id="sum(0)"),
+    pytest.param(lambda a, m, v: a.mean(), "MeanBackward0", id="mean()"),
+    pytest.param(lambda a, m, v: a.mean(1), "MeanBackward1", id="mean(1)"),
+    pytest.param(lambda a, m, v: m.mm(m), "MmBackward0", id="mm"),
+    pytest.param(lambda a, m, v: m @ m, "MmBackward0", id="matrix @ matrix"),
+    pytest.param(lambda a, m, v: m.mv(v), "MvBackward0", id="mv"),
+    pytest.param(lambda a, m, v: m @ v, "MvBackward0", id="matrix @ vector"),
+    pytest.param(lambda a, m, v: v.dot(v), "DotBackward0", id="dot"),
+    pytest.param(lambda a, m, v: v @ v, "DotBackward0", id="vector @ vector"),
+    pytest.param(lambda a, m, v: a.reshape(3, 2), "ViewBackward0", id="reshape"),
+    pytest.param(lambda a, m, v: a.view(6), "ViewBackward0", id="view"),
+    pytest.param(lambda a, m, v: a.T, "PermuteBackward0", id="T"),
+    pytest.param(lambda a, m, v: a.permute(1, 0), "PermuteBackward0", id="permute"),
+    pytest.param(lambda a, m, v: a.t(), "TBackward0", id="t()"),
+    pytest.param(lambda a, m, v: a.transpose(0, 1), "TransposeBackward0", id="transpose"),
+    pytest.param(lambda a, m, v: a.mT, "TransposeBackward0", id="mT"),
+    pytest.param(lambda a, m, v: v.expand(2, 3), "ExpandBackward0", id="expand"),
+    pytest.param(lambda a, m, v: v.unsqueeze(0), "UnsqueezeBackward0", id="unsqueeze"),
+    pytest.param(lambda a, m, v: v.unsqueeze(0).squeeze(), "SqueezeBackward0", id="squeeze()"),
+    pytest.param(lambda a, m, v: v.unsqueeze(0).squeeze(0), "SqueezeBackward1", id="squeeze(0)"),
+    pytest.param(lambda a, m, v: a[0], "SelectBackward0", id="a[0]"),
+    pytest.param(lambda a, m, v: v[1:3], "SliceBackward0", id="v[1:3]"),
+    pytest.param(lambda a, m, v: a.clone(), "CloneBackward0", id="clone"),
+]
+
+
+@pytest.mark.parametrize("op, name", GRAD_FN_NAMES)
+def test_grad_fn_type_name_is_pytorchs(op, name):
+    out = op(*_leaves())
+
+    assert type(out.grad_fn).__name__ == name
+
+
+@pytest.mark.parametrize("op, name", GRAD_FN_NAMES)
+def test_node_name_is_its_type_name(op, name):
+    node = op(*_leaves()).grad_fn
+
+    assert node.name() == type(node).__name__
+
+
+def test_leaf_has_no_grad_fn():
+    x = tape.tensor(1.0, requires_grad=True)
+
+    assert x.grad_fn is None
+
+
+def test_result_of_constants_has_no_grad_fn():
+    c = tape.tensor([1.0, 2.0])
+
+    assert (c * c).grad_fn is None
+
+
+# -- next_functions -----------------------------------------------------------------
+
+def test_leaf_input_edge_is_accumulate_grad():
+    x = tape.tensor(2.0, requires_grad=True)
+
+    node, index = (x * 3.0).grad_fn.next_functions[0]
+
+    assert (type(node).__name__, index) == ("AccumulateGrad", 0)
+
+
+def test_accumulate_grad_variable_is_the_leaf():
+    x = tape.tensor(2.0, requires_grad=True)
+    c = tape.tensor(3.0)
+
+    node, _ = (x * c).grad_fn.next_functions[0]
+
+    assert node.variable is x
+
+
+def test_constant_input_edge_is_none():
+    x = tape.tensor(2.0, requires_grad=True)
+    c = tape.tensor(3.0)
+
+    assert (x * c).grad_fn.next_functions[1] == (None, 0)
+
+
+def test_constant_first_operand_edge_is_none():
+    x = tape.tensor(2.0, requires_grad=True)
+    c = tape.tensor(3.0)
+
+    assert (c * x).grad_fn.next_functions[0] == (None, 0)
+
+
+def test_asking_the_same_tensor_twice_gives_equal_nodes():
+    x = tape.tensor(2.0, requires_grad=True)
+    y = x * x
+
+    first, second = y.grad_fn, y.grad_fn
+
+    assert first == second and hash(first) == hash(second)
+
+
+def test_both_edges_to_one_leaf_are_equal():
+    x = tape.tensor(2.0, requires_grad=True)
+
+    (left, _), (right, _) = (x * x).grad_fn.next_functions
+
+    assert left == right and hash(left) == hash(right)
+
+
+def test_nodes_of_different_tensors_differ():
+    x = tape.tensor(2.0, requires_grad=True)
+
+    assert (x * x).grad_fn != (x * x).grad_fn
+
+
+def test_walk_of_first_edges_ends_at_accumulate_grad():
+    x = tape.tensor([0.5, 1.0], requires_grad=True)
+    out = ((x * 2).sin().exp() + 1).sum()
+
+    names = []
+    fn = out.grad_fn
+    while type(fn).__name__ != "AccumulateGrad":
+        names.append(fn.name())
+        fn = fn.next_functions[0][0]
+
+    assert names == ["SumBackward0", "AddBackward0", "ExpBackward0", "SinBackward0", "MulBackward0"]
+
+
+def test_walk_of_first_edges_ends_at_none_for_a_constant_branch():
+    x = tape.tensor(2.0, requires_grad=True)
+    c = tape.tensor(3.0)
+    out = (c * 2).sin() * x
+
+    assert out.grad_fn.next_functions[0][0] is None
+
+
+def test_implicit_broadcast_is_not_a_node():
+    a = tape.tensor(2.0, requires_grad=True)
+    xs = tape.tensor([1.0, 2.0, 3.0])
+
+    node, _ = (a * xs).grad_fn.next_functions[0]
+
+    assert node.variable is a
+
+
+# -- requires_grad and leaves -------------------------------------------------------
+
+def test_op_with_one_input_requiring_grad_requires_grad():
+    x = tape.tensor(2.0, requires_grad=True)
+    c = tape.tensor(3.0)
+
+    assert (x * c).requires_grad
+
+
+def test_op_of_constants_does_not_require_grad():
+    c = tape.tensor([1.0, 2.0])
+
+    assert not (c * c + 1).requires_grad
+
+
+def test_tensors_that_do_not_require_grad_are_leaves():
+    c = tape.tensor([1.0, 2.0])
+
+    assert c.is_leaf and (c * c).is_leaf
+
+
+def test_result_of_an_op_on_a_grad_leaf_is_not_a_leaf():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    assert not (x + 1).is_leaf
+
+
+def test_integer_tensor_does_not_require_grad():
+    i = tape.tensor([1, 2])
+
+    assert not i.requires_grad and not (i * 2).requires_grad
+
+
+# -- .grad, retain_grad, accumulation -------------------------------------------------
+
+def test_retain_grad_populates_a_non_leaf_grad():
+    x = tape.tensor(3.0, requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+
+    (y * y).backward()
+
+    assert y.grad.item() == 12.0
+
+
+def test_retains_grad_reports_retain_grad():
+    y = tape.tensor(3.0, requires_grad=True) * 2
+
+    y.retain_grad()
+
+    assert y.retains_grad
+
+
+def test_non_leaf_grad_without_retain_grad_is_none_and_warns():
+    x = tape.tensor(3.0, requires_grad=True)
+    y = x * 2
+    (y * y).backward()
+
+    with pytest.warns(UserWarning, match="is not a leaf Tensor"):
+        assert y.grad is None
+
+
+def test_grads_accumulate_over_two_backwards_with_retain_graph():
+    x = tape.tensor(3.0, requires_grad=True)
+    y = x * x
+
+    y.backward(retain_graph=True)
+    y.backward()
+
+    assert x.grad.item() == 12.0
+
+
+def test_grads_accumulate_over_two_fresh_graphs():
+    x = tape.tensor([1.0, 3.0], requires_grad=True)
+
+    (x * x).sum().backward()
+    (x * x).sum().backward()
+
+    assert x.grad.tolist() == [4.0, 12.0]
+
+
+def test_backward_with_gradient_for_a_non_scalar():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    (x * x).backward(gradient=tape.tensor([1.0, 10.0, 100.0]))
+
+    assert x.grad.tolist() == [2.0, 40.0, 600.0]
+
+
+def test_backward_inputs_accumulates_only_into_those():
+    a = tape.tensor(2.0, requires_grad=True)
+    b = tape.tensor(5.0, requires_grad=True)
+
+    (a * b).backward(inputs=[a])
+
+    assert (a.grad.item(), b.grad) == (5.0, None)
+
+
+def test_backward_create_graph_gives_grads_with_grad_fn():
+    x = tape.tensor(3.0, requires_grad=True)
+
+    (x ** 3).backward(create_graph=True)
+
+    assert x.grad.grad_fn is not None
+
+
+def test_autograd_grad_create_graph_can_be_differentiated_again():
+    x = tape.tensor(3.0, requires_grad=True)
+
+    g, = autograd.grad(x ** 3, x, create_graph=True)
+    h, = autograd.grad(g, x)
+
+    assert (g.item(), h.item()) == (27.0, 18.0)
+
+
+def test_autograd_backward_with_grad_tensors():
+    a = tape.tensor(2.0, requires_grad=True)
+    b = tape.tensor(5.0, requires_grad=True)
+
+    autograd.backward([a * a, a * b], grad_tensors=[tape.tensor(1.0), tape.tensor(2.0)])
+
+    assert (a.grad.item(), b.grad.item()) == (14.0, 4.0)
+
+
+def test_autograd_grad_with_grad_outputs():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    g, = autograd.grad(x * x, x, grad_outputs=tape.tensor([3.0, 4.0]))
+
+    assert g.tolist() == [6.0, 16.0]
+
+
+def test_autograd_grad_allow_unused_returns_none():
+    a = tape.tensor(2.0, requires_grad=True)
+    b = tape.tensor(5.0, requires_grad=True)
+
+    ga, gb = autograd.grad(a * a, [a, b], allow_unused=True)
+
+    assert (ga.item(), gb) == (4.0, None)
+
+
+def test_autograd_grad_materialize_grads_returns_zeros():
+    a = tape.tensor(2.0, requires_grad=True)
+    b = tape.tensor([5.0, 1.0], requires_grad=True)
+
+    _, gb = autograd.grad(a * a, [a, b], materialize_grads=True)
+
+    assert gb.tolist() == [0.0, 0.0]
+
+
+def test_autograd_grad_retain_graph_allows_a_second_call():
+    x = tape.tensor(1.0, requires_grad=True)
+    y = x.exp()
+
+    first, = autograd.grad(y, x, retain_graph=True)
+    second, = autograd.grad(y, x)
+
+    assert first.item() == second.item() == pytest.approx(np.e)
+
+
+def test_autograd_grad_does_not_touch_dot_grad():
+    x = tape.tensor(3.0, requires_grad=True)
+
+    autograd.grad(x * x, x)
+
+    assert x.grad is None
+
+
+# -- detach, requires_grad_, .grad assignment, .data -----------------------------------
+
+def test_detach_does_not_require_grad():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    d = x.detach()
+
+    assert not d.requires_grad and d.grad_fn is None
+
+
+@pytest.mark.parametrize("value, updated", [(2.0, 12.0), ([2.0, 3.0], [12.0, 13.0])],
+                         ids=["0-d", "1-d"])
+def test_detach_shares_values(value, updated):
+    x = tape.tensor(value, requires_grad=True)
+
+    x.detach().add_(10.0)
+
+    assert x.tolist() == updated
+
+
+def test_detach_in_place_turns_a_result_into_a_leaf():
+    y = tape.tensor([1.0, 2.0], requires_grad=True) * 2
+
+    returned = y.detach_()
+
+    assert returned is y and not y.requires_grad and y.is_leaf
+
+
+def test_requires_grad_in_place_returns_the_tensor():
+    t = tape.tensor([1.0, 2.0])
+
+    returned = t.requires_grad_()
+
+    assert returned is t and t.requires_grad
+
+
+def test_requires_grad_in_place_false_turns_it_off():
+    t = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    t.requires_grad_(False)
+
+    assert not t.requires_grad
+
+
+def test_grad_can_be_assigned_a_same_shape_tensor():
+    p = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    p.grad = tape.tensor([5.0, 6.0])
+
+    assert p.grad.tolist() == [5.0, 6.0]
+
+
+def test_assigned_grad_accumulates():
+    p = tape.tensor(3.0, requires_grad=True)
+    p.grad = tape.tensor(1.5)
+
+    (p * p).backward()
+
+    assert p.grad.item() == 7.5
+
+
+def test_grad_can_be_assigned_none():
+    p = tape.tensor([1.0, 2.0], requires_grad=True)
+    (p * p).sum().backward()
+
+    p.grad = None
+
+    assert p.grad is None
+
+
+def test_grad_of_a_different_shape_cannot_be_assigned():
+    p = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError):
+        p.grad = tape.tensor([1.0, 2.0, 3.0])
+
+
+@pytest.mark.parametrize("value, updated", [(3.0, 2.4), ([3.0, 1.0], [2.4, 0.8])],
+                         ids=["0-d", "1-d"])
+def test_data_write_through_updates_the_leaf(value, updated):
+    p = tape.tensor(value, requires_grad=True)
+    (p * p).sum().backward()
+
+    p.data -= 0.1 * p.grad
+
+    assert p.tolist() == pytest.approx(updated)
+
+
+def test_data_write_through_leaves_a_usable_leaf():
+    p = tape.tensor(3.0, requires_grad=True)
+    for _ in range(2):
+        p.grad = None
+        (p * p).backward()
+        p.data -= 0.1 * p.grad
+
+    assert (p.item(), p.grad.item()) == pytest.approx((1.92, 4.8))
+
+
+# -- grad modes ---------------------------------------------------------------------
+
+def test_no_grad_records_nothing():
+    x = tape.tensor(1.0, requires_grad=True)
+
+    with tape.no_grad():
+        y = x * 2
+
+    assert not y.requires_grad and y.grad_fn is None
+
+
+def test_no_grad_disables_and_restores_grad_mode():
+    with tape.no_grad():
+        inside = tape.is_grad_enabled()
+
+    assert (inside, tape.is_grad_enabled()) == (False, True)
+
+
+def test_no_grad_restores_grad_mode_after_an_exception():
+    with pytest.raises(ValueError), tape.no_grad():
+        raise ValueError
+
+    assert tape.is_grad_enabled()
+
+
+def test_enable_grad_inside_no_grad_records():
+    x = tape.tensor(1.0, requires_grad=True)
+
+    with tape.no_grad(), tape.enable_grad():
+        y = x * 2
+
+    assert y.requires_grad
+
+
+@pytest.mark.parametrize("decorate", [tape.no_grad(), tape.no_grad], ids=["no_grad()", "no_grad"])
+def test_no_grad_as_decorator(decorate):
+    x = tape.tensor(1.0, requires_grad=True)
+
+    @decorate
+    def double(t):
+        return t * 2
+
+    assert not double(x).requires_grad and tape.is_grad_enabled()
+
+
+def test_no_grad_decorator_keeps_the_function_name():
+    @tape.no_grad()
+    def double(t):
+        return t * 2
+
+    assert double.__name__ == "double"
+
+
+@pytest.mark.parametrize("decorate", [tape.enable_grad(), tape.enable_grad],
+                         ids=["enable_grad()", "enable_grad"])
+def test_enable_grad_as_decorator(decorate):
+    x = tape.tensor(1.0, requires_grad=True)
+
+    @decorate
+    def double(t):
+        return t * 2
+
+    with tape.no_grad():
+        y = double(x)
+
+    assert y.requires_grad
+
+
+def test_set_grad_enabled_as_a_plain_call():
+    x = tape.tensor(1.0, requires_grad=True)
+
+    tape.set_grad_enabled(False)
+    try:
+        y = x * 2
+    finally:
+        tape.set_grad_enabled(True)
+
+    assert not y.requires_grad and tape.is_grad_enabled()
+
+
+def test_set_grad_enabled_as_context_manager():
+    with tape.set_grad_enabled(False):
+        inside = tape.is_grad_enabled()
+
+    assert (inside, tape.is_grad_enabled()) == (False, True)
+
+
+def test_set_grad_enabled_as_decorator():
+    x = tape.tensor(1.0, requires_grad=True)
+
+    @tape.set_grad_enabled(False)
+    def double(t):
+        return t * 2
+
+    assert tape.is_grad_enabled() and not double(x).requires_grad
+
+
+def test_grad_mode_is_per_thread():
+    seen = []
+    with tape.no_grad():
+        worker = threading.Thread(target=lambda: seen.append(tape.is_grad_enabled()))
+        worker.start()
+        worker.join()
+
+    assert seen == [True]
+
+
+def test_thread_started_inside_no_grad_records():
+    x = tape.tensor(1.0, requires_grad=True)
+    seen = []
+    with tape.no_grad():
+        worker = threading.Thread(target=lambda: seen.append((x * 2).requires_grad))
+        worker.start()
+        worker.join()
+
+    assert seen == [True]
+
+
+def test_inference_mode_records_nothing():
+    x = tape.tensor(1.0, requires_grad=True)
+
+    with tape.inference_mode():
+        y = x * 2
+
+    assert not y.requires_grad
+
+
+def test_inference_mode_is_reported_and_restored():
+    with tape.inference_mode():
+        inside = (tape.is_inference_mode_enabled(), tape.is_grad_enabled())
+
+    assert (inside, tape.is_inference_mode_enabled()) == ((True, False), False)
+
+
+def test_inference_mode_false_leaves_grad_on():
+    with tape.inference_mode(False):
+        inside = (tape.is_inference_mode_enabled(), tape.is_grad_enabled())
+
+    assert inside == (False, True)
+
+
+@pytest.mark.parametrize("decorate", [tape.inference_mode(), tape.inference_mode],
+                         ids=["inference_mode()", "inference_mode"])
+def test_inference_mode_as_decorator(decorate):
+    @decorate
+    def mode():
+        return tape.is_inference_mode_enabled()
+
+    assert mode() and not tape.is_inference_mode_enabled()
+
+
+# -- version counters and in-place ops ---------------------------------------------
+
+def test_version_starts_at_zero():
+    assert tape.zeros(3)._version == 0
+
+
+IN_PLACE = [
+    pytest.param(lambda t: t.add_(1.0), id="add_"),
+    pytest.param(lambda t: t.sub_(1.0), id="sub_"),
+    pytest.param(lambda t: t.mul_(2.0), id="mul_"),
+    pytest.param(lambda t: t.div_(2.0), id="div_"),
+    pytest.param(lambda t: t.zero_(), id="zero_"),
+    pytest.param(lambda t: t.fill_(2.0), id="fill_"),
+]
+
+
+@pytest.mark.parametrize("op", IN_PLACE)
+def test_in_place_op_bumps_the_version(op):
+    t = tape.ones(3)
+
+    op(t)
+
+    assert t._version == 1
+
+
+@pytest.mark.parametrize("op", IN_PLACE)
+def test_in_place_op_returns_the_same_tensor(op):
+    t = tape.ones(3)
+
+    assert op(t) is t
+
+
+def test_in_place_ops_chain():
+    t = tape.zeros(3)
+
+    returned = t.add_(1.0).mul_(2.0).sub_(1.0).div_(2.0)
+
+    assert (returned is t, t._version, t.tolist()) == (True, 4, [0.5, 0.5, 0.5])
+
+
+def test_augmented_assignment_is_in_place():
+    t = tape.zeros(2)
+    alias = t
+
+    t += 1
+
+    assert alias is t and t._version == 1
+
+
+def test_in_place_op_on_a_result_is_recorded():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+
+    y.add_(1.0)
+
+    assert type(y.grad_fn).__name__ == "AddBackward0"
+
+
+def test_gradient_through_add_in_place():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.add_(1.0)
+
+    y.sum().backward()
+
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+def test_gradient_through_add_and_mul_in_place():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.add_(1.0)
+    y.mul_(3.0)
+
+    y.sum().backward()
+
+    assert x.grad.tolist() == [6.0, 6.0, 6.0]
+
+
+def test_modifying_a_value_no_backward_needs_is_allowed():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    z = y * 3  # its gradient, g * 3, does not need y
+    y.add_(5.0)
+
+    z.sum().backward()
+
+    assert x.grad.tolist() == [6.0, 6.0]
+
+
+def test_gradient_through_augmented_assignments_on_a_0d_result():
+    x = tape.tensor(1.0, requires_grad=True)
+    y = x * 2
+    y += 1
+    y *= 3
+
+    y.backward()
+
+    assert x.grad.item() == 6.0
+
+
+# -- float32 ----------------------------------------------------------------------
+
+FLOAT32_OPS = [
+    pytest.param(lambda a: a * 2.0 + 1.0, id="scalar arithmetic"),
+    pytest.param(lambda a: (a * a).sin().exp(), id="transcendental"),
+    pytest.param(lambda a: a * a.sum(), id="broadcast reduction"),
+    pytest.param(lambda a: a.reshape(2, 1).expand(2, 3).mean(1), id="shape"),
+]
+
+
+@pytest.mark.parametrize("op", FLOAT32_OPS)
+def test_float32_stays_float32_through_ops(op):
+    a = tape.tensor([1.0, 2.0], dtype=tape.float32, requires_grad=True)
+
+    assert op(a).dtype == tape.float32
+
+
+@pytest.mark.parametrize("op", FLOAT32_OPS)
+def test_float32_grads_are_float32(op):
+    a = tape.tensor([1.0, 2.0], dtype=tape.float32, requires_grad=True)
+
+    op(a).sum().backward()
+
+    assert a.grad.dtype == tape.float32
+
+
+def test_float32_0d_grad_is_float32():
+    s = tape.tensor(1.5, dtype=tape.float32, requires_grad=True)
+
+    (s * s * 2.0).backward()
+
+    assert (s.grad.dtype, s.grad.item()) == (tape.float32, 6.0)
+
+
+# -- printing and conversion -----------------------------------------------------
+
+def test_repr_of_a_0d_leaf():
+    assert repr(tape.tensor(2.0, requires_grad=True)) == "tensor(2., requires_grad=True)"
+
+
+def test_repr_of_a_result():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    assert repr(x * 1) == "tensor([1., 2.], grad_fn=<MulBackward0>)"
+
+
+def test_repr_shows_a_non_default_dtype():
+    x = tape.tensor([1.0, 2.0], dtype=tape.float32, requires_grad=True)
+
+    assert repr(x * 1) == "tensor([1., 2.], dtype=tape.float32, grad_fn=<MulBackward0>)"
+
+
+def test_repr_pads_elements_to_a_common_width():
+    assert repr(tape.tensor([2.0, 40.0, 600.0])) == "tensor([  2.,  40., 600.])"
+
+
+def test_format_of_a_0d_tensor():
+    loss = tape.tensor(1.23456, requires_grad=True) * 1
+
+    assert f"{loss:.4f}" == "1.2346"
+
+
+def test_item_works_on_a_tensor_that_requires_grad():
+    assert tape.tensor(3.5, requires_grad=True).item() == 3.5
+
+
+def test_tolist_works_on_a_tensor_that_requires_grad():
+    assert tape.tensor([1.0, 2.0], requires_grad=True).tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("convert", [lambda t: t.numpy(), np.asarray], ids=["numpy()", "np.asarray"])
+def test_numpy_refuses_a_tensor_that_requires_grad(convert):
+    t = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError, match=r"Use tensor\.detach\(\)\.numpy\(\) instead"):
+        convert(t)
+
+
+def test_sum_of_a_bool_tensor_is_int64():
+    total = tape.tensor([True, False, True]).sum()
+
+    assert (total.dtype, total.item()) == (tape.int64, 2)

@@ -1,0 +1,209 @@
+"""Lifetime of graphs on the tape: backward frees what it walked, dropped
+graphs do not pile up, and very long graphs are walked without recursion.
+
+The loops run in a fresh thread: each thread has its own tape, so what they
+measure does not depend on what earlier tests left on the main thread's tape,
+and the large tape of the long chain goes away with its thread.
+"""
+import gc
+import threading
+import tracemalloc
+import typing
+
+import pytest
+
+import tape
+
+# Note [Measuring a loop]
+# Rows of dropped graphs stay on the tape until the next compaction, which
+# runs when the tape is full, drops every row no live tensor reaches, and
+# grows the tape if the live rows fill more than a quarter of it. So a loop
+# whose memory is flat compacts again and again at the same capacity and with
+# the same heap, while a loop that keeps rows alive makes the tape grow. The
+# measured loops run long enough to compact at least twice; the heap is
+# compared right after the first and the last compaction, when no dropped
+# graph is waiting, so the bound can be tight.
+HEAP_GROWTH_BOUND = 2**20
+
+
+class _Measured(typing.NamedTuple):
+    capacity_at_start: int
+    capacities: list  # right after each compaction
+    heaps: list  # traced heap bytes right after each compaction
+
+    @property
+    def compactions(self):
+        return len(self.capacities)
+
+    @property
+    def heap_growth(self):
+        return self.heaps[-1] - self.heaps[0]
+
+
+def _in_fresh_thread(fn):
+    """fn() run in a new thread (so on a new, empty tape); its result or its exception."""
+    outcome = {}
+
+    def target():
+        try:
+            outcome["result"] = fn()
+        except BaseException as e:  # re-raised in the calling thread
+            outcome["error"] = e
+
+    worker = threading.Thread(target=target)
+    worker.start()
+    worker.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["result"]
+
+
+def _measure(make_step, iterations):
+    """Run step() `iterations` times on a fresh tape (make_step() builds the
+    step there), noting the tape's capacity and the heap after each
+    compaction. See Note [Measuring a loop]."""
+    def run():
+        tp = tape._tape.state.tape
+        capacity_at_start = tp.cap
+        step = make_step()
+        capacities, heaps = [], []
+        rows = 0
+        tracemalloc.start()
+        for _ in range(iterations):
+            capacity = tp.cap
+            step()
+            if tp.n < rows or tp.cap != capacity:
+                gc.collect()
+                capacities.append(tp.cap)
+                heaps.append(tracemalloc.get_traced_memory()[0])
+            rows = tp.n
+        tracemalloc.stop()
+        return _Measured(capacity_at_start, capacities, heaps)
+
+    return _in_fresh_thread(run)
+
+
+# -- backward frees what it walked --------------------------------------------------
+
+def test_second_backward_through_a_walked_graph_raises():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * x).sum()
+    loss.backward()
+
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        loss.backward()
+
+
+def test_retain_graph_allows_two_backwards_that_accumulate():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    loss = (x * x).sum()
+
+    loss.backward(retain_graph=True)
+    loss.backward()
+
+    assert x.grad.tolist() == [4.0, 8.0]
+
+
+# -- memory stays flat ------------------------------------------------------------
+
+def _dropped_graphs():
+    """Each step builds a small 0-d graph and a small 1-d graph and drops them
+    without calling backward."""
+    x, a, b = (tape.tensor(v, requires_grad=True) for v in (0.5, 1.5, -0.2))
+    w = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    def step():
+        y = (x * 2.0).sin() * a + b
+        z = (w * w).sum()
+        return y, z
+
+    return step
+
+
+@pytest.fixture(scope="module")
+def dropped_graphs():
+    return _measure(_dropped_graphs, iterations=25_000)
+
+
+def test_dropped_graphs_do_not_grow_the_tape(dropped_graphs):
+    assert set(dropped_graphs.capacities) == {dropped_graphs.capacity_at_start}
+
+
+def test_dropped_graphs_do_not_grow_the_heap(dropped_graphs):
+    assert dropped_graphs.compactions >= 2 and dropped_graphs.heap_growth < HEAP_GROWTH_BOUND
+
+
+SAMPLES = [(0.5, 2.0), (1.0, 3.0), (1.5, 4.0), (2.0, 5.0)]
+
+
+def _training_loop():
+    """Each step is an SGD step on a small least-squares fit, with the
+    micrograd idiom; `loss` still names the previous graph while the next one
+    is built."""
+    w = tape.tensor(0.3, requires_grad=True)
+    b = tape.tensor(0.0, requires_grad=True)
+    v = tape.tensor([0.1, -0.1], requires_grad=True)
+    loss = None
+
+    def step():
+        nonlocal loss
+        loss = sum(((w * x + b - y) ** 2 for x, y in SAMPLES), (v * v).sum())
+        loss.backward()
+        for p in (w, b, v):
+            p.data -= 0.01 * p.grad
+            p.grad = None
+
+    return step
+
+
+@pytest.fixture(scope="module")
+def training_loop():
+    return _measure(_training_loop, iterations=8_000)
+
+
+def test_loss_held_across_iterations_does_not_grow_the_tape(training_loop):
+    assert set(training_loop.capacities) == {training_loop.capacity_at_start}
+
+
+def test_loss_held_across_iterations_does_not_grow_the_heap(training_loop):
+    assert training_loop.compactions >= 2 and training_loop.heap_growth < HEAP_GROWTH_BOUND
+
+
+# -- very long graphs ---------------------------------------------------------------
+
+CHAIN_LENGTH = 1_000_000
+FACTOR = 1.0000001
+
+
+def _long_chain(inspect):
+    """inspect(x, y) for y = x * FACTOR ** CHAIN_LENGTH built op by op, on a fresh tape."""
+    def run():
+        x = tape.tensor(1.0, requires_grad=True)
+        y = x
+        for _ in range(CHAIN_LENGTH):
+            y = y * FACTOR
+        return inspect(x, y)
+
+    return _in_fresh_thread(run)
+
+
+def test_backward_through_a_million_op_chain():
+    def grad_of_chain(x, y):
+        y.backward()
+        return x.grad.item()
+
+    # 1.0000001 ** 1e6 is about e ** 0.1
+    assert _long_chain(grad_of_chain) == pytest.approx(FACTOR ** CHAIN_LENGTH, rel=1e-9)
+
+
+def test_repr_and_a_thousand_step_walk_of_a_million_op_chain():
+    def walk(x, y):
+        fn = y.grad_fn
+        for _ in range(1000):
+            fn = fn.next_functions[0][0]
+        return repr(y.grad_fn), fn.name()
+
+    head, thousandth = _long_chain(walk)
+
+    assert head.startswith("<MulBackward0 object at 0x") and thousandth == "MulBackward0"
+
