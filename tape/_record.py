@@ -171,23 +171,7 @@ def binary(opdef, scalar_fn, array_fn):
             xv = x._value
             yv = y._value
             if type(xv) is float and type(yv) is float:
-                try:
-                    out = scalar_fn(xv, yv)
-                except (ArithmeticError, ValueError):
-                    out = None
-                if type(out) is not float:
-                    out = _scalar_fallback(array_fn, xv, yv)
-                rgx = x._rg
-                rgy = y._rg
-                if rgx or rgy:
-                    tp = state.tape
-                    if tp.grad_enabled:
-                        if rgx and rgy:
-                            return _scalar_row(tp, code, out, x, y, 0.0)
-                        if rgx:
-                            return _scalar_row(tp, code, out, x, None, yv)
-                        return _scalar_row(tp, code, out, None, y, xv)
-                return new_tensor(out)
+                return _scalar(xv, yv, x, y, x._rg, y._rg)
         return _mixed(x, y)
 
     def _scalar(xv, yv, x, y, rgx, rgy):
