@@ -12,10 +12,10 @@ from ops.linalg import bmm, dot, matmul, mm, mv, outer
 from ops.inplace import add_, div_, fill_, mul_, sub_, zero_
 from ops.comparison import eq, ge, gt, le, lt, ne
 
-__all__ = ["abs", "add", "clone", "cos", "div", "exp", "log", "mul", "neg", "pow", "reciprocal", "relu", "sigmoid",
-           "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide", "broadcast_to", "expand",
-           "flatten", "permute", "reshape", "squeeze", "t", "transpose", "unsqueeze", "view", "mean",
-           "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_", "div_", "fill_", "mul_", "sub_",
-           "zero_", "eq", "ge", "gt", "le", "lt", "ne"]
+__all__ = ["abs", "add", "clone", "cos", "div", "exp", "log", "mul", "neg", "pow", "reciprocal",
+           "relu", "sigmoid", "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide",
+           "broadcast_to", "expand", "flatten", "permute", "reshape", "squeeze", "t", "transpose",
+           "unsqueeze", "view", "mean", "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_",
+           "div_", "fill_", "mul_", "sub_", "zero_", "eq", "ge", "gt", "le", "lt", "ne"]
 
 _registry.seal()

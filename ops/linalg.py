@@ -132,7 +132,7 @@ def mm(x, y):
 def bmm(x, y):
     """Batched (b, m, k) times (b, k, n)."""
     if x.ndim != 3 or y.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
+        raise RuntimeError("batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
     if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}].")

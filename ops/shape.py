@@ -124,7 +124,11 @@ _T = defop("t", "TBackward0", 1, vjp=_permute_vjp, native=_permute_native)
 
 
 def _gather_vjp(ctx, g):
-    return (_scatter(g, ctx.ints, ctx.x_shape),)
+    return (_scatter(g, ctx.ints, ctx.x_shape, unique=True),)
+
+
+def _index_vjp(ctx, g):
+    return (_scatter(g, ctx.ints, ctx.x_shape, unique=False),)
 
 
 def _scatter_vjp(ctx, g):
@@ -133,7 +137,7 @@ def _scatter_vjp(ctx, g):
 
 _SELECT = defop("select", "SelectBackward0", 1, vjp=_gather_vjp, native=_gather_native)
 _SLICE = defop("slice", "SliceBackward0", 1, vjp=_gather_vjp, native=_gather_native)
-_INDEX = defop("index", "IndexBackward0", 1, vjp=_gather_vjp, native=_gather_native)
+_INDEX = defop("index", "IndexBackward0", 1, vjp=_index_vjp, native=_gather_native)
 _ALIAS = defop("alias", "AliasBackward0", 1, vjp=_gather_vjp, native=_gather_native)
 _INDEX_UNSQUEEZE = defop("index_unsqueeze", "UnsqueezeBackward0", 1, vjp=_gather_vjp,
                          native=_gather_native)
@@ -330,9 +334,14 @@ def _gather(opdef, x, flat_index, shape):
     return new_tensor(value)
 
 
-def _scatter(g, flat_index, shape):
+def _scatter(g, flat_index, shape, unique):
+    """g placed at `flat_index` of zeros(shape); repeated indices add up,
+    which only advanced indexing can produce (np.add.at is far slower)."""
     out = np.zeros(int(np.prod(shape)), g.dtype)
-    np.add.at(out, flat_index, g._array().reshape(-1))
+    if unique:
+        out[flat_index] = g._array().reshape(-1)
+    else:
+        np.add.at(out, flat_index, g._array().reshape(-1))
     value = wrap_value(out.reshape(shape))
     if g._rg and state.tape.grad_enabled:
         return record(_SCATTER, value, (g,), ints=flat_index)

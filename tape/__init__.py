@@ -22,3 +22,9 @@ import ops
 from ops import *  # noqa: F401,F403  (every op is also tape.<name>)
 
 __version__ = "0.1.0"
+__all__ = ["Tensor", "autograd", "bool", "float32", "float64", "int32", "int64", "get_default_dtype",
+           "set_default_dtype", "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full",
+           "full_like", "linspace", "manual_seed", "ones", "ones_like", "rand", "rand_like", "randint",
+           "randn", "randn_like", "tensor", "zeros", "zeros_like", "enable_grad", "inference_mode",
+           "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_grad_enabled",
+           *ops.__all__]

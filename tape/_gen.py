@@ -10,7 +10,7 @@ import inspect
 import pathlib
 import textwrap
 
-from ._registry import NATIVE_HELPERS, PARTIAL_FUNCTIONS, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
+from ._registry import NATIVE_HELPERS, REGISTRY
 
 __all__ = ["digest", "render", "main"]
 
@@ -444,7 +444,7 @@ def render():
 
 
 def main():
-    import tape  # noqa: F401  (importing tape registers every op)
+    import ops  # noqa: F401  (importing the op library registers every op)
     text = render()
     if not TARGET.exists() or TARGET.read_text() != text:
         TARGET.write_text(text)
