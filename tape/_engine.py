@@ -95,6 +95,20 @@ def _raise_sweep_error(tp, status, bad):
         "later. Good luck!")
 
 
+class _rows_held:
+    """While a backward holds row numbers (the re-taped sweep records new
+    rows, and so may `.grad` accumulation), compaction must not renumber."""
+
+    def __init__(self, tp):
+        self.tp = tp
+
+    def __enter__(self):
+        self.tp.sweeping += 1
+
+    def __exit__(self, *exc):
+        self.tp.sweeping -= 1
+
+
 def _run(outputs, grad_outputs, targets, retain_graph, create_graph):
     """Sweep from `outputs`; return (captured rows, their gradients as Tensors).
 
@@ -284,19 +298,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if inputs is not None and len(inputs) == 0:
         raise RuntimeError("'inputs' argument to backward() cannot be empty.")
     tp = state.tape
-    rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph)
-    if inputs is not None:
-        receivers = {where(t)[1]: t for t in inputs}
-    for r, g in zip(rows, grads):
+    with _rows_held(tp):
+        rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph)
         if inputs is not None:
-            owner = receivers.get(r)
-        elif tp.op[r] == LEAF:
-            owner = tp.tensor_at(r)
-        else:
-            ref = tp.retained.get(r)
-            owner = ref() if ref is not None else None
-        if owner is not None:
-            _accumulate_grad(owner, g, create_graph)
+            receivers = {where(t)[1]: t for t in inputs}
+        for r, g in zip(rows, grads):
+            if inputs is not None:
+                owner = receivers.get(r)
+            elif tp.op[r] == LEAF:
+                owner = tp.tensor_at(r)
+            else:
+                ref = tp.retained.get(r)
+                owner = ref() if ref is not None else None
+            if owner is not None:
+                _accumulate_grad(owner, g, create_graph)
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -321,11 +336,12 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     if not inputs:
         raise RuntimeError("grad requires non-empty inputs.")
     tp = state.tape
-    rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph)
-    by_row = dict(zip(rows, grads))
+    with _rows_held(tp):
+        rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph)
+        by_row = dict(zip(rows, grads))
+        located = [where(t) for t in inputs]
     result = []
-    for i, t in enumerate(inputs):
-        t_tape, t_row = where(t)
+    for i, (t, (t_tape, t_row)) in enumerate(zip(inputs, located)):
         g = by_row.get(t_row) if t_tape is tp else None
         if g is None:
             if not allow_unused:

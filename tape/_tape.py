@@ -119,6 +119,7 @@ class Tape:
         self.held_bytes = 0
         self.bytes_limit = _INITIAL_BYTES
         self.tensor_rows = 0  # rows not on the 0-d fast path; while 0, backward uses sweep_scalar
+        self.sweeping = 0  # > 0 while a re-taped sweep holds row numbers: no compaction then
         # grad mode is per thread, kept here so a recording op reads one
         # thread-local (the tape) rather than two
         self.grad_enabled = True
@@ -165,7 +166,8 @@ class Tape:
 
         Callers reserve before reading input rows, since compaction renumbers."""
         if self.n + k > self.cap or self.held_bytes > self.bytes_limit:
-            self.compact()
+            if not self.sweeping:
+                self.compact()
             # keep at least 3/4 free after compacting, so compaction work stays
             # a small constant per appended row; give back what a past large
             # graph made us take

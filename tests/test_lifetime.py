@@ -10,6 +10,7 @@ import threading
 import tracemalloc
 import typing
 
+import numpy as np
 import pytest
 
 import tape
@@ -207,3 +208,24 @@ def test_repr_and_a_thousand_step_walk_of_a_million_op_chain():
 
     assert head.startswith("<MulBackward0 object at 0x") and thousandth == "MulBackward0"
 
+
+
+def test_compaction_during_a_create_graph_backward_keeps_gradients_right():
+    # Dead rows below the graph, and a tape filled to the brim above it: the
+    # first rows the re-taped backward records make the tape compact, which
+    # would renumber the rows that backward is walking.
+    def run():
+        state = tape._tape.state.tape
+        garbage = tape.tensor(0.5, requires_grad=True)
+        (garbage.sin() * garbage).backward()
+        del garbage
+        ps = [tape.tensor([0.1, 0.7, -1.2], requires_grad=True) for _ in range(3)]
+        loss = sum(((c * p ** 2).sin()).sum() for c, p in zip([1.0, 2.0, 3.0], ps))
+        while state.cap - state.n > 8:
+            tape.tensor(1.0, requires_grad=True) * 2.0
+        loss.backward(create_graph=True)
+        return [(c, p.detach().numpy(), p.grad) for c, p in zip([1.0, 2.0, 3.0], ps)]
+
+    for c, p, g in _in_fresh_thread(run):
+        assert g is not None
+        np.testing.assert_allclose(g.detach().numpy(), 2 * c * p * np.cos(c * p ** 2), rtol=1e-12)
