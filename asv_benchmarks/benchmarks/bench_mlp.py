@@ -3,7 +3,7 @@
 Measures small matmuls plus the gradients of every weight and bias.
 """
 
-from .common import BACKENDS, Benchmark, import_backend, leaf, uniform
+from .common import BACKENDS, Benchmark, RatioBenchmark, import_backend, leaf, uniform, warm_up
 
 BATCH = 32
 SIZES = (64, 64, 64, 1)
@@ -18,24 +18,43 @@ def _loss(x, layers, target):
     return ((out - target) ** 2).mean()
 
 
+def _inputs(lib):
+    x = lib.tensor(uniform((BATCH, SIZES[0]), seed=0))
+    target = lib.tensor(uniform((BATCH, SIZES[-1]), seed=1))
+    layers = [
+        (
+            leaf(lib, uniform((fan_in, fan_out), fan_in**-0.5, seed=10 + i)),
+            leaf(lib, uniform((fan_out,), fan_in**-0.5, seed=20 + i)),
+        )
+        for i, (fan_in, fan_out) in enumerate(zip(SIZES, SIZES[1:]))
+    ]
+    return x, layers, target
+
+
+def workload(lib):
+    """W3 once, forward and backward: the callable that the ratio times."""
+    x, layers, target = _inputs(lib)
+    return lambda: _loss(x, layers, target).backward()
+
+
 class MLP(Benchmark):
     params = [BACKENDS]
     param_names = ["backend"]
 
     def setup(self, backend):
         lib = import_backend(backend)
-        self.x = lib.tensor(uniform((BATCH, SIZES[0]), seed=0))
-        self.target = lib.tensor(uniform((BATCH, SIZES[-1]), seed=1))
-        self.layers = [
-            (
-                leaf(lib, uniform((fan_in, fan_out), fan_in**-0.5, seed=10 + i)),
-                leaf(lib, uniform((fan_out,), fan_in**-0.5, seed=20 + i)),
-            )
-            for i, (fan_in, fan_out) in enumerate(zip(SIZES, SIZES[1:]))
-        ]
+        warm_up(lib, workload)
+        self.x, self.layers, self.target = _inputs(lib)
 
     def time_forward(self, backend):
         _loss(self.x, self.layers, self.target)
 
     def time_forward_backward(self, backend):
         _loss(self.x, self.layers, self.target).backward()
+
+
+class MLPRatio(RatioBenchmark):
+    workload = staticmethod(workload)
+
+    def track_w3_ratio_vs_torch(self):
+        return self.ratio()

@@ -3,7 +3,8 @@
 Measures the per-op cost of recording and of the reverse sweep on tiny values.
 """
 
-from .common import BACKENDS, SCALAR_STEPS, Benchmark, import_backend, leaf
+from .common import (BACKENDS, SCALAR_STEPS, Benchmark, RatioBenchmark, import_backend, leaf,
+                     warm_up)
 
 
 def _chain(x, a, b, n):
@@ -17,12 +18,20 @@ def _leaves(lib):
     return leaf(lib, 0.5), leaf(lib, 0.9), leaf(lib, 0.1)
 
 
+def workload(lib, n):
+    """W1 once, forward and backward: the callable that the ratio times."""
+    x, a, b = _leaves(lib)
+    return lambda: _chain(x, a, b, n).backward()
+
+
 class ScalarChain(Benchmark):
     params = [SCALAR_STEPS, BACKENDS]
     param_names = ["n", "backend"]
 
     def setup(self, n, backend):
-        self.x, self.a, self.b = _leaves(import_backend(backend))
+        lib = import_backend(backend)
+        warm_up(lib, workload, 2)
+        self.x, self.a, self.b = _leaves(lib)
 
     def time_forward(self, n, backend):
         _chain(self.x, self.a, self.b, n)
@@ -43,8 +52,17 @@ class ScalarChainBackward(Benchmark):
     def setup(self, n, backend):
         lib = import_backend(backend)
         # Without warmup the first sample would pay for loading the native sweep.
-        _chain(*_leaves(lib), 1).backward()
+        warm_up(lib, workload, 2)
         self.y = _chain(*_leaves(lib), n)
 
     def time_backward(self, n, backend):
         self.y.backward()
+
+
+class ScalarChainRatio(RatioBenchmark):
+    workload = staticmethod(workload)
+    args = (SCALAR_STEPS[-1],)
+    small_args = (2,)
+
+    def track_w1_ratio_vs_torch(self):
+        return self.ratio()

@@ -1,13 +1,92 @@
-"""Settings and inputs shared by the tape benchmarks.
+"""Settings, inputs and measuring helpers shared by the tape benchmarks.
 
 ``TAPE_BENCH_PROFILE`` picks the profile: ``regular`` (the default; the sizes
-of DESIGN.md) or ``fast`` (smaller sizes, one sample each, for smoke runs).
+of DESIGN.md) or ``fast`` (smaller sizes, few samples, for smoke runs).
+``TAPE_BENCH_THREADS`` picks the threads: ``1`` (the default) or ``default``;
+see Note [One thread].
 """
 
 import os
-from functools import lru_cache
+import sys
+import warnings
 
-import numpy as np
+# Note [One thread]
+# The ratios against PyTorch compare two autograd engines, not two thread
+# pools, so by default every library runs on one thread. OpenBLAS/MKL, OpenMP
+# and Numba read these variables once, when they load, so they are set here,
+# at import: every benchmark module, and report.py, imports this module before
+# tape or torch, and fresh processes (W9, W10) inherit the variables. asv's
+# runner, though, has already imported numpy (asv_runner -> pympler -> numpy),
+# so numpy's OpenBLAS pool is sized by then: _shrink_loaded_blas sets it to one
+# thread through OpenBLAS's own call. torch gets torch.set_num_threads(1) in
+# torch_or_skip. TAPE_BENCH_THREADS=default leaves all of it alone, to report
+# the default-thread figures beside the one-thread ones.
+THREAD_VARIABLES = (
+    "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "NUMBA_NUM_THREADS",
+)
+THREADS = os.environ.get("TAPE_BENCH_THREADS", "1")
+if THREADS not in ("1", "default"):
+    raise ValueError(f"TAPE_BENCH_THREADS must be '1' or 'default', got {THREADS!r}")
+ONE_THREAD = THREADS == "1"
+
+# Entry points that set the thread count of a loaded OpenBLAS, by build.
+_OPENBLAS_SETTERS = (
+    "openblas_set_num_threads",
+    "openblas_set_num_threads64_",
+    "scipy_openblas_set_num_threads64_",  # numpy 2's bundled OpenBLAS
+    "scipy_openblas_set_num_threads",
+)
+
+
+def _shrink_loaded_blas():
+    """Set every OpenBLAS already loaded in this process to one thread.
+
+    Returns False when none could be set (not Linux and no threadpoolctl).
+    """
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        pass
+    else:
+        threadpool_limits(limits=1, user_api="blas")
+        return True
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as maps:
+            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+    except OSError:
+        return False
+    done = False
+    for path in sorted(p for p in paths if p.startswith("/")):
+        library = ctypes.CDLL(path)
+        for name in _OPENBLAS_SETTERS:
+            setter = getattr(library, name, None)
+            if setter is not None:
+                setter(1)
+                done = True
+                break
+    return done
+
+
+if ONE_THREAD:
+    for _name in THREAD_VARIABLES:
+        os.environ[_name] = "1"
+    if "numpy" in sys.modules and not _shrink_loaded_blas():
+        warnings.warn(
+            "benchmarks.common imported after numpy, and its BLAS could not be set to one "
+            "thread: the one-thread figures may use more",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+import gc  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
+import time  # noqa: E402
+from functools import lru_cache  # noqa: E402
+
+import numpy as np  # noqa: E402
 
 PROFILE = os.environ.get("TAPE_BENCH_PROFILE", "regular")
 if PROFILE not in ("fast", "regular"):
@@ -15,8 +94,20 @@ if PROFILE not in ("fast", "regular"):
 FAST = PROFILE == "fast"
 
 BACKENDS = ["tape", "torch"]
-SCALAR_STEPS = [1_000] if FAST else [1_000, 10_000]
-ELEMENTWISE_SIZE = 10**5 if FAST else 10**6
+
+# Sizes. Where a workload has several, the ratio against torch uses the last.
+SCALAR_STEPS = [1_000] if FAST else [1_000, 10_000]  # W1
+ELEMENTWISE_SIZE = 10**5 if FAST else 10**6  # W4, W10
+MATMUL_SIZES = [128] if FAST else [128, 512]  # W5
+ROSENBROCK_SIZE = 10_000 if FAST else 100_000  # W7
+
+# Interleaved measurements (track_ benchmarks and report.py): rounds, and the
+# time one backend gets per round (a round repeats the workload to fill it).
+RATIO_ROUNDS = 5 if FAST else 11
+RATIO_ROUND_SECONDS = 0.05 if FAST else 0.2
+# W9 and W10 run one fresh process per sample.
+PROCESS_ROUNDS = 3 if FAST else 7
+MEMORY_ROUNDS = 1 if FAST else 3
 
 
 def torch_or_skip():
@@ -28,6 +119,8 @@ def torch_or_skip():
         import torch
     except ImportError:
         raise NotImplementedError("torch is not installed") from None
+    if ONE_THREAD:
+        torch.set_num_threads(1)
     return torch
 
 
@@ -45,12 +138,153 @@ def leaf(lib, data):
     return lib.tensor(data, dtype=lib.float64, requires_grad=True)
 
 
+def warm_up(lib, workload=None, *args):
+    """Pay, untimed, what tape pays once per process: loading its native code.
+
+    tape loads (or compiles) its native sweep at the first backward of a
+    process, and more Numba kernels, one per new argument type, at the first
+    op of a kind (such as the first matmul of 2-d arrays). So: a tiny first-
+    and second-order backward, then ``workload(lib, *args)()`` once, which
+    should be given small sizes: it reaches the same kernels at little cost.
+    """
+    for data in (0.5, [0.5, 0.25]):
+        x = leaf(lib, data)
+        (g,) = lib.autograd.grad((x.sin() * x).sum(), x, create_graph=True)
+        g.sum().backward()
+        (x.tanh() * x).sum().backward()
+    if workload is not None:
+        workload(lib, *args)()
+
+
 @lru_cache
 def uniform(shape, bound=1.0, seed=0):
     """A read-only float64 array, uniform on [-bound, bound], the same on every call."""
     array = np.random.default_rng(seed).uniform(-bound, bound, size=shape)
     array.flags.writeable = False
     return array
+
+
+def _seconds_per_call(run, number):
+    gc_was_enabled = gc.isenabled()
+    gc.disable()  # as timeit does
+    try:
+        start = time.perf_counter()
+        for _ in range(number):
+            run()
+        return (time.perf_counter() - start) / number
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def interleaved_medians(runs, rounds=RATIO_ROUNDS, round_seconds=RATIO_ROUND_SECONDS):
+    """Median seconds per call of each zero-argument callable in ``runs``.
+
+    The callables are timed in turn, round after round (tape, torch, tape,
+    torch, ...), so that a change in the machine's speed during the
+    measurement affects all of them alike. Each is first called once
+    untimed, then once timed, to size the number of calls that fills
+    ``round_seconds`` per round.
+
+    >>> interleaved_medians({"a": lambda: None}, rounds=3)["a"] < 1e-3
+    True
+    """
+    numbers = {}
+    for name, run in runs.items():
+        run()
+        start = time.perf_counter()
+        run()
+        once = time.perf_counter() - start
+        numbers[name] = max(1, int(round_seconds / max(once, 1e-9)))
+    samples = {name: [] for name in runs}
+    for _ in range(rounds):
+        for name, run in runs.items():
+            samples[name].append(_seconds_per_call(run, numbers[name]))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def process_seconds(source):
+    """Seconds from starting ``python -c source`` to its first line of output.
+
+    The clock starts before the interpreter does, so this includes interpreter
+    start-up, and stops when the child prints, so it excludes its exit.
+    """
+    start = time.perf_counter()
+    child = subprocess.Popen(
+        [sys.executable, "-c", source],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    line = child.stdout.readline()
+    seconds = time.perf_counter() - start
+    out, err = child.communicate()
+    if child.returncode != 0 or not line.strip():
+        raise RuntimeError(f"benchmark subprocess failed ({child.returncode}):\n{err}")
+    return seconds
+
+
+def process_output(source):
+    """The first line that ``python -c source`` prints, as a float."""
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"benchmark subprocess failed ({done.returncode}):\n{done.stderr}")
+    return float(done.stdout.split()[0])
+
+
+def interleaved_process_medians(sources, measure=process_seconds, rounds=PROCESS_ROUNDS,
+                                warm=True):
+    """Median of ``measure(source)`` for each source in ``sources``, run in turn.
+
+    One fresh process per sample, alternating between the sources round after
+    round. With ``warm``, a first, unrecorded round warms the file cache and
+    Numba's cache.
+    """
+    if warm:
+        for source in sources.values():
+            measure(source)
+    samples = {name: [] for name in sources}
+    for _ in range(rounds):
+        for name, source in sources.items():
+            samples[name].append(measure(source))
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
+def _proc_status_megabytes(key):
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) / 1024  # kB
+    except OSError:
+        pass
+    return None
+
+
+def memory_megabytes():
+    """Resident memory of this process now, in MB (Linux; None elsewhere)."""
+    return _proc_status_megabytes("VmRSS")
+
+
+def reset_peak_memory():
+    """Make the peak resident memory start again from now (Linux 4.0+); True on success."""
+    try:
+        with open("/proc/self/clear_refs", "w") as clear_refs:
+            clear_refs.write("5")
+        return True
+    except OSError:
+        return False
+
+
+def peak_memory_megabytes():
+    """Peak resident memory of this process, in MB: VmHWM, or else ru_maxrss."""
+    peak = _proc_status_megabytes("VmHWM")
+    if peak is None:
+        import resource
+
+        maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        peak = maxrss / 2**20 if sys.platform == "darwin" else maxrss / 1024  # bytes or kB
+    return peak
 
 
 class Benchmark:
@@ -66,3 +300,36 @@ class Benchmark:
         timeout = 300
         warmup_time = 1
         repeat = (3, 50, 10.0)
+
+
+class RatioBenchmark:
+    """Base class of the ``track_<workload>_ratio_vs_torch`` benchmarks.
+
+    A subclass sets ``workload``, a function ``(lib, *args) -> run`` whose
+    ``run()`` does the whole workload once, ``args``, and ``small_args`` (the
+    same, small, for warm_up). Its ``track_`` method returns ``self.ratio()``:
+    median(tape) / median(torch), both timed in this one process by
+    ``interleaved_medians``. report.py calls ``medians()`` of the same classes.
+    """
+
+    unit = "ratio"
+    timeout = 120 if FAST else 300
+    args = ()
+    small_args = ()
+
+    def setup(self):
+        torch_or_skip()
+
+    def medians(self):
+        """Median seconds per run of the workload: {"tape": s, "torch": s}."""
+        runs = {}
+        for name in BACKENDS:
+            lib = import_backend(name)
+            workload = type(self).workload
+            warm_up(lib, workload, *self.small_args)
+            runs[name] = workload(lib, *self.args)
+        return interleaved_medians(runs)
+
+    def ratio(self):
+        medians = self.medians()
+        return medians["tape"] / medians["torch"]

@@ -1,0 +1,77 @@
+"""W7 Hessian-vector product of the extended Rosenbrock function, by double backward.
+
+``f = sum(100 * (x[1::2] - x[::2]**2)**2 + (1 - x[::2])**2)``; ``g = df/dx`` with
+``create_graph=True``; ``hv = d(g . v)/dx`` for a fixed ``v``. Measures strided
+slicing, the re-taped backward (create_graph) and a second sweep over it.
+"""
+
+from .common import (BACKENDS, ROSENBROCK_SIZE, Benchmark, RatioBenchmark, import_backend, leaf,
+                     uniform, warm_up)
+
+
+def _rosenbrock(x):
+    return (100 * (x[1::2] - x[::2] ** 2) ** 2 + (1 - x[::2]) ** 2).sum()
+
+
+def _hvp(lib, f, x, v):
+    (g,) = lib.autograd.grad(f, x, create_graph=True)
+    (hv,) = lib.autograd.grad((g * v).sum(), x)
+    return hv
+
+
+def _inputs(lib, n):
+    return leaf(lib, uniform((n,), seed=0)), lib.tensor(uniform((n,), seed=1))
+
+
+def workload(lib, n):
+    """W7 once, forward and both backwards: the callable that the ratio times."""
+    x, v = _inputs(lib, n)
+    return lambda: _hvp(lib, _rosenbrock(x), x, v)
+
+
+class RosenbrockHVP(Benchmark):
+    params = [[ROSENBROCK_SIZE], BACKENDS]
+    param_names = ["n", "backend"]
+
+    def setup(self, n, backend):
+        self.lib = import_backend(backend)
+        warm_up(self.lib, workload, 16)
+        self.x, self.v = _inputs(self.lib, n)
+
+    def time_forward(self, n, backend):
+        _rosenbrock(self.x)
+
+    def time_forward_hvp(self, n, backend):
+        _hvp(self.lib, _rosenbrock(self.x), self.x, self.v)
+
+    def peakmem_forward_hvp(self, n, backend):
+        _hvp(self.lib, _rosenbrock(self.x), self.x, self.v)
+
+
+class RosenbrockHVPBackward(Benchmark):
+    """The two backward passes alone, given f."""
+
+    params = [[ROSENBROCK_SIZE], BACKENDS]
+    param_names = ["n", "backend"]
+    # The second backward frees the graph: a fresh one per timed call, see
+    # ScalarChainBackward.
+    number = 1
+    warmup_time = 0
+
+    def setup(self, n, backend):
+        self.lib = import_backend(backend)
+        warm_up(self.lib, workload, 16)
+        self.x, self.v = _inputs(self.lib, n)
+        self.f = _rosenbrock(self.x)
+
+    def time_hvp(self, n, backend):
+        _hvp(self.lib, self.f, self.x, self.v)
+
+
+class RosenbrockHVPRatio(RatioBenchmark):
+    workload = staticmethod(workload)
+    args = (ROSENBROCK_SIZE,)
+    small_args = (16,)
+
+    def track_w7_ratio_vs_torch(self):
+        return self.ratio()

@@ -1,0 +1,247 @@
+"""Measure tape against PyTorch on the workloads of DESIGN.md; print a Markdown table.
+
+Runs the same workloads and measuring code as the asv ``track_*`` benchmarks,
+directly, without asv. From the repository root::
+
+    python asv_benchmarks/report.py                      # regular profile, ~1.5 min
+    TAPE_BENCH_PROFILE=fast python asv_benchmarks/report.py
+    python asv_benchmarks/report.py --write README.md    # also update README.md
+    python asv_benchmarks/report.py --workloads W1,W9
+
+``--write FILE`` replaces what lies between ``<!-- perf-table-start -->`` and
+``<!-- perf-table-end -->`` in FILE with the table. ``TAPE_BENCH_THREADS=default``
+measures with the libraries' default thread counts instead of one thread.
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+# First: sets the thread variables before numpy, tape or torch load (Note [One thread]).
+from benchmarks import common  # noqa: E402
+from benchmarks.bench_elementwise import ElementwiseRatio, memory_medians  # noqa: E402
+from benchmarks.bench_hvp import RosenbrockHVPRatio  # noqa: E402
+from benchmarks.bench_matmul import MatmulRatio  # noqa: E402
+from benchmarks.bench_micrograd import ScalarMLPRatio  # noqa: E402
+from benchmarks.bench_mlp import MLPRatio  # noqa: E402
+from benchmarks.bench_scalar import ScalarChainRatio  # noqa: E402
+from benchmarks.bench_startup import startup_medians  # noqa: E402
+
+START_MARKER = "<!-- perf-table-start -->"
+END_MARKER = "<!-- perf-table-end -->"
+
+# (key, description, ratio benchmark class, target for tape/torch).
+IN_PROCESS = [
+    ("W1", f"W1 scalar chain, {ScalarChainRatio.args[0]:,} steps", ScalarChainRatio, 0.2),
+    ("W2", "W2 scalar MLP 3-16-16-1, batch 4", ScalarMLPRatio, 0.2),
+    ("W3", "W3 MLP 64-64-64-1, batch 32", MLPRatio, 0.6),
+    ("W4", f"W4 20 elementwise ops, {ElementwiseRatio.args[0]:,} elements", ElementwiseRatio, 1.2),
+    ("W5", f"W5 sum(tanh(A @ B)), {MatmulRatio.args[0]}x{MatmulRatio.args[0]}", MatmulRatio, 1.1),
+    ("W7", f"W7 Rosenbrock Hessian-vector product, n = {RosenbrockHVPRatio.args[0]:,}",
+     RosenbrockHVPRatio, 1.2),
+]
+W9_SECONDS = 1.0
+W10_RATIO = 1.25
+WORKLOADS = [key for key, *_ in IN_PROCESS] + ["W9", "W10"]
+
+
+def _seconds(value):
+    if value >= 1:
+        return f"{value:.2f} s"
+    return f"{value * 1e3:#.3g}".rstrip(".") + " ms"  # 3 significant digits: 0.850, 42.5, 188
+
+
+def _verdict(met):
+    return "met" if met else "**missed**"
+
+
+def _row(description, tape, torch, ratio, target):
+    return f"| {description} | {tape} | {torch} | {ratio:.2f} | {target} |"
+
+
+def _failed_row(description, target, error):
+    message = error if len(error) <= 110 else error[:107] + "..."
+    return f"| {description} | **failed** | | | {target} (**failed**: {message}) |"
+
+
+def _log(message):
+    print(message, file=sys.stderr, flush=True)
+
+
+class WorkloadFailed(Exception):
+    """A workload raised; ``args[0]`` is the exception's last line."""
+
+
+def _in_process_medians(key):
+    """The medians of one in-process workload, measured in a fresh child process.
+
+    Each workload gets its own process, as each asv benchmark does, so that no
+    row depends on what the workloads before it left behind (allocator state,
+    tape's memory budget).
+    """
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--child", key],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        _log(done.stderr)
+        lines = done.stderr.strip().splitlines() or [f"exit status {done.returncode}"]
+        raise WorkloadFailed(lines[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _child(key):
+    """Measure one in-process workload and print its medians as JSON (``--child``)."""
+    (cls,) = [cls for k, _, cls, _ in IN_PROCESS if k == key]
+    benchmark = cls()
+    benchmark.setup()
+    print(json.dumps(benchmark.medians()))
+
+
+def measure(workloads):
+    """The table's rows, one per workload in ``workloads``, and whether all succeeded."""
+    rows = []
+    ok = True
+    for key, description, _, target in IN_PROCESS:
+        if key not in workloads:
+            continue
+        _log(f"measuring {description} ...")
+        target_text = f"≤ {target}"
+        try:
+            medians = _in_process_medians(key)
+        except WorkloadFailed as error:
+            rows.append(_failed_row(description, target_text, str(error)))
+            ok = False
+            continue
+        ratio = medians["tape"] / medians["torch"]
+        rows.append(_row(description, _seconds(medians["tape"]), _seconds(medians["torch"]),
+                         ratio, f"{target_text} ({_verdict(ratio <= target)})"))
+    if "W9" in workloads:
+        _log("measuring W9 cold start (fresh processes) ...")
+        description = "W9 cold start: interpreter to first backward"
+        target_text = f"≤ {W9_SECONDS:.1f} s and ≤ PyTorch"
+        try:
+            medians = startup_medians()
+        except RuntimeError as error:
+            rows.append(_failed_row(description, target_text, str(error).strip().splitlines()[-1]))
+            ok = False
+        else:
+            ratio = medians["tape"] / medians["torch"]
+            met = medians["tape"] <= W9_SECONDS and ratio <= 1
+            rows.append(_row(description, _seconds(medians["tape"]), _seconds(medians["torch"]),
+                             ratio, f"{target_text} ({_verdict(met)})"))
+    if "W10" in workloads:
+        _log("measuring W10 peak memory (fresh processes) ...")
+        description = "W10 peak memory of W4 above post-import RSS"
+        target_text = f"≤ {W10_RATIO}"
+        try:
+            medians = memory_medians()
+        except RuntimeError as error:
+            rows.append(_failed_row(description, target_text, str(error).strip().splitlines()[-1]))
+            ok = False
+        else:
+            ratio = medians["tape"] / medians["torch"]
+            rows.append(_row(description, f"{medians['tape']:.0f} MB",
+                             f"{medians['torch']:.0f} MB", ratio,
+                             f"{target_text} ({_verdict(ratio <= W10_RATIO)})"))
+    return rows, ok
+
+
+def _cpu_model():
+    try:
+        with open("/proc/cpuinfo") as cpuinfo:
+            for line in cpuinfo:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _versions():
+    import numba
+    import numpy
+    import torch
+
+    return (f"Python {platform.python_version()}, numpy {numpy.__version__}, "
+            f"numba {numba.__version__}, torch {torch.__version__}")
+
+
+def table(rows):
+    """The Markdown table and the lines that say how and where it was measured."""
+    threads = "one thread" if common.ONE_THREAD else "default threads"
+    lines = [
+        "| workload | tape | PyTorch | ratio (tape/torch) | target |",
+        "|---|---|---|---|---|",
+        *rows,
+        "",
+        f"Medians of forward + backward (W7: forward and both backwards), float64, {threads}; "
+        f"tape and PyTorch timed in turn in one process per workload, "
+        f"{common.RATIO_ROUNDS} rounds; "
+        f"W9 and W10 in fresh processes, {common.PROCESS_ROUNDS} and {common.MEMORY_ROUNDS} "
+        f"rounds (profile `{common.PROFILE}`).",
+        "",
+        f"Machine: {platform.platform()}, {_cpu_model()}, {os.cpu_count()} CPUs; {_versions()}. "
+        f"Date: {datetime.date.today().isoformat()}.",
+    ]
+    return "\n".join(lines)
+
+
+def _marked_span(path):
+    """The file's text and where the text between the perf-table markers lies."""
+    with open(path, encoding="utf-8") as file:
+        content = file.read()
+    start = content.find(START_MARKER)
+    end = content.find(END_MARKER)
+    if start < 0 or end < start:
+        raise SystemExit(f"{path}: needs {START_MARKER} followed by {END_MARKER}")
+    return content, start + len(START_MARKER), end
+
+
+def write_between_markers(path, text):
+    """Replace what lies between the perf-table markers in ``path`` with ``text``."""
+    content, start, end = _marked_span(path)
+    with open(path, "w", encoding="utf-8") as file:
+        file.write(content[:start] + "\n" + text + "\n" + content[end:])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", metavar="FILE",
+                        help=f"replace the text between {START_MARKER} and {END_MARKER} in FILE")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help="comma-separated subset of %(default)s")
+    parser.add_argument("--child", metavar="WORKLOAD", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        _child(args.child)
+        return
+    workloads = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
+    unknown = sorted(set(workloads) - set(WORKLOADS))
+    if unknown:
+        parser.error(f"unknown workloads {', '.join(unknown)}; "
+                     f"choose among {', '.join(WORKLOADS)}")
+    if args.write:
+        _marked_span(args.write)  # fail before measuring, not after
+    try:
+        common.torch_or_skip()
+    except NotImplementedError:
+        raise SystemExit("report.py compares against PyTorch: install torch") from None
+    rows, ok = measure(workloads)
+    text = table(rows)
+    print(text)
+    if not ok:
+        # The table says which workload failed; a file keeps only complete tables.
+        raise SystemExit("some workloads failed (their errors are above)"
+                         + (f"; {args.write} left unchanged" if args.write else ""))
+    if args.write:
+        write_between_markers(args.write, text)
+        _log(f"wrote the table into {args.write}")
+
+
+if __name__ == "__main__":
+    main()
