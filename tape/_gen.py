@@ -5,6 +5,7 @@ the committed module matches the registry. The module is generated into a
 file, not exec'd, because Numba caches only functions that live in files, and
 its cache would not notice edits to kernels living in other files.
 """
+import ast
 import hashlib
 import inspect
 import pathlib
@@ -349,11 +350,11 @@ def _elementwise_kernels(ops):
              "    p = pp"]
 
     def loop(acc, expr, op):
-        return ["    for i in range(n):",
-                "        x = X[i * sx] if X.size else 0.0",
-                "        y = Y[i * sy] if Y.size else 0.0",
-                "        out = O[i * so] if O.size else 0.0",
-                f"        {acc}[i] {op} G[i] * ({expr})"]
+        names = _names(expr)
+        loads = [f"        {name} = {array}[i * {stride}]" for name, array, stride in
+                 (("x", "X", "sx"), ("y", "Y", "sy"), ("out", "O", "so")) if name in names]
+        return (["    for i in range(n):"] + loads
+                + [f"        {acc}[i] {op} G[i] * ({expr})"])
 
     def body(opdef):
         out = []
@@ -364,6 +365,10 @@ def _elementwise_kernels(ops):
         return out
     lines.append(_dispatch(ops, "    ", body))
     return "\n".join(lines) + "\n"
+
+
+def _names(expr):
+    return {node.id for node in ast.walk(ast.parse(expr, mode="eval")) if isinstance(node, ast.Name)}
 
 
 def _dispatch(ops, indent, body):

@@ -11,7 +11,7 @@ from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
-REGISTRY_DIGEST = "6eab55f6c5edd774"
+REGISTRY_DIGEST = "7754a1223c8385e3"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
@@ -729,318 +729,214 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
     if o == 2:  # add
         if GB.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GB[i] += G[i] * (1)
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1)
     elif o == 3:  # sub
         if GB.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GB[i] += G[i] * (-1)
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1)
     elif o == 4:  # mul
         if GB.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GB[i] += G[i] * (x)
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                y = Y[i * sy]
                 GA[i] = G[i] * (y)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                y = Y[i * sy]
                 GA[i] += G[i] * (y)
     elif o == 5:  # div
         if GB.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                y = Y[i * sy]
+                out = O[i * so]
                 GB[i] += G[i] * (-out / y)
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                y = Y[i * sy]
                 GA[i] = G[i] * (1 / y)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                y = Y[i * sy]
                 GA[i] += G[i] * (1 / y)
     elif o == 6:  # neg
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] = G[i] * (-1)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (-1)
     elif o == 7:  # reciprocal
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] = G[i] * (-out * out)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] += G[i] * (-out * out)
     elif o == 8:  # pow_scalar
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
+                y = Y[i * sy]
                 GA[i] = G[i] * (0.0 if y == 0 else y * x ** (y - 1))
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
+                y = Y[i * sy]
                 GA[i] += G[i] * (0.0 if y == 0 else y * x ** (y - 1))
     elif o == 9:  # rsub
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] = G[i] * (-1)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (-1)
     elif o == 10:  # rpow
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                y = Y[i * sy]
+                out = O[i * so]
                 GA[i] = G[i] * (out * log(y))
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                y = Y[i * sy]
+                out = O[i * so]
                 GA[i] += G[i] * (out * log(y))
     elif o == 11:  # pow
         if GB.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
+                out = O[i * so]
                 GB[i] += G[i] * (out * log(x))
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
+                y = Y[i * sy]
                 GA[i] = G[i] * (y * x ** (y - 1))
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
+                y = Y[i * sy]
                 GA[i] += G[i] * (y * x ** (y - 1))
     elif o == 12:  # exp
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] = G[i] * (out)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] += G[i] * (out)
     elif o == 13:  # log
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] = G[i] * (1 / x)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] += G[i] * (1 / x)
     elif o == 14:  # sin
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] = G[i] * (cos(x))
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] += G[i] * (cos(x))
     elif o == 15:  # cos
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] = G[i] * (-sin(x))
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] += G[i] * (-sin(x))
     elif o == 16:  # tanh
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] = G[i] * (1 - out * out)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] += G[i] * (1 - out * out)
     elif o == 17:  # sigmoid
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] = G[i] * (out * (1 - out))
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] += G[i] * (out * (1 - out))
     elif o == 18:  # relu
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] = G[i] * (step(x))
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] += G[i] * (step(x))
     elif o == 19:  # sqrt
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] = G[i] * (0.5 / out)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                out = O[i * so]
                 GA[i] += G[i] * (0.5 / out)
     elif o == 20:  # abs
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] = G[i] * (sign(x))
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] += G[i] * (sign(x))
     elif o == 21:  # square
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] = G[i] * (2 * x)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
+                x = X[i * sx]
                 GA[i] += G[i] * (2 * x)
     elif o == 22:  # clone
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1)
     elif o == 23:  # to_copy
         if into_g:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
-                x = X[i * sx] if X.size else 0.0
-                y = Y[i * sy] if Y.size else 0.0
-                out = O[i * so] if O.size else 0.0
                 GA[i] += G[i] * (1)
 
 
