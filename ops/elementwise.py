@@ -8,6 +8,7 @@ import operator
 
 import numpy as np
 
+from tape import _vecmath
 from tape._dtypes import as_dtype
 from tape._record import binary, record, unary, with_constant
 from tape._registry import defop
@@ -31,6 +32,23 @@ def _sigmoid_array(x):
 
 def _relu_array(x):
     return np.maximum(x, 0).astype(x.dtype, copy=False)
+
+
+# below this many elements NumPy's ufunc call is as fast as the kernel, and a
+# small script never loads the kernel's machine code
+_KERNEL_MIN_SIZE = 64
+
+
+def _float64_kernel(kernel, ufunc):
+    """An array forward that runs tape._vecmath's vectorized `kernel` on float64
+    (NumPy's float64 sin, cos and tanh are scalar libm) and `ufunc` otherwise."""
+    def forward(x):
+        if x.dtype != np.float64 or x.size < _KERNEL_MIN_SIZE:
+            return ufunc(x)
+        out = np.empty(x.shape)
+        kernel(np.ascontiguousarray(x).reshape(-1), out.reshape(-1))
+        return out
+    return forward
 
 
 def _unary(name, grad_fn, partial, scalar, array):
@@ -66,11 +84,12 @@ _rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y)", lambda x, 
                               lambda x, c: np.power(c, x))
 _pow_tensor = _binary("pow", "PowBackward1", ("y * x ** (y - 1)", "out * log(x)"),
                       operator.pow, np.power)
-exp = _unary("exp", "ExpBackward0", "out", math.exp, np.exp)
+exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.exp_array, np.exp))
 log = _unary("log", "LogBackward0", "1 / x", math.log, np.log)
-sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, np.sin)
-cos = _unary("cos", "CosBackward0", "-sin(x)", math.cos, np.cos)
-tanh = _unary("tanh", "TanhBackward0", "1 - out * out", math.tanh, np.tanh)
+sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, _float64_kernel(_vecmath.sin_array, np.sin))
+cos = _unary("cos", "CosBackward0", "-sin(x)", math.cos, _float64_kernel(_vecmath.cos_array, np.cos))
+tanh = _unary("tanh", "TanhBackward0", "1 - out * out", math.tanh,
+              _float64_kernel(_vecmath.tanh_array, np.tanh))
 sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", _sigmoid_scalar,
                  _sigmoid_array)
 # scalar forwards must return a new float object, never their input: the

@@ -31,6 +31,8 @@ from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
+from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
+
 '''
 
 _SWEEP = '''
@@ -341,7 +343,11 @@ def _elementwise_kernels(ops):
     """One function holding every elementwise op's tensor-path loops, chosen
     by opcode outside the loops (one function compiles far faster than many).
     With `into_g`, GA is G itself: the first gradient of x overwrites g in
-    place, so a chain of elementwise ops allocates no adjoints."""
+    place, so a chain of elementwise ops allocates no adjoints.
+
+    Each loop comes twice: with unit strides, which LLVM vectorizes (partials
+    call tape._vecmath's sin/cos there, when every operand is in their exact
+    range), and with a stride of 0 for a one-element operand."""
     lines = ["@_jit", "def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):",
              "    n = G.size",
              "    sx = 1 if X.size == n else 0",
@@ -349,22 +355,51 @@ def _elementwise_kernels(ops):
              "    so = 1 if O.size == n else 0",
              "    p = pp"]
 
-    def loop(acc, expr, op):
-        names = _names(expr)
-        loads = [f"        {name} = {array}[i * {stride}]" for name, array, stride in
-                 (("x", "X", "sx"), ("y", "Y", "sy"), ("out", "O", "so")) if name in names]
-        return (["    for i in range(n):"] + loads
-                + [f"        {acc}[i] {op} G[i] * ({expr})"])
+    def loop(acc, expr, op, unit):
+        if unit:
+            expr = _vectorized(expr)
+        loads = [f"    {name} = {array}[{'i' if unit else f'i * {stride}'}]"
+                 for name, array, stride in _operands(expr)]
+        # the in-place update reads and writes G alone: a second name for G
+        # would fail LLVM's overlap check and keep the loop scalar
+        return ["for i in range(n):"] + loads + [f"    {acc}[i] {op} G[i] * ({expr})"]
+
+    def both(acc, expr, op):
+        operands = _operands(expr)
+        unit = " and ".join([f"{stride} == 1" for _, _, stride in operands]
+                            + [f"in_trig_range({array})" for _, array, _ in operands
+                               if _names(expr) & _VECTOR_NAMES.keys()]) or "True"
+        return ([f"if {unit}:"] + [f"    {ln}" for ln in loop(acc, expr, op, True)]
+                + ["else:"] + [f"    {ln}" for ln in loop(acc, expr, op, False)])
 
     def body(opdef):
         out = []
         if len(opdef.partials) == 2:  # GB first: GA may overwrite G
-            out += ["if GB.size:"] + loop("GB", opdef.partials[1], "+=")
-        out += ["if into_g:"] + loop("GA", opdef.partials[0], "=")
-        out += ["elif GA.size:"] + loop("GA", opdef.partials[0], "+=")
+            out += ["if GB.size:"] + [f"    {ln}" for ln in both("GB", opdef.partials[1], "+=")]
+        out += ["if into_g:"] + [f"    {ln}" for ln in both("G", opdef.partials[0], "=")]
+        out += ["elif GA.size:"] + [f"    {ln}" for ln in both("GA", opdef.partials[0], "+=")]
         return out
     lines.append(_dispatch(ops, "    ", body))
     return "\n".join(lines) + "\n"
+
+
+# partials' sin and cos are libm's (exact, scalar); the vectorizing ones
+# replace them in unit-stride loops
+_VECTOR_NAMES = {"sin": "vsin", "cos": "vcos"}
+
+
+def _vectorized(expr):
+    tree = ast.parse(expr, mode="eval")
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id in _VECTOR_NAMES:
+            node.id = _VECTOR_NAMES[node.id]
+    return ast.unparse(tree)
+
+
+def _operands(expr):
+    names = _names(expr)
+    return [(name, array, stride) for name, array, stride in
+            (("x", "X", "sx"), ("y", "Y", "sy"), ("out", "O", "so")) if name in names]
 
 
 def _names(expr):

@@ -11,7 +11,9 @@ from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
-REGISTRY_DIGEST = "7754a1223c8385e3"
+from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
+
+REGISTRY_DIGEST = "cdf5b9eb04f8c44c"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
@@ -728,216 +730,455 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
     p = pp
     if o == 2:  # add
         if GB.size:
-            for i in range(n):
-                GB[i] += G[i] * (1)
+            if True:
+                for i in range(n):
+                    GB[i] += G[i] * (1)
+            else:
+                for i in range(n):
+                    GB[i] += G[i] * (1)
         if into_g:
-            for i in range(n):
-                GA[i] = G[i] * (1)
+            if True:
+                for i in range(n):
+                    G[i] = G[i] * (1)
+            else:
+                for i in range(n):
+                    G[i] = G[i] * (1)
         elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (1)
+            if True:
+                for i in range(n):
+                    GA[i] += G[i] * (1)
+            else:
+                for i in range(n):
+                    GA[i] += G[i] * (1)
     elif o == 3:  # sub
         if GB.size:
-            for i in range(n):
-                GB[i] += G[i] * (-1)
+            if True:
+                for i in range(n):
+                    GB[i] += G[i] * (-1)
+            else:
+                for i in range(n):
+                    GB[i] += G[i] * (-1)
         if into_g:
-            for i in range(n):
-                GA[i] = G[i] * (1)
+            if True:
+                for i in range(n):
+                    G[i] = G[i] * (1)
+            else:
+                for i in range(n):
+                    G[i] = G[i] * (1)
         elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (1)
+            if True:
+                for i in range(n):
+                    GA[i] += G[i] * (1)
+            else:
+                for i in range(n):
+                    GA[i] += G[i] * (1)
     elif o == 4:  # mul
         if GB.size:
-            for i in range(n):
-                x = X[i * sx]
-                GB[i] += G[i] * (x)
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (x)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    GB[i] += G[i] * (x)
         if into_g:
-            for i in range(n):
-                y = Y[i * sy]
-                GA[i] = G[i] * (y)
+            if sy == 1:
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (y)
+            else:
+                for i in range(n):
+                    y = Y[i * sy]
+                    G[i] = G[i] * (y)
         elif GA.size:
-            for i in range(n):
-                y = Y[i * sy]
-                GA[i] += G[i] * (y)
+            if sy == 1:
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (y)
+            else:
+                for i in range(n):
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (y)
     elif o == 5:  # div
         if GB.size:
-            for i in range(n):
-                y = Y[i * sy]
-                out = O[i * so]
-                GB[i] += G[i] * (-out / y)
+            if sy == 1 and so == 1:
+                for i in range(n):
+                    y = Y[i]
+                    out = O[i]
+                    GB[i] += G[i] * (-out / y)
+            else:
+                for i in range(n):
+                    y = Y[i * sy]
+                    out = O[i * so]
+                    GB[i] += G[i] * (-out / y)
         if into_g:
-            for i in range(n):
-                y = Y[i * sy]
-                GA[i] = G[i] * (1 / y)
+            if sy == 1:
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (1 / y)
+            else:
+                for i in range(n):
+                    y = Y[i * sy]
+                    G[i] = G[i] * (1 / y)
         elif GA.size:
-            for i in range(n):
-                y = Y[i * sy]
-                GA[i] += G[i] * (1 / y)
+            if sy == 1:
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (1 / y)
+            else:
+                for i in range(n):
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (1 / y)
     elif o == 6:  # neg
         if into_g:
-            for i in range(n):
-                GA[i] = G[i] * (-1)
+            if True:
+                for i in range(n):
+                    G[i] = G[i] * (-1)
+            else:
+                for i in range(n):
+                    G[i] = G[i] * (-1)
         elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (-1)
+            if True:
+                for i in range(n):
+                    GA[i] += G[i] * (-1)
+            else:
+                for i in range(n):
+                    GA[i] += G[i] * (-1)
     elif o == 7:  # reciprocal
         if into_g:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] = G[i] * (-out * out)
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    G[i] = G[i] * (-out * out)
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    G[i] = G[i] * (-out * out)
         elif GA.size:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] += G[i] * (-out * out)
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    GA[i] += G[i] * (-out * out)
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    GA[i] += G[i] * (-out * out)
     elif o == 8:  # pow_scalar
         if into_g:
-            for i in range(n):
-                x = X[i * sx]
-                y = Y[i * sy]
-                GA[i] = G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (0.0 if y == 0 else y * x ** (y - 1))
         elif GA.size:
-            for i in range(n):
-                x = X[i * sx]
-                y = Y[i * sy]
-                GA[i] += G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (0.0 if y == 0 else y * x ** (y - 1))
     elif o == 9:  # rsub
         if into_g:
-            for i in range(n):
-                GA[i] = G[i] * (-1)
+            if True:
+                for i in range(n):
+                    G[i] = G[i] * (-1)
+            else:
+                for i in range(n):
+                    G[i] = G[i] * (-1)
         elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (-1)
+            if True:
+                for i in range(n):
+                    GA[i] += G[i] * (-1)
+            else:
+                for i in range(n):
+                    GA[i] += G[i] * (-1)
     elif o == 10:  # rpow
         if into_g:
-            for i in range(n):
-                y = Y[i * sy]
-                out = O[i * so]
-                GA[i] = G[i] * (out * log(y))
+            if sy == 1 and so == 1:
+                for i in range(n):
+                    y = Y[i]
+                    out = O[i]
+                    G[i] = G[i] * (out * log(y))
+            else:
+                for i in range(n):
+                    y = Y[i * sy]
+                    out = O[i * so]
+                    G[i] = G[i] * (out * log(y))
         elif GA.size:
-            for i in range(n):
-                y = Y[i * sy]
-                out = O[i * so]
-                GA[i] += G[i] * (out * log(y))
+            if sy == 1 and so == 1:
+                for i in range(n):
+                    y = Y[i]
+                    out = O[i]
+                    GA[i] += G[i] * (out * log(y))
+            else:
+                for i in range(n):
+                    y = Y[i * sy]
+                    out = O[i * so]
+                    GA[i] += G[i] * (out * log(y))
     elif o == 11:  # pow
         if GB.size:
-            for i in range(n):
-                x = X[i * sx]
-                out = O[i * so]
-                GB[i] += G[i] * (out * log(x))
+            if sx == 1 and so == 1:
+                for i in range(n):
+                    x = X[i]
+                    out = O[i]
+                    GB[i] += G[i] * (out * log(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    out = O[i * so]
+                    GB[i] += G[i] * (out * log(x))
         if into_g:
-            for i in range(n):
-                x = X[i * sx]
-                y = Y[i * sy]
-                GA[i] = G[i] * (y * x ** (y - 1))
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (y * x ** (y - 1))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (y * x ** (y - 1))
         elif GA.size:
-            for i in range(n):
-                x = X[i * sx]
-                y = Y[i * sy]
-                GA[i] += G[i] * (y * x ** (y - 1))
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (y * x ** (y - 1))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (y * x ** (y - 1))
     elif o == 12:  # exp
         if into_g:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] = G[i] * (out)
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    G[i] = G[i] * (out)
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    G[i] = G[i] * (out)
         elif GA.size:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] += G[i] * (out)
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    GA[i] += G[i] * (out)
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    GA[i] += G[i] * (out)
     elif o == 13:  # log
         if into_g:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] = G[i] * (1 / x)
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / x)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    G[i] = G[i] * (1 / x)
         elif GA.size:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] += G[i] * (1 / x)
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / x)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    GA[i] += G[i] * (1 / x)
     elif o == 14:  # sin
         if into_g:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] = G[i] * (cos(x))
+            if sx == 1 and in_trig_range(X):
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (vcos(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    G[i] = G[i] * (cos(x))
         elif GA.size:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] += G[i] * (cos(x))
+            if sx == 1 and in_trig_range(X):
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (vcos(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    GA[i] += G[i] * (cos(x))
     elif o == 15:  # cos
         if into_g:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] = G[i] * (-sin(x))
+            if sx == 1 and in_trig_range(X):
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (-vsin(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    G[i] = G[i] * (-sin(x))
         elif GA.size:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] += G[i] * (-sin(x))
+            if sx == 1 and in_trig_range(X):
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (-vsin(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    GA[i] += G[i] * (-sin(x))
     elif o == 16:  # tanh
         if into_g:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] = G[i] * (1 - out * out)
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    G[i] = G[i] * (1 - out * out)
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    G[i] = G[i] * (1 - out * out)
         elif GA.size:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] += G[i] * (1 - out * out)
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    GA[i] += G[i] * (1 - out * out)
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    GA[i] += G[i] * (1 - out * out)
     elif o == 17:  # sigmoid
         if into_g:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] = G[i] * (out * (1 - out))
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    G[i] = G[i] * (out * (1 - out))
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    G[i] = G[i] * (out * (1 - out))
         elif GA.size:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] += G[i] * (out * (1 - out))
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    GA[i] += G[i] * (out * (1 - out))
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    GA[i] += G[i] * (out * (1 - out))
     elif o == 18:  # relu
         if into_g:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] = G[i] * (step(x))
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (step(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    G[i] = G[i] * (step(x))
         elif GA.size:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] += G[i] * (step(x))
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (step(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    GA[i] += G[i] * (step(x))
     elif o == 19:  # sqrt
         if into_g:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] = G[i] * (0.5 / out)
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    G[i] = G[i] * (0.5 / out)
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    G[i] = G[i] * (0.5 / out)
         elif GA.size:
-            for i in range(n):
-                out = O[i * so]
-                GA[i] += G[i] * (0.5 / out)
+            if so == 1:
+                for i in range(n):
+                    out = O[i]
+                    GA[i] += G[i] * (0.5 / out)
+            else:
+                for i in range(n):
+                    out = O[i * so]
+                    GA[i] += G[i] * (0.5 / out)
     elif o == 20:  # abs
         if into_g:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] = G[i] * (sign(x))
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (sign(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    G[i] = G[i] * (sign(x))
         elif GA.size:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] += G[i] * (sign(x))
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (sign(x))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    GA[i] += G[i] * (sign(x))
     elif o == 21:  # square
         if into_g:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] = G[i] * (2 * x)
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (2 * x)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    G[i] = G[i] * (2 * x)
         elif GA.size:
-            for i in range(n):
-                x = X[i * sx]
-                GA[i] += G[i] * (2 * x)
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (2 * x)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    GA[i] += G[i] * (2 * x)
     elif o == 22:  # clone
         if into_g:
-            for i in range(n):
-                GA[i] = G[i] * (1)
+            if True:
+                for i in range(n):
+                    G[i] = G[i] * (1)
+            else:
+                for i in range(n):
+                    G[i] = G[i] * (1)
         elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (1)
+            if True:
+                for i in range(n):
+                    GA[i] += G[i] * (1)
+            else:
+                for i in range(n):
+                    GA[i] += G[i] * (1)
     elif o == 23:  # to_copy
         if into_g:
-            for i in range(n):
-                GA[i] = G[i] * (1)
+            if True:
+                for i in range(n):
+                    G[i] = G[i] * (1)
+            else:
+                for i in range(n):
+                    G[i] = G[i] * (1)
         elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (1)
+            if True:
+                for i in range(n):
+                    GA[i] += G[i] * (1)
+            else:
+                for i in range(n):
+                    GA[i] += G[i] * (1)
 
 
 @_jit
