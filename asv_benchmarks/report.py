@@ -10,7 +10,9 @@ directly, without asv. From the repository root::
 
 ``--write FILE`` replaces what lies between ``<!-- perf-table-start -->`` and
 ``<!-- perf-table-end -->`` in FILE with the table. ``TAPE_BENCH_THREADS=default``
-measures with the libraries' default thread counts instead of one thread.
+measures with the libraries' default thread counts instead of one thread, and
+writes between ``<!-- perf-table-default-threads-start -->`` and
+``<!-- perf-table-default-threads-end -->``.
 """
 
 import argparse
@@ -33,8 +35,9 @@ from benchmarks.bench_mlp import MLPRatio  # noqa: E402
 from benchmarks.bench_scalar import ScalarChainRatio  # noqa: E402
 from benchmarks.bench_startup import startup_medians  # noqa: E402
 
-START_MARKER = "<!-- perf-table-start -->"
-END_MARKER = "<!-- perf-table-end -->"
+_TABLE = "perf-table" if common.ONE_THREAD else "perf-table-default-threads"
+START_MARKER = f"<!-- {_TABLE}-start -->"
+END_MARKER = f"<!-- {_TABLE}-end -->"
 
 # (key, description, ratio benchmark class, target for tape/torch).
 IN_PROCESS = [
