@@ -159,8 +159,10 @@ def _rpow(x, y):
     return pow(y, x)
 
 
-for _name, _fn in {"__add__": _add, "__radd__": lambda x, y: _add(y, x), "__sub__": _sub, "__rsub__": _rsub,
-                   "__mul__": mul, "__rmul__": lambda x, y: mul(y, x), "__truediv__": div,
+# c + x and c * x keep the tensor first, as PyTorch's __radd__ and __rmul__ do
+# (next_functions of 2 * x is ((AccumulateGrad, 0), (None, 0)))
+for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__": _rsub,
+                   "__mul__": mul, "__rmul__": mul, "__truediv__": div,
                    "__rtruediv__": _rdiv, "__pow__": pow, "__rpow__": _rpow, "__neg__": neg,
                    "__abs__": abs, "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg,
                    "pow": pow, "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh,

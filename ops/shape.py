@@ -80,6 +80,43 @@ def _permute_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         GA[j] += G[i]
 
 
+@native_helper
+def strided_offsets(shape, ints):
+    """The flat offsets, in C order over `shape`, that the strided descriptor
+    `ints` (offset, then one stride per dim of `shape`) selects."""
+    n = 1
+    for d in shape:
+        n *= d
+    offs = np.empty(n, np.int64)
+    nd = shape.size
+    idx = np.zeros(nd, np.int64)
+    base = ints[0]
+    for i in range(n):
+        offs[i] = base
+        d = nd - 1
+        while d >= 0:  # an odometer over the dims, last fastest
+            idx[d] += 1
+            base += ints[1 + d]
+            if idx[d] < shape[d]:
+                break
+            base -= idx[d] * ints[1 + d]
+            idx[d] = 0
+            d -= 1
+    return offs
+
+
+def _strided_gather_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    offs = strided_offsets(osh, ints)
+    for i in range(offs.size):
+        GA[offs[i]] += G[i]
+
+
+def _strided_scatter_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    offs = strided_offsets(xsh, ints)
+    for i in range(offs.size):
+        GA[i] += G[offs[i]]
+
+
 def _gather_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(G.size):
         GA[ints[i]] += G[i]
@@ -123,8 +160,15 @@ _TRANSPOSE = defop("transpose", "TransposeBackward0", 1, vjp=_permute_vjp, nativ
 _T = defop("t", "TBackward0", 1, vjp=_permute_vjp, native=_permute_native)
 
 
-def _gather_vjp(ctx, g):
-    return (_scatter(g, ctx.ints, ctx.x_shape, unique=True),)
+# Basic indexing (ints, slices, None, ...) selects a strided view, recorded as
+# a descriptor of O(ndim) ints: (offset, stride per result dim) into the
+# input's C-order flat index. Advanced indexing records a flat index map.
+def _strided_vjp(ctx, g):
+    return (_strided_scatter(g, ctx.ints, ctx.x_shape),)
+
+
+def _strided_scatter_vjp(ctx, g):
+    return (_strided_gather(_SLICE, g, ctx.ints, ctx.x_shape),)
 
 
 def _index_vjp(ctx, g):
@@ -135,12 +179,14 @@ def _scatter_vjp(ctx, g):
     return (_gather(_INDEX, g, ctx.ints, ctx.x_shape),)
 
 
-_SELECT = defop("select", "SelectBackward0", 1, vjp=_gather_vjp, native=_gather_native)
-_SLICE = defop("slice", "SliceBackward0", 1, vjp=_gather_vjp, native=_gather_native)
+_SELECT = defop("select", "SelectBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+_SLICE = defop("slice", "SliceBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+_ALIAS = defop("alias", "AliasBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+_INDEX_UNSQUEEZE = defop("index_unsqueeze", "UnsqueezeBackward0", 1, vjp=_strided_vjp,
+                         native=_strided_gather_native)
+_STRIDED_SCATTER = defop("strided_scatter", "IndexPutBackward0", 1, vjp=_strided_scatter_vjp,
+                         native=_strided_scatter_native)
 _INDEX = defop("index", "IndexBackward0", 1, vjp=_index_vjp, native=_gather_native)
-_ALIAS = defop("alias", "AliasBackward0", 1, vjp=_gather_vjp, native=_gather_native)
-_INDEX_UNSQUEEZE = defop("index_unsqueeze", "UnsqueezeBackward0", 1, vjp=_gather_vjp,
-                         native=_gather_native)
 _SCATTER = defop("index_put", "IndexPutBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
 
 
@@ -327,6 +373,40 @@ def _getitem_op(key):
     return _SLICE if any(isinstance(k, slice) for k in parts) else _ALIAS
 
 
+def _descriptor(shape, key):
+    """The strided descriptor of basic-indexing `key` on an array of `shape`."""
+    probe = np.empty(shape, np.int8)  # one byte an element: byte strides count elements
+    parts = key if isinstance(key, tuple) else (key,)
+    if not any(k is Ellipsis for k in parts):
+        parts += (Ellipsis,)  # with an Ellipsis NumPy returns a 0-d view, not a scalar copy
+    view = probe[parts]
+    offset = view.__array_interface__["data"][0] - probe.__array_interface__["data"][0]
+    return (offset if view.size else 0,) + view.strides
+
+
+def _strided_view(a, desc, shape):
+    flat = a.reshape(-1)
+    return np.lib.stride_tricks.as_strided(flat[int(desc[0]):], shape,
+                                           tuple(int(s) * flat.itemsize for s in desc[1:]))
+
+
+def _strided_gather(opdef, x, desc, shape):
+    value = wrap_value(np.array(_strided_view(x._array(), desc, shape)))
+    if x._rg and state.tape.grad_enabled:
+        return record(opdef, value, (x,), ints=desc)
+    return new_tensor(value)
+
+
+def _strided_scatter(g, desc, shape):
+    """g placed where `desc` points in zeros(shape)."""
+    out = np.zeros(shape, g.dtype)
+    _strided_view(out, desc, g.shape)[...] = g._array()
+    value = wrap_value(out)
+    if g._rg and state.tape.grad_enabled:
+        return record(_STRIDED_SCATTER, value, (g,), ints=desc)
+    return new_tensor(value)
+
+
 def _gather(opdef, x, flat_index, shape):
     value = wrap_value(x._array().reshape(-1)[flat_index].reshape(shape))
     if x._rg and state.tape.grad_enabled:
@@ -361,6 +441,8 @@ def getitem(x, key):
     opdef = _getitem_op(key)
     if not (x._rg and state.tape.grad_enabled):
         return _view_result(opdef, x, value)
+    if opdef is not _INDEX:
+        return record(opdef, wrap_value(np.array(value)), (x,), ints=_descriptor(x.shape, key))
     index = np.arange(x.numel()).reshape(x.shape)[key]
     return _gather(opdef, x, np.asarray(index, np.int64).reshape(-1), np.shape(value))
 

@@ -227,6 +227,20 @@ def step(x):
     return 1.0 if x > 0 else 0.0
 
 
+@_jit_inline
+def npow(x, e):
+    """x ** e in native partials (the generator writes every ** as npow): the
+    exponents 0, 1 and 2 of polynomials skip libm's pow, and with e constant
+    over a loop LLVM hoists the tests and vectorizes."""
+    if e == 0.0:
+        return 1.0
+    if e == 1.0:
+        return x
+    if e == 2.0:
+        return x * x
+    return x ** e
+
+
 @_jit
 def sign(x):
     return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0 * x)
@@ -317,7 +331,12 @@ def reachable(a0, a1, n, roots):
 def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
     """Move rows `kept` down to 0..len(kept)-1, renumbering inputs and
     repacking their pool entries; return the new pool and its fill."""
-    new_pool = np.zeros(max(pool.size, 16), np.int64)
+    live = 0
+    for j in range(kept.size):
+        live += ndim[kept[j]] + ian[kept[j]]
+    # sized for what survives, with room to grow: a pool the size of the old
+    # one would be fresh memory to fault in on every compaction
+    new_pool = np.zeros(max(2 * live, 4096), np.int64)
     q = 0
     for j in range(kept.size):
         i = kept[j]
@@ -345,39 +364,57 @@ def _elementwise_kernels(ops):
     With `into_g`, GA is G itself: the first gradient of x overwrites g in
     place, so a chain of elementwise ops allocates no adjoints.
 
-    Each loop comes twice: with unit strides, which LLVM vectorizes (partials
-    call tape._vecmath's sin/cos there, when every operand is in their exact
-    range), and with a stride of 0 for a one-element operand."""
+    Loops are chosen by layout so that LLVM vectorizes them: unit strides
+    (partials call tape._vecmath's sin/cos when every operand is in their
+    exact range, libm's otherwise), or a one-element constant x or y read
+    once before the loop (x * 2, x ** 2, 1 - x). `out` is the row's own value
+    and always full. Only x and y together can leave a layout uncovered, which
+    falls back to strides of 0 or 1."""
     lines = ["@_jit", "def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):",
              "    n = G.size",
              "    sx = 1 if X.size == n else 0",
              "    sy = 1 if Y.size == n else 0",
-             "    so = 1 if O.size == n else 0",
              "    p = pp"]
 
-    def loop(acc, expr, op, unit):
-        if unit:
+    def loop(acc, expr, op, layout):
+        # layout: "vector", "unit", "strided", or the name of the operand read once
+        if layout == "vector":
             expr = _vectorized(expr)
-        loads = [f"    {name} = {array}[{'i' if unit else f'i * {stride}'}]"
-                 for name, array, stride in _operands(expr)]
+        hoisted = [f"{name} = {array}[0]" for name, array, _ in _operands(expr) if name == layout]
+        loads = [f"    {name} = {array}[{'i * ' + stride if layout == 'strided' and stride else 'i'}]"
+                 for name, array, stride in _operands(expr) if name != layout]
         # the in-place update reads and writes G alone: a second name for G
         # would fail LLVM's overlap check and keep the loop scalar
-        return ["for i in range(n):"] + loads + [f"    {acc}[i] {op} G[i] * ({expr})"]
+        return hoisted + ["for i in range(n):"] + loads + [f"    {acc}[i] {op} G[i] * ({expr})"]
 
-    def both(acc, expr, op):
+    def layouts(acc, expr, op):
         operands = _operands(expr)
-        unit = " and ".join([f"{stride} == 1" for _, _, stride in operands]
-                            + [f"in_trig_range({array})" for _, array, _ in operands
-                               if _names(expr) & _VECTOR_NAMES.keys()]) or "True"
-        return ([f"if {unit}:"] + [f"    {ln}" for ln in loop(acc, expr, op, True)]
-                + ["else:"] + [f"    {ln}" for ln in loop(acc, expr, op, False)])
+        strides = [(name, stride) for name, _, stride in operands if stride]
+        if _names(expr) & _VECTOR_NAMES.keys():
+            cases = [(" and ".join(f"in_trig_range({array})" for _, array, _ in operands), "vector"),
+                     (None, "unit")]
+        else:
+            cases = [(" and ".join(f"{stride} == 1" for _, stride in strides), "vector")]
+            cases += [(" and ".join(f"{s} == {int(name != const)}" for name, s in strides), const)
+                      for const, _ in strides]
+            if len(strides) == 2:
+                cases.append((None, "strided"))
+            elif strides:
+                cases[-1] = (None, cases[-1][1])  # a stride is 0 or 1: the last case is the rest
+        if cases[0][0] == "":
+            return loop(acc, expr, op, cases[0][1])
+        out = []
+        for k, (condition, layout) in enumerate(cases):
+            out.append("else:" if condition is None else f"{'if' if k == 0 else 'elif'} {condition}:")
+            out += [f"    {ln}" for ln in loop(acc, expr, op, layout)]
+        return out
 
     def body(opdef):
         out = []
         if len(opdef.partials) == 2:  # GB first: GA may overwrite G
-            out += ["if GB.size:"] + [f"    {ln}" for ln in both("GB", opdef.partials[1], "+=")]
-        out += ["if into_g:"] + [f"    {ln}" for ln in both("G", opdef.partials[0], "=")]
-        out += ["elif GA.size:"] + [f"    {ln}" for ln in both("GA", opdef.partials[0], "+=")]
+            out += ["if GB.size:"] + [f"    {ln}" for ln in layouts("GB", _native(opdef.partials[1]), "+=")]
+        out += ["if into_g:"] + [f"    {ln}" for ln in layouts("G", _native(opdef.partials[0]), "=")]
+        out += ["elif GA.size:"] + [f"    {ln}" for ln in layouts("GA", _native(opdef.partials[0]), "+=")]
         return out
     lines.append(_dispatch(ops, "    ", body))
     return "\n".join(lines) + "\n"
@@ -396,10 +433,23 @@ def _vectorized(expr):
     return ast.unparse(tree)
 
 
+class _NativePow(ast.NodeTransformer):
+    def visit_BinOp(self, node):
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Pow):
+            return ast.Call(ast.Name("npow", ast.Load()), [node.left, node.right], [])
+        return node
+
+
+def _native(expr):
+    """A partial as native code: every a ** b becomes npow(a, b)."""
+    return ast.unparse(_NativePow().visit(ast.parse(expr, mode="eval")))
+
+
 def _operands(expr):
     names = _names(expr)
     return [(name, array, stride) for name, array, stride in
-            (("x", "X", "sx"), ("y", "Y", "sy"), ("out", "O", "so")) if name in names]
+            (("x", "X", "sx"), ("y", "Y", "sy"), ("out", "O", "")) if name in names]
 
 
 def _names(expr):
@@ -419,7 +469,7 @@ def _scalar_body(opdef):
     lines = ["p = pp"]
     for expr, (need, dst) in zip(opdef.partials, (("need_a", "a"), ("need_b", "b"))):
         lines.append(f"if {need}:")
-        lines.append(f"    sadj[{dst}] += g * ({expr})")
+        lines.append(f"    sadj[{dst}] += g * ({_native(expr)})")
     return lines
 
 

@@ -41,7 +41,8 @@ class Node:
         return hash((id(self._ep.tape), self.row()))
 
     def __repr__(self):
-        return f"<{self.name()} object at {id(self):#x}>"
+        # PyTorch's repr uses the class name, also where name() differs
+        return f"<{type(self).__name__} object at {id(self):#x}>"
 
 
 class AccumulateGrad(Node):

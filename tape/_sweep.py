@@ -13,12 +13,12 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "cdf5b9eb04f8c44c"
+REGISTRY_DIGEST = "8b3b7d35c3f27832"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'index', 'alias', 'index_unsqueeze', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_')
 
 
 
@@ -59,6 +59,20 @@ def address(a):
 @_jit
 def step(x):
     return 1.0 if x > 0 else 0.0
+
+
+@_jit_inline
+def npow(x, e):
+    """x ** e in native partials (the generator writes every ** as npow): the
+    exponents 0, 1 and 2 of polynomials skip libm's pow, and with e constant
+    over a loop LLVM hoists the tests and vectorizes."""
+    if e == 0.0:
+        return 1.0
+    if e == 1.0:
+        return x
+    if e == 2.0:
+        return x * x
+    return x ** e
 
 
 @_jit
@@ -139,33 +153,35 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 33:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 34:  # index
-        _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 35:  # alias
+    elif o == 34:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 36:  # index_unsqueeze
+    elif o == 35:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 37:  # index_put
+    elif o == 36:  # strided_scatter
+        _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 37:  # index
+        _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 38:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 38:  # sum
+    elif o == 39:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 39:  # sum_dim
+    elif o == 40:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 40:  # mean
+    elif o == 41:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 41:  # mean_dim
+    elif o == 42:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 42:  # mm
+    elif o == 43:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 43:  # mv
+    elif o == 44:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 44:  # dot
+    elif o == 45:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 45:  # bmm
+    elif o == 46:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 46:  # zero_
+    elif o == 47:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 47:  # fill_
+    elif o == 48:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -198,7 +214,12 @@ def reachable(a0, a1, n, roots):
 def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
     """Move rows `kept` down to 0..len(kept)-1, renumbering inputs and
     repacking their pool entries; return the new pool and its fill."""
-    new_pool = np.zeros(max(pool.size, 16), np.int64)
+    live = 0
+    for j in range(kept.size):
+        live += ndim[kept[j]] + ian[kept[j]]
+    # sized for what survives, with room to grow: a pool the size of the old
+    # one would be fresh memory to fault in on every compaction
+    new_pool = np.zeros(max(2 * live, 4096), np.int64)
     q = 0
     for j in range(kept.size):
         i = kept[j]
@@ -348,7 +369,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 8:  # pow_scalar
                 p = pp
                 if need_a:
-                    sadj[a] += g * (0.0 if y == 0 else y * x ** (y - 1))
+                    sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
             elif o == 9:  # rsub
                 p = pp
                 if need_a:
@@ -360,7 +381,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 11:  # pow
                 p = pp
                 if need_a:
-                    sadj[a] += g * (y * x ** (y - 1))
+                    sadj[a] += g * (y * npow(x, y - 1))
                 if need_b:
                     sadj[b] += g * (out * log(x))
             elif o == 12:  # exp
@@ -581,7 +602,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 8:  # pow_scalar
                 p = pp
                 if need_a:
-                    sadj[a] += g * (0.0 if y == 0 else y * x ** (y - 1))
+                    sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
             elif o == 9:  # rsub
                 p = pp
                 if need_a:
@@ -593,7 +614,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 11:  # pow
                 p = pp
                 if need_a:
-                    sadj[a] += g * (y * x ** (y - 1))
+                    sadj[a] += g * (y * npow(x, y - 1))
                 if need_b:
                     sadj[b] += g * (out * log(x))
             elif o == 12:  # exp
@@ -722,56 +743,56 @@ def trailing_block(full, reduced):
 
 
 @_jit
+def strided_offsets(shape, ints):
+    """The flat offsets, in C order over `shape`, that the strided descriptor
+    `ints` (offset, then one stride per dim of `shape`) selects."""
+    n = 1
+    for d in shape:
+        n *= d
+    offs = np.empty(n, np.int64)
+    nd = shape.size
+    idx = np.zeros(nd, np.int64)
+    base = ints[0]
+    for i in range(n):
+        offs[i] = base
+        d = nd - 1
+        while d >= 0:  # an odometer over the dims, last fastest
+            idx[d] += 1
+            base += ints[1 + d]
+            if idx[d] < shape[d]:
+                break
+            base -= idx[d] * ints[1 + d]
+            idx[d] = 0
+            d -= 1
+    return offs
+
+
+@_jit
 def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
     n = G.size
     sx = 1 if X.size == n else 0
     sy = 1 if Y.size == n else 0
-    so = 1 if O.size == n else 0
     p = pp
     if o == 2:  # add
         if GB.size:
-            if True:
-                for i in range(n):
-                    GB[i] += G[i] * (1)
-            else:
-                for i in range(n):
-                    GB[i] += G[i] * (1)
+            for i in range(n):
+                GB[i] += G[i] * (1)
         if into_g:
-            if True:
-                for i in range(n):
-                    G[i] = G[i] * (1)
-            else:
-                for i in range(n):
-                    G[i] = G[i] * (1)
+            for i in range(n):
+                G[i] = G[i] * (1)
         elif GA.size:
-            if True:
-                for i in range(n):
-                    GA[i] += G[i] * (1)
-            else:
-                for i in range(n):
-                    GA[i] += G[i] * (1)
+            for i in range(n):
+                GA[i] += G[i] * (1)
     elif o == 3:  # sub
         if GB.size:
-            if True:
-                for i in range(n):
-                    GB[i] += G[i] * (-1)
-            else:
-                for i in range(n):
-                    GB[i] += G[i] * (-1)
+            for i in range(n):
+                GB[i] += G[i] * (-1)
         if into_g:
-            if True:
-                for i in range(n):
-                    G[i] = G[i] * (1)
-            else:
-                for i in range(n):
-                    G[i] = G[i] * (1)
+            for i in range(n):
+                G[i] = G[i] * (1)
         elif GA.size:
-            if True:
-                for i in range(n):
-                    GA[i] += G[i] * (1)
-            else:
-                for i in range(n):
-                    GA[i] += G[i] * (1)
+            for i in range(n):
+                GA[i] += G[i] * (1)
     elif o == 4:  # mul
         if GB.size:
             if sx == 1:
@@ -779,8 +800,8 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     GB[i] += G[i] * (x)
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     GB[i] += G[i] * (x)
         if into_g:
             if sy == 1:
@@ -788,8 +809,8 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     y = Y[i]
                     G[i] = G[i] * (y)
             else:
+                y = Y[0]
                 for i in range(n):
-                    y = Y[i * sy]
                     G[i] = G[i] * (y)
         elif GA.size:
             if sy == 1:
@@ -797,20 +818,20 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     y = Y[i]
                     GA[i] += G[i] * (y)
             else:
+                y = Y[0]
                 for i in range(n):
-                    y = Y[i * sy]
                     GA[i] += G[i] * (y)
     elif o == 5:  # div
         if GB.size:
-            if sy == 1 and so == 1:
+            if sy == 1:
                 for i in range(n):
                     y = Y[i]
                     out = O[i]
                     GB[i] += G[i] * (-out / y)
             else:
+                y = Y[0]
                 for i in range(n):
-                    y = Y[i * sy]
-                    out = O[i * so]
+                    out = O[i]
                     GB[i] += G[i] * (-out / y)
         if into_g:
             if sy == 1:
@@ -818,8 +839,8 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     y = Y[i]
                     G[i] = G[i] * (1 / y)
             else:
+                y = Y[0]
                 for i in range(n):
-                    y = Y[i * sy]
                     G[i] = G[i] * (1 / y)
         elif GA.size:
             if sy == 1:
@@ -827,157 +848,161 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     y = Y[i]
                     GA[i] += G[i] * (1 / y)
             else:
+                y = Y[0]
                 for i in range(n):
-                    y = Y[i * sy]
                     GA[i] += G[i] * (1 / y)
     elif o == 6:  # neg
         if into_g:
-            if True:
-                for i in range(n):
-                    G[i] = G[i] * (-1)
-            else:
-                for i in range(n):
-                    G[i] = G[i] * (-1)
+            for i in range(n):
+                G[i] = G[i] * (-1)
         elif GA.size:
-            if True:
-                for i in range(n):
-                    GA[i] += G[i] * (-1)
-            else:
-                for i in range(n):
-                    GA[i] += G[i] * (-1)
+            for i in range(n):
+                GA[i] += G[i] * (-1)
     elif o == 7:  # reciprocal
         if into_g:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    G[i] = G[i] * (-out * out)
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    G[i] = G[i] * (-out * out)
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (-out * out)
         elif GA.size:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    GA[i] += G[i] * (-out * out)
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    GA[i] += G[i] * (-out * out)
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (-out * out)
     elif o == 8:  # pow_scalar
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * x ** (y - 1))
+                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
     elif o == 9:  # rsub
         if into_g:
-            if True:
-                for i in range(n):
-                    G[i] = G[i] * (-1)
-            else:
-                for i in range(n):
-                    G[i] = G[i] * (-1)
+            for i in range(n):
+                G[i] = G[i] * (-1)
         elif GA.size:
-            if True:
-                for i in range(n):
-                    GA[i] += G[i] * (-1)
-            else:
-                for i in range(n):
-                    GA[i] += G[i] * (-1)
+            for i in range(n):
+                GA[i] += G[i] * (-1)
     elif o == 10:  # rpow
         if into_g:
-            if sy == 1 and so == 1:
+            if sy == 1:
                 for i in range(n):
                     y = Y[i]
                     out = O[i]
                     G[i] = G[i] * (out * log(y))
             else:
+                y = Y[0]
                 for i in range(n):
-                    y = Y[i * sy]
-                    out = O[i * so]
+                    out = O[i]
                     G[i] = G[i] * (out * log(y))
         elif GA.size:
-            if sy == 1 and so == 1:
+            if sy == 1:
                 for i in range(n):
                     y = Y[i]
                     out = O[i]
                     GA[i] += G[i] * (out * log(y))
             else:
+                y = Y[0]
                 for i in range(n):
-                    y = Y[i * sy]
-                    out = O[i * so]
+                    out = O[i]
                     GA[i] += G[i] * (out * log(y))
     elif o == 11:  # pow
         if GB.size:
-            if sx == 1 and so == 1:
+            if sx == 1:
                 for i in range(n):
                     x = X[i]
                     out = O[i]
                     GB[i] += G[i] * (out * log(x))
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
-                    out = O[i * so]
+                    out = O[i]
                     GB[i] += G[i] * (out * log(x))
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (y * x ** (y - 1))
+                    G[i] = G[i] * (y * npow(x, y - 1))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (y * npow(x, y - 1))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (y * npow(x, y - 1))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (y * x ** (y - 1))
+                    G[i] = G[i] * (y * npow(x, y - 1))
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (y * x ** (y - 1))
+                    GA[i] += G[i] * (y * npow(x, y - 1))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (y * npow(x, y - 1))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (y * npow(x, y - 1))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (y * x ** (y - 1))
+                    GA[i] += G[i] * (y * npow(x, y - 1))
     elif o == 12:  # exp
         if into_g:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    G[i] = G[i] * (out)
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    G[i] = G[i] * (out)
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (out)
         elif GA.size:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    GA[i] += G[i] * (out)
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    GA[i] += G[i] * (out)
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (out)
     elif o == 13:  # log
         if into_g:
             if sx == 1:
@@ -985,8 +1010,8 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     G[i] = G[i] * (1 / x)
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     G[i] = G[i] * (1 / x)
         elif GA.size:
             if sx == 1:
@@ -994,85 +1019,65 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     GA[i] += G[i] * (1 / x)
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     GA[i] += G[i] * (1 / x)
     elif o == 14:  # sin
         if into_g:
-            if sx == 1 and in_trig_range(X):
+            if in_trig_range(X):
                 for i in range(n):
                     x = X[i]
                     G[i] = G[i] * (vcos(x))
             else:
                 for i in range(n):
-                    x = X[i * sx]
+                    x = X[i]
                     G[i] = G[i] * (cos(x))
         elif GA.size:
-            if sx == 1 and in_trig_range(X):
+            if in_trig_range(X):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (vcos(x))
             else:
                 for i in range(n):
-                    x = X[i * sx]
+                    x = X[i]
                     GA[i] += G[i] * (cos(x))
     elif o == 15:  # cos
         if into_g:
-            if sx == 1 and in_trig_range(X):
+            if in_trig_range(X):
                 for i in range(n):
                     x = X[i]
                     G[i] = G[i] * (-vsin(x))
             else:
                 for i in range(n):
-                    x = X[i * sx]
+                    x = X[i]
                     G[i] = G[i] * (-sin(x))
         elif GA.size:
-            if sx == 1 and in_trig_range(X):
+            if in_trig_range(X):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (-vsin(x))
             else:
                 for i in range(n):
-                    x = X[i * sx]
+                    x = X[i]
                     GA[i] += G[i] * (-sin(x))
     elif o == 16:  # tanh
         if into_g:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    G[i] = G[i] * (1 - out * out)
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    G[i] = G[i] * (1 - out * out)
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (1 - out * out)
         elif GA.size:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    GA[i] += G[i] * (1 - out * out)
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    GA[i] += G[i] * (1 - out * out)
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (1 - out * out)
     elif o == 17:  # sigmoid
         if into_g:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    G[i] = G[i] * (out * (1 - out))
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    G[i] = G[i] * (out * (1 - out))
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (out * (1 - out))
         elif GA.size:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    GA[i] += G[i] * (out * (1 - out))
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    GA[i] += G[i] * (out * (1 - out))
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (out * (1 - out))
     elif o == 18:  # relu
         if into_g:
             if sx == 1:
@@ -1080,8 +1085,8 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     G[i] = G[i] * (step(x))
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     G[i] = G[i] * (step(x))
         elif GA.size:
             if sx == 1:
@@ -1089,28 +1094,18 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     GA[i] += G[i] * (step(x))
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     GA[i] += G[i] * (step(x))
     elif o == 19:  # sqrt
         if into_g:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    G[i] = G[i] * (0.5 / out)
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    G[i] = G[i] * (0.5 / out)
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (0.5 / out)
         elif GA.size:
-            if so == 1:
-                for i in range(n):
-                    out = O[i]
-                    GA[i] += G[i] * (0.5 / out)
-            else:
-                for i in range(n):
-                    out = O[i * so]
-                    GA[i] += G[i] * (0.5 / out)
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (0.5 / out)
     elif o == 20:  # abs
         if into_g:
             if sx == 1:
@@ -1118,8 +1113,8 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     G[i] = G[i] * (sign(x))
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     G[i] = G[i] * (sign(x))
         elif GA.size:
             if sx == 1:
@@ -1127,8 +1122,8 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     GA[i] += G[i] * (sign(x))
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     GA[i] += G[i] * (sign(x))
     elif o == 21:  # square
         if into_g:
@@ -1137,8 +1132,8 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     G[i] = G[i] * (2 * x)
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     G[i] = G[i] * (2 * x)
         elif GA.size:
             if sx == 1:
@@ -1146,39 +1141,23 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i]
                     GA[i] += G[i] * (2 * x)
             else:
+                x = X[0]
                 for i in range(n):
-                    x = X[i * sx]
                     GA[i] += G[i] * (2 * x)
     elif o == 22:  # clone
         if into_g:
-            if True:
-                for i in range(n):
-                    G[i] = G[i] * (1)
-            else:
-                for i in range(n):
-                    G[i] = G[i] * (1)
+            for i in range(n):
+                G[i] = G[i] * (1)
         elif GA.size:
-            if True:
-                for i in range(n):
-                    GA[i] += G[i] * (1)
-            else:
-                for i in range(n):
-                    GA[i] += G[i] * (1)
+            for i in range(n):
+                GA[i] += G[i] * (1)
     elif o == 23:  # to_copy
         if into_g:
-            if True:
-                for i in range(n):
-                    G[i] = G[i] * (1)
-            else:
-                for i in range(n):
-                    G[i] = G[i] * (1)
+            for i in range(n):
+                G[i] = G[i] * (1)
         elif GA.size:
-            if True:
-                for i in range(n):
-                    GA[i] += G[i] * (1)
-            else:
-                for i in range(n):
-                    GA[i] += G[i] * (1)
+            for i in range(n):
+                GA[i] += G[i] * (1)
 
 
 @_jit
@@ -1232,20 +1211,31 @@ _vjp_t = _vjp_permute
 
 @_jit
 def _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    for i in range(G.size):
-        GA[ints[i]] += G[i]
+    offs = strided_offsets(osh, ints)
+    for i in range(offs.size):
+        GA[offs[i]] += G[i]
 
 
 _vjp_slice = _vjp_select
-
-
-_vjp_index = _vjp_select
 
 
 _vjp_alias = _vjp_select
 
 
 _vjp_index_unsqueeze = _vjp_select
+
+
+@_jit
+def _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    offs = strided_offsets(xsh, ints)
+    for i in range(offs.size):
+        GA[i] += G[offs[i]]
+
+
+@_jit
+def _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for i in range(G.size):
+        GA[ints[i]] += G[i]
 
 
 @_jit

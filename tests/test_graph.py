@@ -152,6 +152,24 @@ def test_leaf_input_edge_is_accumulate_grad():
     assert (type(node).__name__, index) == ("AccumulateGrad", 0)
 
 
+@pytest.mark.parametrize("shape", [(), (3,)])
+@pytest.mark.parametrize("expr", [lambda x: 2.0 * x, lambda x: 2.0 + x])
+def test_number_on_the_left_keeps_the_tensor_edge_first(expr, shape):
+    # PyTorch's __rmul__/__radd__ call self.mul(other): the number is the second edge
+    x = tape.ones(shape, requires_grad=True)
+
+    (node, _), (none, _) = expr(x).grad_fn.next_functions
+
+    assert node.variable is x and none is None
+
+
+def test_accumulate_grad_repr_uses_class_name_and_name_is_torchs():
+    node, _ = (tape.tensor(2.0, requires_grad=True) * 3.0).grad_fn.next_functions[0]
+
+    assert repr(node).startswith("<AccumulateGrad object at 0x")
+    assert node.name() == "torch::autograd::AccumulateGrad"
+
+
 def test_accumulate_grad_variable_is_the_leaf():
     x = tape.tensor(2.0, requires_grad=True)
     c = tape.tensor(3.0)

@@ -115,6 +115,9 @@ CASES += [
     Case("getitem_step", lambda x: x[::2, 1], lambda a: a[::2, 1], ((4, 2),)),
     Case("getitem_none_ellipsis", lambda x: x[None, ..., 0], lambda a: a[None, ..., 0], ((2, 3),)),
     Case("getitem_int_array", lambda x: x[[0, 2, 0]], lambda a: a[[0, 2, 0]], ((3, 2),)),
+    # a product, so the create_graph gradient of the gather (index_put) is recorded
+    Case("getitem_int_array_product", lambda x: x[[0, 2, 0]] * x[[1, 1, 2]],
+         lambda a: a[[0, 2, 0]] * a[[1, 1, 2]], ((3, 2),)),
     Case("getitem_none", lambda x: x[None], lambda a: a[None], ((3,),)),
     Case("getitem_ellipsis", lambda x: x[...] * x, lambda a: a * a, ((3,),)),
     Case("zero_", lambda x: (x * 1.0).zero_() + x, lambda a: a, ((3,),)),
