@@ -46,22 +46,30 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     constant in c"); return the result Tensor, which requires grad."""
     tp = state.tape
     tp.reserve(len(inputs) + 1)
-    rows = [-1 if t is None else tp.adopt(t) for t in inputs]
-    rows += [-1] * (2 - len(rows))
+    ep = tp.ep
+    a = b = -1
+    if inputs:
+        x = inputs[0]
+        if x is not None:
+            a = x._row if x._ep is ep else tp.adopt(x)
+        if len(inputs) > 1 and inputs[1] is not None:
+            y = inputs[1]
+            b = y._row if y._ep is ep else tp.adopt(y)
     out = new_tensor(value, True)
     # a 0-d result's token is its float (Note [Tape layout])
     token = value if type(value) is float else out
-    r = tp.append(opdef.code, value, token, rows[0], rows[1], c, p, ints, RG | HIDDEN if hidden else RG)
-    out._row, out._ep = r, tp.ep
-    flags = tp.flags
-    saves = ((opdef.saves_for[0] if rows[0] >= 0 and flags[rows[0]] & RG else 0)
-             | (opdef.saves_for[1] if rows[1] >= 0 and flags[rows[1]] & RG else 0))
-    if saves & SAVES_X and rows[0] >= 0:
-        tp.nuse[rows[0]] += 1
-    if saves & SAVES_Y and rows[1] >= 0:
-        tp.nuse[rows[1]] += 1
-    if saves & SAVES_OUT:
-        tp.nuse[r] += 1
+    r = tp.append(opdef.code, value, token, a, b, c, p, ints, RG | HIDDEN if hidden else RG)
+    out._row, out._ep = r, ep
+    flags, nuse = tp.m_flags, tp.m_nuse
+    saves = ((opdef.saves_for[0] if a >= 0 and flags[a] & RG else 0)
+             | (opdef.saves_for[1] if b >= 0 and flags[b] & RG else 0))
+    if saves:
+        if saves & SAVES_X and a >= 0:
+            nuse[a] += 1
+        if saves & SAVES_Y and b >= 0:
+            nuse[b] += 1
+        if saves & SAVES_OUT:
+            nuse[r] += 1
     return out
 
 

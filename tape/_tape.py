@@ -61,6 +61,7 @@ _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("sadj", np.float64, 0.0), ("nuse", np.int64, 0))
 COLUMN_NAMES = tuple(name for name, _, _ in _COLUMNS)
 
+_FLOAT64 = np.dtype(np.float64)
 _INITIAL_ROWS = 1 << 16
 _INITIAL_BYTES = 1 << 26
 
@@ -143,13 +144,18 @@ class Tape:
     def push_ints(self, values):
         """Store ints in the pool; return their offset."""
         k = len(values)
-        if self.npool + k > len(self.pool):
-            grown = np.zeros(max(2 * len(self.pool), self.npool + k), np.int64)
-            grown[:self.npool] = self.pool[:self.npool]
-            self.pool = grown
         off = self.npool
-        self.pool[off:off + k] = values
-        self.npool += k
+        if off + k > len(self.pool):
+            grown = np.zeros(max(2 * len(self.pool), off + k), np.int64)
+            grown[:off] = self.pool[:off]
+            self.pool = grown
+        if k <= 4:  # a shape: item writes beat NumPy's slice assignment from a tuple 4x
+            m = memoryview(self.pool)
+            for i, v in enumerate(values, off):
+                m[i] = v
+        else:
+            self.pool[off:off + k] = values
+        self.npool = off + k
         return off
 
     def shape(self, r):
@@ -187,26 +193,34 @@ class Tape:
         self.n = r + 1
         if op > CONST:
             self.tensor_rows += 1
+        # rows past n hold the column defaults (compaction resets them), so
+        # only other values are written
         self.m_op[r] = op
         self.m_a0[r] = a0
-        self.m_a1[r] = a1
-        self.m_c[r] = c
-        self.m_p[r] = p
-        self.m_flags[r] = flags
+        if a1 != -1:
+            self.m_a1[r] = a1
+        if c:
+            self.m_c[r] = c
+        if p != 1.0:
+            self.m_p[r] = p
+        if flags != RG:
+            self.m_flags[r] = flags
         if ints is not None:
             self.m_ia[r] = self.push_ints(ints)
             self.m_ian[r] = len(ints)
         if type(value) is float:
             self.m_sval[r] = value
         else:
-            self.m_dt[r] = 0 if value.dtype == np.float64 else 1
+            dtype = value.dtype
+            if dtype is not _FLOAT64:
+                self.m_dt[r] = 0 if dtype == _FLOAT64 else 1
             if value.ndim == 0:
                 self.m_sval[r] = float(value)
             else:
-                if not value.flags.c_contiguous or value.dtype.kind != "f":
-                    value = np.ascontiguousarray(value, np.float64 if value.dtype.kind != "f" else None)
+                if not value.flags.c_contiguous or dtype.kind != "f":
+                    value = np.ascontiguousarray(value, np.float64 if dtype.kind != "f" else None)
                     self.keep[r] = value
-                    self.m_dt[r] = 0 if value.dtype == np.float64 else 1
+                    self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
                 self.m_ptr[r] = _sweep.address(value)
                 self.m_numel[r] = value.size
                 self.m_ndim[r] = value.ndim
