@@ -77,8 +77,12 @@ def _broadcast_input(t, shape):
     """An input requiring grad, broadcast to `shape` through a hidden expand row."""
     if t.shape == shape:
         return t
-    expand = lookup("expand")
-    return record(expand, np.broadcast_to(t._array(), shape), (t,), ints=shape, hidden=True)
+    # a contiguous copy made here: np.broadcast_to's view would be copied by
+    # the tape anyway, after costing more than the copy itself
+    value = t._array()
+    expanded = np.empty(shape, value.dtype)
+    expanded[...] = value
+    return record(lookup("expand"), expanded, (t,), ints=shape, hidden=True)
 
 
 def _scalar_row(tp, code, out, x, y, c):

@@ -116,6 +116,7 @@ class Tape:
         self.old_epochs = []
         self.pool = np.zeros(1 << 12, np.int64)
         self.npool = 0
+        self.tuple_offsets = {}
         self.sweep_id = 0
         self.held_bytes = 0
         self.bytes_limit = _INITIAL_BYTES
@@ -142,19 +143,24 @@ class Tape:
             setattr(self, "m_" + name, memoryview(getattr(self, name)))
 
     def push_ints(self, values):
-        """Store ints in the pool; return their offset."""
+        """Store ints in the pool; return their offset. Pool entries are never
+        written again, so rows with equal tuples (shapes, mostly: they repeat
+        every iteration of a loop) share one entry until compaction repacks."""
+        if type(values) is tuple:
+            off = self.tuple_offsets.get(values)
+            if off is None:
+                off = self.tuple_offsets[values] = self._push(values)
+            return off
+        return self._push(values)
+
+    def _push(self, values):
         k = len(values)
         off = self.npool
         if off + k > len(self.pool):
             grown = np.zeros(max(2 * len(self.pool), off + k), np.int64)
             grown[:off] = self.pool[:off]
             self.pool = grown
-        if k <= 4:  # a shape: item writes beat NumPy's slice assignment from a tuple 4x
-            m = memoryview(self.pool)
-            for i, v in enumerate(values, off):
-                m[i] = v
-        else:
-            self.pool[off:off + k] = values
+        self.pool[off:off + k] = values
         self.npool = off + k
         return off
 
@@ -279,6 +285,7 @@ class Tape:
                 col[:m] = col[kept]
             col[m:n] = default
         self.pool, self.npool = pool, npool
+        self.tuple_offsets = {}
         owners = self.owners
         self.owners = [owners[r] for r in kept.tolist()]
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
