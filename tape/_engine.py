@@ -1,6 +1,8 @@
 """Backward: the native sweep for first-order gradients, the re-taped sweep
 for create_graph=True, and what both share (roots, seeds, checks, results).
 """
+import functools
+
 import numpy as np
 
 from . import _sweep
@@ -195,14 +197,27 @@ class _Ctx:
 
     def __init__(self, tp, r):
         self._tp, self._r = tp, r
-        self._a, self._b = int(tp.a0[r]), int(tp.a1[r])
-        self.c, self.p = float(tp.c[r]), float(tp.p[r])
-        flags = tp.flags
+        self._a, self._b = tp.m_a0[r], tp.m_a1[r]
+        self.c, self.p = tp.m_c[r], tp.m_p[r]
+        flags = tp.m_flags
         self.needs = (self._a >= 0 and bool(flags[self._a] & RG), self._b >= 0 and bool(flags[self._b] & RG))
-        self.shape = tp.shape(r)
-        self.x_shape = tp.shape(self._a) if self._a >= 0 else ()
-        self.y_shape = tp.shape(self._b) if self._b >= 0 else ()
-        self.ints = tp.ints(r).copy()
+
+    # the rest is read by some VJPs only, so made when asked for
+    @functools.cached_property
+    def shape(self):
+        return self._tp.shape(self._r)
+
+    @functools.cached_property
+    def x_shape(self):
+        return self._tp.shape(self._a) if self._a >= 0 else ()
+
+    @functools.cached_property
+    def y_shape(self):
+        return self._tp.shape(self._b) if self._b >= 0 else ()
+
+    @functools.cached_property
+    def ints(self):
+        return self._tp.ints(self._r).copy()
 
     @property
     def x(self):

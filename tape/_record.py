@@ -285,13 +285,20 @@ def elementwise_vjp(opdef):
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
     functions.update(step=_step, sign=_sign)
 
+    # each partial is evaluated with just the operands it names: making a
+    # Tensor for x, y or out costs microseconds
+    operands = [[name for name in ("x", "y", "out", "p") if name in code.co_names]
+                for code in opdef.compiled_partials]
+
     def vjp(ctx, g):
-        env = dict(functions, x=ctx.x, y=ctx.y, out=ctx.out, p=ctx.p)
         grads = []
-        for need, partial in zip(ctx.needs, opdef.compiled_partials):
+        for need, partial, names in zip(ctx.needs, opdef.compiled_partials, operands):
             if not need:
                 grads.append(None)
                 continue
+            env = dict(functions)
+            for name in names:
+                env[name] = getattr(ctx, name)
             d = eval(partial, env)
             if type(d) in _NUMBER:
                 grads.append(g if d == 1 else (-g if d == -1 else g * d))
