@@ -53,6 +53,9 @@ ELEMENTWISE_UNARY = [
     ("pow_int", lambda x: x ** 3, lambda a: a ** 3, -2, 2),
     ("pow_float", lambda x: x ** 2.5, lambda a: a ** 2.5, 0.3, 2),
     ("pow_zero", lambda x: x ** 0, lambda a: a ** 0, -2, 2),
+    # native partials compute x ** 0, x ** 1 and x ** 2 without libm's pow
+    ("pow_one", lambda x: x ** 1, lambda a: a ** 1, -2, 2),
+    ("pow_two", lambda x: x ** 2, lambda a: a ** 2, -2, 2),
     ("rpow", lambda x: 2.0 ** x, lambda a: 2.0 ** a, -2, 2),
     ("add_number", lambda x: x + 2.5, lambda a: a + 2.5, -2, 2),
     ("rsub_number", lambda x: 1.0 - x, lambda a: 1.0 - a, -2, 2),
@@ -118,6 +121,8 @@ CASES += [
     # a product, so the create_graph gradient of the gather (index_put) is recorded
     Case("getitem_int_array_product", lambda x: x[[0, 2, 0]] * x[[1, 1, 2]],
          lambda a: a[[0, 2, 0]] * a[[1, 1, 2]], ((3, 2),)),
+    Case("getitem_transposed_negative_step", lambda x: x.t()[1:, ::-2] * x.t()[:2, 1::2],
+         lambda a: a.T[1:, ::-2] * a.T[:2, 1::2], ((4, 3),)),
     Case("getitem_none", lambda x: x[None], lambda a: a[None], ((3,),)),
     Case("getitem_ellipsis", lambda x: x[...] * x, lambda a: a * a, ((3,),)),
     Case("zero_", lambda x: (x * 1.0).zero_() + x, lambda a: a, ((3,),)),
