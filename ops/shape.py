@@ -361,7 +361,7 @@ def _index_key(key):
 
 def _getitem_op(key):
     parts = key if isinstance(key, tuple) else (key,)
-    if any(isinstance(k, np.ndarray) or isinstance(k, (list, bool)) for k in parts):
+    if any(isinstance(k, (np.ndarray, list, bool, np.bool_)) for k in parts):
         return _INDEX
     for k in reversed(parts):
         if isinstance(k, (int, np.integer)):
@@ -374,12 +374,15 @@ def _getitem_op(key):
 
 
 def _descriptor(shape, key):
-    """The strided descriptor of basic-indexing `key` on an array of `shape`."""
+    """The strided descriptor of basic-indexing `key` on an array of `shape`,
+    or None when NumPy answers `key` with a copy rather than a view."""
     probe = np.empty(shape, np.int8)  # one byte an element: byte strides count elements
     parts = key if isinstance(key, tuple) else (key,)
     if not any(k is Ellipsis for k in parts):
         parts += (Ellipsis,)  # with an Ellipsis NumPy returns a 0-d view, not a scalar copy
     view = probe[parts]
+    if view.base is not probe:
+        return None
     offset = view.__array_interface__["data"][0] - probe.__array_interface__["data"][0]
     return (offset if view.size else 0,) + view.strides
 
@@ -441,10 +444,11 @@ def getitem(x, key):
     opdef = _getitem_op(key)
     if not (x._rg and state.tape.grad_enabled):
         return _view_result(opdef, x, value)
-    if opdef is not _INDEX:
-        return record(opdef, wrap_value(np.array(value)), (x,), ints=_descriptor(x.shape, key))
+    desc = _descriptor(x.shape, key) if opdef is not _INDEX else None
+    if desc is not None:
+        return record(opdef, wrap_value(np.array(value)), (x,), ints=desc)
     index = np.arange(x.numel()).reshape(x.shape)[key]
-    return _gather(opdef, x, np.asarray(index, np.int64).reshape(-1), np.shape(value))
+    return _gather(_INDEX, x, np.asarray(index, np.int64).reshape(-1), np.shape(value))
 
 
 for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeeze": squeeze,
