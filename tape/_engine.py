@@ -152,6 +152,13 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute):
     return result[2:]
 
 
+def _release(tp, released, retain):
+    """After a sweep: drop the values it freed, then any whose Tensors died."""
+    if not retain and released.size:
+        tp.release(released)
+    tp.release_dead()
+
+
 def _native(tp, roots, seeds, target_rows, retain):
     sizes = [s.numel() for s in seeds]
     seed_off = np.zeros(len(seeds), np.int64)
@@ -160,8 +167,7 @@ def _native(tp, roots, seeds, target_rows, retain):
         else np.asarray(seeds[0]._value, np.float64).reshape(-1)
     caps, flat_grads, offsets, _, released = _sweep_call(
         tp, roots, seed_off, flat, retain, target_rows is not None, True)
-    if not retain and released.size:
-        tp.release(released)
+    _release(tp, released, retain)
     grads = []
     for k, r in enumerate(caps.tolist()):
         lo, hi = offsets[k], offsets[k + 1]
@@ -272,8 +278,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             for row, need, gi in zip((int(tp.a0[r]), int(tp.a1[r])), ctx.needs, input_grads):
                 if need and gi is not None:
                     _accumulate(grads, row, gi)
-    if not retain and released.size:
-        tp.release(released)
+    _release(tp, released, retain)
     out = []
     for r in caps.tolist():
         g = grads.get(r)

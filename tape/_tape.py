@@ -117,6 +117,7 @@ class Tape:
         self.pool = np.zeros(1 << 12, np.int64)
         self.npool = 0
         self.tuple_offsets = {}
+        self.held_rows = []  # rows that may hold a tensor value, for release_dead
         self.sweep_id = 0
         self.held_bytes = 0
         self.bytes_limit = _INITIAL_BYTES
@@ -232,6 +233,7 @@ class Tape:
                 self.m_ndim[r] = value.ndim
                 self.m_shp[r] = self.push_ints(value.shape)
                 self.held_bytes += value.nbytes
+                self.held_rows.append(r)
         self.owners.append(owner)
         return r
 
@@ -298,6 +300,7 @@ class Tape:
         held = (self.ndim[:m] > 0) & (self.ptr[:m] != 0)
         self.held_bytes = int(self.numel[:m][held].sum()) * 8
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
+        self.held_rows = np.flatnonzero(held).tolist()
 
     def _renumber(self, newidx):
         """Start a new epoch; older epochs still in use map straight to it."""
@@ -322,6 +325,20 @@ class Tape:
                 self.keep.pop(r, None)
                 self.ptr[r] = 0
                 self.held_bytes -= int(self.numel[r]) * 8
+
+
+    def release_dead(self):
+        """Drop the values of rows whose Tensors are dead and that no recorded
+        consumer saved: nothing can read them again. Run after each backward,
+        so a loop's temporaries go back to the allocator an iteration later,
+        where the next iteration reuses them, rather than at the next
+        compaction, after which they are fresh memory to fault in."""
+        if not self.held_rows:
+            return
+        rows = np.array(self.held_rows, np.int64)
+        rows = rows[self.ptr[rows] != 0]
+        self.release(rows[self.nuse[rows] == 0])
+        self.held_rows = rows[self.ptr[rows] != 0].tolist()
 
 
 class _ThreadState(threading.local):

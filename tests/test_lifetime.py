@@ -9,6 +9,7 @@ import gc
 import threading
 import tracemalloc
 import typing
+import weakref
 
 import numpy as np
 import pytest
@@ -186,6 +187,30 @@ def _long_chain(inspect):
         return inspect(x, y)
 
     return _in_fresh_thread(run)
+
+
+def test_value_of_a_dead_tensor_no_backward_reads_is_released_by_the_next_backward():
+    # not at the next compaction: a loop's temporaries return to the allocator
+    # while the loop runs, as PyTorch's do
+    x = tape.ones(1000, requires_grad=True)
+    unused = x * 3.0
+    value = weakref.ref(unused.detach().numpy())
+    del unused
+    assert value() is not None  # the tape holds it until it knows
+
+    (x * 2.0).sum().backward()
+
+    assert value() is None
+
+
+def test_value_a_live_graph_saved_survives_the_release_of_dead_tensors():
+    x = tape.ones(1000, requires_grad=True)
+    saved = (x * 3.0).sin()  # sin saved x * 3.0, whose Tensor is dead
+    (x * 2.0).sum().backward()
+
+    saved.sum().backward()
+
+    np.testing.assert_allclose(x.grad.numpy(), 2.0 + 3.0 * np.cos(3.0))
 
 
 def test_backward_through_a_million_op_chain():
