@@ -321,24 +321,33 @@ class Tape:
         owners = self.owners
         for r in rows.tolist():
             if owners[r] is not None and _refs_at(owners, r) <= _DEAD_REFS_AT:
-                owners[r] = None
-                self.keep.pop(r, None)
-                self.ptr[r] = 0
-                self.held_bytes -= int(self.numel[r]) * 8
-
+                self._drop_value(r)
 
     def release_dead(self):
         """Drop the values of rows whose Tensors are dead and that no recorded
         consumer saved: nothing can read them again. Run after each backward,
         so a loop's temporaries go back to the allocator an iteration later,
         where the next iteration reuses them, rather than at the next
-        compaction, after which they are fresh memory to fault in."""
-        if not self.held_rows:
-            return
-        rows = np.array(self.held_rows, np.int64)
-        rows = rows[self.ptr[rows] != 0]
-        self.release(rows[self.nuse[rows] == 0])
-        self.held_rows = rows[self.ptr[rows] != 0].tolist()
+        compaction, after which they are fresh memory to fault in.
+
+        Each row is looked at while it is dead and saved, and once otherwise:
+        a row whose Tensor is still alive is left to compaction."""
+        owners, ptr, nuse = self.owners, self.m_ptr, self.m_nuse
+        saved = []
+        for r in self.held_rows:
+            if ptr[r] == 0 or owners[r] is None or _refs_at(owners, r) > _DEAD_REFS_AT:
+                continue
+            if nuse[r] == 0:
+                self._drop_value(r)
+            else:
+                saved.append(r)
+        self.held_rows = saved
+
+    def _drop_value(self, r):
+        self.owners[r] = None
+        self.keep.pop(r, None)
+        self.ptr[r] = 0
+        self.held_bytes -= int(self.numel[r]) * 8
 
 
 class _ThreadState(threading.local):
