@@ -1,6 +1,8 @@
 """Reductions: sum and mean, over everything or over `dim` (int or tuple),
 with `keepdim`. The native kernel broadcasts g back, scaled by p (1/n for mean).
 """
+import math
+
 import numpy as np
 
 from tape._dtypes import as_dtype
@@ -50,21 +52,29 @@ def _dims(x, dim):
     return out
 
 
-def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, numpy_fn, mean):
+def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     dims = _dims(x, dim)
     a = x._array()
     if dtype is not None:
         a = a.astype(as_dtype(dtype))
     axis = None if dims is None or x.ndim == 0 else dims
-    value = wrap_value(numpy_fn(a, axis=axis, keepdims=keepdim))
+    shape = x.shape
+    reduced = range(len(shape)) if dims is None else dims
+    count = math.prod(shape[k] for k in reduced)
+    # np.add.reduce is np.sum without its Python wrapper, and np.mean is that
+    # sum over the count (an empty mean is left to np.mean: nan, with its warning)
+    if mean and not count:
+        value = np.mean(a, axis=axis, keepdims=keepdim)
+    else:
+        value = np.add.reduce(a, axis=axis, keepdims=keepdim)
+        if mean:
+            value = value / count
+    value = wrap_value(value)
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
-    reduced = range(x.ndim) if dims is None else dims
-    kshape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape))
-    count = int(np.prod([x.shape[k] for k in reduced])) if x.ndim else 1
+    kshape = tuple(1 if k in reduced else d for k, d in enumerate(shape))
     p = 1.0 / count if mean and count else 1.0
-    opdef = ops_all if dims is None else ops_dim
-    return record(opdef, value, (x,), p=p, ints=kshape)
+    return record(ops_all if dims is None else ops_dim, value, (x,), p=p, ints=kshape)
 
 
 def sum(x, dim=None, keepdim=False, *, dtype=None):
@@ -74,7 +84,7 @@ def sum(x, dim=None, keepdim=False, *, dtype=None):
     >>> tape.sum(tape.tensor([[1., 2.], [3., 4.]]), dim=0)
     tensor([4., 6.])
     """
-    return _reduce(x, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, np.sum, False)
+    return _reduce(x, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, False)
 
 
 def mean(x, dim=None, keepdim=False, *, dtype=None):
@@ -82,7 +92,7 @@ def mean(x, dim=None, keepdim=False, *, dtype=None):
     if x.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
                            f"point or complex dtype. Got: {x.dtype.name}")
-    return _reduce(x, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, np.mean, True)
+    return _reduce(x, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
 
 
 Tensor.sum = sum

@@ -2,6 +2,8 @@
 family, permutations, and indexing. Each registers a differentiable VJP and
 a native kernel; the native kernels work on flat C-order buffers.
 """
+import functools
+
 import numpy as np
 
 from tape._record import record
@@ -373,17 +375,25 @@ def _getitem_op(key):
     return _SLICE if any(isinstance(k, slice) for k in parts) else _ALIAS
 
 
+@functools.lru_cache(maxsize=64)
+def _probe(shape):
+    # one byte an element, never written (so never resident): byte strides
+    # and byte offsets of its views count elements
+    probe = np.empty(shape, np.int8)
+    return probe, probe.__array_interface__["data"][0]
+
+
 def _descriptor(shape, key):
     """The strided descriptor of basic-indexing `key` on an array of `shape`,
     or None when NumPy answers `key` with a copy rather than a view."""
-    probe = np.empty(shape, np.int8)  # one byte an element: byte strides count elements
+    probe, start = _probe(shape)
     parts = key if isinstance(key, tuple) else (key,)
     if not any(k is Ellipsis for k in parts):
         parts += (Ellipsis,)  # with an Ellipsis NumPy returns a 0-d view, not a scalar copy
     view = probe[parts]
     if view.base is not probe:
         return None
-    offset = view.__array_interface__["data"][0] - probe.__array_interface__["data"][0]
+    offset = view.__array_interface__["data"][0] - start
     return (offset if view.size else 0,) + view.strides
 
 

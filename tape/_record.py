@@ -236,9 +236,13 @@ def binary(opdef, scalar_fn, array_fn):
         if type(x) is not Tensor and type(y) is not Tensor:
             raise TypeError(f"{opdef.name}(): expected a Tensor, got {type(x).__name__} and "
                             f"{type(y).__name__}")
-        xs = x.shape if type(x) is Tensor else ()
-        ys = y.shape if type(y) is Tensor else ()
-        shape = broadcast_shapes(xs, ys)
+        if type(y) in _NUMBER:  # tensor with a number: the tensor's shape
+            shape = x.shape
+        elif type(x) in _NUMBER:
+            shape = y.shape
+        else:
+            shape = broadcast_shapes(x.shape if type(x) is Tensor else np.shape(x),
+                                     y.shape if type(y) is Tensor else np.shape(y))
         out = wrap_value(quiet(array_fn, operand_value(x), operand_value(y)))
         rgx = type(x) is Tensor and x._rg
         rgy = type(y) is Tensor and y._rg
