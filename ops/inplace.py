@@ -1,19 +1,22 @@
-"""In-place ops (`add_`, `x += y`, `zero_`, ...). Each runs the out-of-place
-op, records it like any op, and writes the result into the tensor, which
-takes the new row; the rows that saw the old value become dirty (see
-`Tensor.bump_version`), so a backward that needs them raises PyTorch's error.
+"""In-place ops (`add_`, `x += y`, `zero_`, `x[key] = v`, ...). Each runs the
+out-of-place op, records it like any op, and writes the result into the
+tensor, which takes the new row; the rows that saw the old value become dirty
+(see `Tensor.bump_version`), so a backward that needs them raises PyTorch's
+error.
 """
 import numpy as np
 
 from tape._grad_mode import no_grad
-from tape._record import record
-from tape._registry import defop, lookup
+from tape._record import _broadcast_input, record
+from tape._registry import defop, lookup, native_helper
 from tape._tape import state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops.elementwise import add, div, mul, sub
+from ops.shape import (_INDEX, _SLICE, _descriptor, _gather, _getitem_op, _index_key, _strided_gather,
+                       reshape, strided_offsets)
 
-__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_"]
+__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "setitem"]
 
 
 def _no_gradient_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -133,7 +136,131 @@ def fill_(t, value):
     return _apply(t, _constant_op(_FILL, value))
 
 
+# x[key] = v, out of place: x with the region `key` selects replaced by v
+# (broadcast to the region: the hidden expand of binary ops). The region is a
+# strided descriptor for basic indexing (CopySlices, ints = descriptor then
+# the region's shape) or a flat index map for advanced indexing
+# (IndexPutBackward0). x's gradient is g with the region zeroed; v's is g's
+# region.
+@native_helper
+def put_vjp(G, GA, GB, offs):
+    if GA.size:
+        overwritten = np.zeros(G.size, np.bool_)
+        for k in range(offs.size):
+            overwritten[offs[k]] = True
+        for i in range(G.size):
+            if not overwritten[i]:
+                GA[i] += G[i]
+    for k in range(GB.size):
+        GB[k] += G[offs[k]]
+
+
+def _copy_slices_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    nd = (ints.size - 1) // 2
+    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]))
+
+
+def _index_put_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    put_vjp(G, GA, GB, ints)
+
+
+def _copy_slices_vjp(ctx, g):
+    ints = tuple(ctx.ints.tolist())
+    nd = (len(ints) - 1) // 2
+    return _put_vjp(ctx, g, ints[:1 + nd], ints[1 + nd:])
+
+
+def _index_put_vjp(ctx, g):
+    return _put_vjp(ctx, g, ctx.ints, (len(ctx.ints),))
+
+
+def _put_vjp(ctx, g, where_, shape):
+    gx = _put(g, where_, shape, 0.0) if ctx.needs[0] else None
+    if not ctx.needs[1]:
+        return (gx, None)
+    if isinstance(where_, tuple):
+        return (gx, _strided_gather(_SLICE, g, where_, shape))
+    return (gx, _gather(_INDEX, g, where_, shape))
+
+
+_COPY_SLICES = defop("copy_slices", "CopySlices", 2, vjp=_copy_slices_vjp, native=_copy_slices_native)
+_INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, vjp=_index_put_vjp, native=_index_put_native)
+
+
+def _put(x, where_, shape, v):
+    """x with the region (a descriptor or a flat index map) set to v (a Tensor
+    of the region's shape, or a number)."""
+    value = np.array(x._array(), copy=True)
+    flat = value.reshape(-1)
+    v_value = v._array() if isinstance(v, Tensor) else v
+    if isinstance(where_, tuple):
+        strided = np.lib.stride_tricks.as_strided(flat[int(where_[0]):], shape,
+                                                  tuple(int(s) * flat.itemsize for s in where_[1:]))
+        strided[...] = v_value
+        opdef, ints = _COPY_SLICES, where_ + tuple(shape)
+    else:
+        flat[where_] = np.reshape(v_value, -1) if isinstance(v, Tensor) else v_value
+        opdef, ints = _INDEX_PUT, where_
+    rgv = isinstance(v, Tensor) and v._rg
+    if not ((x._rg or rgv) and state.tape.grad_enabled):
+        return new_tensor(wrap_value(value))
+    c = 0.0 if isinstance(v, Tensor) else float(v)
+    return record(opdef, wrap_value(value), (x, v if isinstance(v, Tensor) else None), c=c, ints=ints)
+
+
+def _region_of(t, key):
+    """(descriptor or flat index map, region shape) of `key` on t."""
+    shape = np.shape(t._array()[key])
+    desc = _descriptor(t.shape, key) if _getitem_op(key) is not _INDEX else None
+    if desc is not None:
+        return desc, shape
+    return np.asarray(np.arange(t.numel()).reshape(t.shape)[key], np.int64).reshape(-1), shape
+
+
+def _fit(v, shape):
+    """v broadcast to the region's shape, as NumPy assignment does (leading
+    1-dims of v beyond the region's are dropped), or PyTorch's error."""
+    extra = v.ndim - len(shape)
+    fits = extra <= 0 or all(d == 1 for d in v.shape[:extra])
+    trimmed = v.shape[extra:] if extra > 0 else v.shape
+    if fits:
+        try:
+            fits = np.broadcast_shapes(trimmed, shape) == tuple(shape)
+        except ValueError:
+            fits = False
+    if not fits:
+        raise RuntimeError(f"shape mismatch: value tensor of shape {list(v.shape)} cannot be broadcast "
+                           f"to indexing result of shape {list(shape)}")
+    if extra > 0:
+        v = reshape(v, trimmed)
+    if v._rg and state.tape.grad_enabled:
+        return _broadcast_input(v, tuple(shape))
+    return v
+
+
+def setitem(t, key, value):
+    """t[key] = value: an in-place op, differentiable in both t and value."""
+    key = _index_key(key)
+    if t.ndim == 0 and key not in ((), Ellipsis, None) and not isinstance(key, tuple):
+        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    try:
+        where_, shape = _region_of(t, key)
+    except IndexError as e:
+        raise IndexError(str(e).replace("axis", "dimension")) from None
+    if isinstance(value, Tensor):
+        value = _fit(value, shape)
+    elif not isinstance(value, (int, float, bool, np.number)):
+        raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")
+    recording = state.tape.grad_enabled and (t._rg or _requires_grad(value))
+    if not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg:
+        t._value[key] = value._array() if isinstance(value, Tensor) else value
+        t.bump_version()
+        return
+    _apply(t, lambda x, v: _put(x, where_, shape, v), value)
+
+
 for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "zero_": zero_,
                    "fill_": fill_, "__iadd__": add_, "__isub__": sub_, "__imul__": mul_,
-                   "__itruediv__": div_}.items():
+                   "__itruediv__": div_, "__setitem__": setitem}.items():
     setattr(Tensor, _name, _fn)

@@ -398,7 +398,8 @@ def _descriptor(shape, key):
 
 
 def _strided_view(a, desc, shape):
-    flat = a.reshape(-1)
+    # the descriptor indexes C order: a broadcast or permuted array is copied first
+    flat = np.ascontiguousarray(a).reshape(-1)
     return np.lib.stride_tricks.as_strided(flat[int(desc[0]):], shape,
                                            tuple(int(s) * flat.itemsize for s in desc[1:]))
 

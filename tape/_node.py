@@ -62,13 +62,23 @@ class AccumulateGrad(Node):
 
 
 _TYPES = {"AccumulateGrad": AccumulateGrad}
+# nodes PyTorch implements in C++ by hand rather than generates: their name()
+# carries the namespace
+_NAMESPACED = {"CopySlices"}
+
+
+def _namespaced_name(self):
+    return f"torch::autograd::{type(self).__name__}"
 
 
 def node_for(tp, r):
     name = REGISTRY[tp.op[r]].grad_fn
     cls = _TYPES.get(name)
     if cls is None:
-        cls = _TYPES[name] = type(name, (Node,), {"__slots__": ()})
+        attrs = {"__slots__": ()}
+        if name in _NAMESPACED:
+            attrs["name"] = _namespaced_name
+        cls = _TYPES[name] = type(name, (Node,), attrs)
     node = cls.__new__(cls)
     node._ep, node._row = tp.ep, r
     tp.nodes.add(node)

@@ -764,6 +764,76 @@ def test_gradient_through_augmented_assignments_on_a_0d_result():
     assert x.grad.item() == 6.0
 
 
+# -- __setitem__ ------------------------------------------------------------------
+
+def test_setitem_of_a_graph_value_is_copy_slices_and_differentiable():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    out = tape.zeros(3)
+
+    out[0] = x[1] * 2
+
+    assert type(out.grad_fn).__name__ == "CopySlices" and out.requires_grad
+    assert out.grad_fn.name() == "torch::autograd::CopySlices"
+    out.sum().backward()
+    assert x.grad.tolist() == [0.0, 2.0, 0.0]
+
+
+def test_setitem_zeroes_the_gradient_of_what_it_overwrote():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 1.0
+
+    y[y > 1.5] = 0.0
+
+    assert type(y.grad_fn).__name__ == "IndexPutBackward0"
+    (y * x).sum().backward()
+    assert x.grad.tolist() == [2.0, 0.0, 0.0]
+
+
+def test_setitem_bumps_the_version_and_writes_in_place_without_grad():
+    a = tape.zeros(2, 3)
+    storage = a.numpy()
+
+    a[1, 1:] = 7
+
+    assert a._version == 1 and storage.tolist() == [[0, 0, 0], [0, 7, 7]]
+
+
+def test_setitem_on_a_leaf_that_requires_grad_raises():
+    w = tape.zeros(3, requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad is being used in an "
+                                           "in-place operation."):
+        w[0] = 1.0
+
+
+def test_setitem_on_a_leaf_under_no_grad_keeps_it_a_leaf():
+    w = tape.zeros(3, requires_grad=True)
+
+    with tape.no_grad():
+        w[0] = 5.0
+
+    (w * w).sum().backward()
+    assert w.is_leaf and w.grad.tolist() == [10.0, 0.0, 0.0]
+
+
+def test_setitem_shape_mismatch_raises_pytorchs_error():
+    a = tape.zeros(2, 3)
+
+    with pytest.raises(RuntimeError, match=r"shape mismatch: value tensor of shape \[4\] cannot be "
+                                           r"broadcast to indexing result of shape \[3\]"):
+        a[0] = tape.ones(4)
+
+
+def test_setitem_over_a_saved_value_fails_the_backward():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()  # exp saves its output
+
+    y[0] = 0.0
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()
+
+
 # -- float32 ----------------------------------------------------------------------
 
 FLOAT32_OPS = [

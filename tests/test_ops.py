@@ -32,6 +32,19 @@ class Case:
         return out
 
 
+def _assigned(x, key, v):
+    """x[key] = v on a copy of x (a leaf cannot be written in place)."""
+    out = x * 1.0
+    out[key] = v
+    return out
+
+
+def _assigned_ref(a, key, b):
+    out = np.array(a, copy=True)
+    out[key] = b
+    return out
+
+
 def _away_from_zero(x):
     return np.where(np.abs(x) < 0.2, 0.2 * np.sign(x) + (x == 0) * 0.2, x)
 
@@ -126,6 +139,14 @@ CASES += [
     # NumPy answers a bool scalar with a copy, not a view: recorded as an index map
     Case("getitem_numpy_bool", lambda x: x[np.True_] * x, lambda a: a[np.True_] * a, ((3,),)),
     Case("getitem_none", lambda x: x[None], lambda a: a[None], ((3,),)),
+    Case("setitem_slice", lambda x, v: _assigned(x, (slice(None), 1), v * v),
+         lambda a, b: _assigned_ref(a, (slice(None), 1), b * b), ((3, 2), (3,))),
+    Case("setitem_broadcast_row", lambda x, v: _assigned(x, 1, v.sin()) * x,
+         lambda a, b: _assigned_ref(a, 1, np.sin(b)) * a, ((2, 3), (1, 3))),
+    Case("setitem_number", lambda x: _assigned(x, (0, slice(1, None)), 3.0) * x,
+         lambda a: _assigned_ref(a, (0, slice(1, None)), 3.0) * a, ((2, 3),)),
+    Case("setitem_int_array", lambda x, v: _assigned(x, [2, 0], v * v),
+         lambda a, b: _assigned_ref(a, [2, 0], b * b), ((3,), (2,))),
     Case("getitem_ellipsis", lambda x: x[...] * x, lambda a: a * a, ((3,),)),
     Case("zero_", lambda x: (x * 1.0).zero_() + x, lambda a: a, ((3,),)),
     Case("fill_", lambda x: (x * 1.0).fill_(2.0) * x, lambda a: 2.0 * a, ((3,),)),
