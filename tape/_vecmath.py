@@ -7,9 +7,9 @@ the sweep's native kernels call the same functions for the partials.
 
 Method: Cody-Waite range reduction with constants split so each product by
 the quotient is exact, then a Taylor polynomial long enough that truncation
-is far below an ulp; results stay within a couple of ulps of libm. Arguments
-the reduction cannot handle exactly (|x| > TRIG_LIMIT for sin/cos) are
-recomputed with libm by the array kernels.
+is far below an ulp; results stay within a few ulps of libm. sin and cos are
+exact only for |x| <= TRIG_LIMIT: an array with any larger element takes
+libm's scalar path instead (`in_trig_range` tells which).
 """
 import math
 
