@@ -3,8 +3,8 @@ its kind, and is also reachable as `tape.<name>` and as a Tensor method.
 """
 from tape import _registry
 
-from ops.elementwise import (abs, add, clone, cos, div, exp, log, mul, neg, pow, reciprocal, relu,
-                             sigmoid, sin, sqrt, square, sub, tanh, to, true_divide)
+from ops.elementwise import (abs, add, clone, cos, div, exp, floor_divide, log, mul, neg, pow, reciprocal,
+                             relu, remainder, sigmoid, sin, sqrt, square, sub, tanh, to, true_divide)
 from ops.shape import (broadcast_to, expand, flatten, permute, reshape, squeeze, t, transpose,
                        unsqueeze, view)
 from ops.reduction import mean, sum
@@ -12,8 +12,8 @@ from ops.linalg import bmm, dot, matmul, mm, mv, outer
 from ops.inplace import add_, div_, fill_, mul_, sub_, zero_
 from ops.comparison import eq, ge, gt, le, lt, ne
 
-__all__ = ["abs", "add", "clone", "cos", "div", "exp", "log", "mul", "neg", "pow", "reciprocal",
-           "relu", "sigmoid", "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide",
+__all__ = ["abs", "add", "clone", "cos", "div", "exp", "floor_divide", "log", "mul", "neg", "pow",
+           "reciprocal", "relu", "remainder", "sigmoid", "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide",
            "broadcast_to", "expand", "flatten", "permute", "reshape", "squeeze", "t", "transpose",
            "unsqueeze", "view", "mean", "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_",
            "div_", "fill_", "mul_", "sub_", "zero_", "eq", "ge", "gt", "le", "lt", "ne"]

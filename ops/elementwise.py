@@ -10,13 +10,13 @@ import numpy as np
 
 from tape import _vecmath
 from tape._dtypes import as_dtype
-from tape._record import binary, record, unary, with_constant
+from tape._record import binary, broadcast_shapes, operand_value, quiet, record, unary, with_constant
 from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
-__all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow", "exp", "log", "sin", "cos", "tanh",
-           "sigmoid", "relu", "sqrt", "abs", "square", "clone", "to"]
+__all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow", "remainder", "floor_divide",
+           "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "square", "clone", "to"]
 
 
 def _sigmoid_scalar(x):
@@ -84,6 +84,23 @@ _rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y)", lambda x, 
                               lambda x, c: np.power(c, x))
 _pow_tensor = _binary("pow", "PowBackward1", ("y * x ** (y - 1)", "out * log(x)"),
                       operator.pow, np.power)
+def _remainder_scalar(x, y):
+    m = math.fmod(x, y)
+    return m + y if m != 0 and (y < 0) != (m < 0) else m
+
+
+def _remainder_array(x, y):
+    # PyTorch's kernel: fmod, moved into y's sign; unlike np.remainder, an
+    # exact zero keeps the sign of x
+    m = np.fmod(x, y)
+    return np.where((m != 0) & ((np.asarray(y) < 0) != (m < 0)), m + y, m)
+
+
+# x % y takes y's sign, as Python's % and torch.remainder do; d/dy = -floor(x / y)
+_remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor(x / y)"), _remainder_scalar,
+                     _remainder_array)
+_remainder_number = _with_constant("remainder_scalar", "RemainderBackward0", "1", _remainder_scalar,
+                                   _remainder_array)
 exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.exp_array, np.exp))
 log = _unary("log", "LogBackward0", "1 / x", math.log, np.log)
 sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, _float64_kernel(_vecmath.sin_array, np.sin))
@@ -150,6 +167,29 @@ def _rsub(x, y):
     return _rsub_number(x, y) if type(y) in _NUMBER else _sub(y, x)
 
 
+def remainder(x, y):
+    """x % y, the result taking y's sign (Python's and PyTorch's rule).
+
+    >>> import tape
+    >>> tape.remainder(tape.tensor([-2.5, 3.0]), 2)
+    tensor([1.5000, 1.0000])
+    """
+    if type(x) is Tensor and type(y) in _NUMBER:
+        return _remainder_number(x, y)
+    return _remainder(x, y)
+
+
+def floor_divide(x, y):
+    """x // y, rounded toward minus infinity. Its derivative is zero where it
+    exists, and the result does not require grad (PyTorch records a node
+    whose backward raises)."""
+    if type(x) is not Tensor and type(y) is not Tensor:
+        raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "
+                        f"{type(y).__name__}")
+    broadcast_shapes(np.shape(operand_value(x)), np.shape(operand_value(y)))  # PyTorch's error text
+    return new_tensor(wrap_value(quiet(np.floor_divide, operand_value(x), operand_value(y))))
+
+
 def _rdiv(x, y):
     # c / x is reciprocal(x) * c, as in PyTorch (grad_fn MulBackward0)
     return mul(reciprocal(x), y) if type(y) in _NUMBER else div(y, x)
@@ -164,6 +204,9 @@ def _rpow(x, y):
 for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__": _rsub,
                    "__mul__": mul, "__rmul__": mul, "__truediv__": div,
                    "__rtruediv__": _rdiv, "__pow__": pow, "__rpow__": _rpow, "__neg__": neg,
+                   "__mod__": remainder, "__rmod__": lambda x, y: remainder(y, x),
+                   "__floordiv__": floor_divide, "__rfloordiv__": lambda x, y: floor_divide(y, x),
+                   "remainder": remainder, "floor_divide": floor_divide,
                    "__abs__": abs, "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg,
                    "pow": pow, "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh,
                    "sigmoid": sigmoid, "relu": relu, "sqrt": sqrt, "abs": abs, "square": square,

@@ -26,6 +26,7 @@ import math
 from math import cos, exp, log, sin, sqrt, tanh
 
 import numpy as np
+from numpy import floor
 from numba import njit, types
 from numba.extending import intrinsic
 from numba.typed import Dict

@@ -254,7 +254,8 @@ def binary(opdef, scalar_fn, array_fn):
             if rg:
                 inputs.append(_broadcast_input(t, shape))
             elif type(t) is not Tensor or t.numel() == 1:
-                c = float(operand_value(t))  # a one-element constant rides in c, stride 0
+                # a one-element constant (a number, or a tensor of any ndim) rides in c, stride 0
+                c = float(np.reshape(operand_value(t), -1)[0])
                 inputs.append(None)
             else:
                 inputs.append(new_tensor(np.broadcast_to(t._value, shape)))
@@ -276,6 +277,13 @@ def _sign(x):
     return math.copysign(1.0, x) if x != 0 else 0.0
 
 
+def _floor(x):
+    # floor's derivative is 0 almost everywhere: in a partial it is a constant
+    if type(x) is Tensor:
+        return new_tensor(wrap_value(np.floor(x._array())))
+    return float(math.floor(x))
+
+
 def _on_tensor_or_number(op, math_fn):
     """A partial may apply a function to a constant operand, a Python float."""
     return lambda v: op(v) if type(v) is Tensor else math_fn(v)
@@ -287,7 +295,7 @@ def elementwise_vjp(opdef):
     import ops
     functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
-    functions.update(step=_step, sign=_sign)
+    functions.update(step=_step, sign=_sign, floor=_floor)
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds

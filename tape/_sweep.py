@@ -6,6 +6,7 @@ import math
 from math import cos, exp, log, sin, sqrt, tanh
 
 import numpy as np
+from numpy import floor
 from numba import njit, types
 from numba.extending import intrinsic
 from numba.typed import Dict
@@ -13,12 +14,12 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "e00db135aa3aa982"
+REGISTRY_DIGEST = "c8221766c909574c"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy_slices', 'index_put_')
 
 
 
@@ -133,59 +134,59 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
     pp = param[r]
     if ELEMENTWISE[o]:
         _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g)
-    if o == 24:  # expand
+    if o == 26:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 25:  # view
+    elif o == 27:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 26:  # unsqueeze
+    elif o == 28:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 27:  # squeeze
+    elif o == 29:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 28:  # squeeze_dim
+    elif o == 30:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 29:  # permute
+    elif o == 31:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 30:  # transpose
+    elif o == 32:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 31:  # t
+    elif o == 33:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 32:  # select
+    elif o == 34:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 33:  # slice
+    elif o == 35:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 34:  # alias
+    elif o == 36:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 35:  # index_unsqueeze
+    elif o == 37:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 36:  # strided_scatter
+    elif o == 38:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 37:  # index
+    elif o == 39:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 38:  # index_put
+    elif o == 40:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 39:  # sum
+    elif o == 41:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 40:  # sum_dim
+    elif o == 42:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 41:  # mean
+    elif o == 43:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 42:  # mean_dim
+    elif o == 44:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 43:  # mm
+    elif o == 45:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 44:  # mv
+    elif o == 46:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 45:  # dot
+    elif o == 47:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 46:  # bmm
+    elif o == 48:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 47:  # zero_
+    elif o == 49:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 48:  # fill_
+    elif o == 50:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 49:  # copy_slices
+    elif o == 51:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 50:  # index_put_
+    elif o == 52:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -388,51 +389,61 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                     sadj[a] += g * (y * npow(x, y - 1))
                 if need_b:
                     sadj[b] += g * (out * log(x))
-            elif o == 12:  # exp
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out)
-            elif o == 13:  # log
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / x)
-            elif o == 14:  # sin
-                p = pp
-                if need_a:
-                    sadj[a] += g * (cos(x))
-            elif o == 15:  # cos
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-sin(x))
-            elif o == 16:  # tanh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - out * out)
-            elif o == 17:  # sigmoid
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out * (1 - out))
-            elif o == 18:  # relu
-                p = pp
-                if need_a:
-                    sadj[a] += g * (step(x))
-            elif o == 19:  # sqrt
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.5 / out)
-            elif o == 20:  # abs
-                p = pp
-                if need_a:
-                    sadj[a] += g * (sign(x))
-            elif o == 21:  # square
-                p = pp
-                if need_a:
-                    sadj[a] += g * (2 * x)
-            elif o == 22:  # clone
+            elif o == 12:  # remainder
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 23:  # to_copy
+                if need_b:
+                    sadj[b] += g * (-floor(x / y))
+            elif o == 13:  # remainder_scalar
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1)
+            elif o == 14:  # exp
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out)
+            elif o == 15:  # log
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / x)
+            elif o == 16:  # sin
+                p = pp
+                if need_a:
+                    sadj[a] += g * (cos(x))
+            elif o == 17:  # cos
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-sin(x))
+            elif o == 18:  # tanh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 - out * out)
+            elif o == 19:  # sigmoid
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out * (1 - out))
+            elif o == 20:  # relu
+                p = pp
+                if need_a:
+                    sadj[a] += g * (step(x))
+            elif o == 21:  # sqrt
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0.5 / out)
+            elif o == 22:  # abs
+                p = pp
+                if need_a:
+                    sadj[a] += g * (sign(x))
+            elif o == 23:  # square
+                p = pp
+                if need_a:
+                    sadj[a] += g * (2 * x)
+            elif o == 24:  # clone
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1)
+            elif o == 25:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
@@ -621,51 +632,61 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                     sadj[a] += g * (y * npow(x, y - 1))
                 if need_b:
                     sadj[b] += g * (out * log(x))
-            elif o == 12:  # exp
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out)
-            elif o == 13:  # log
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / x)
-            elif o == 14:  # sin
-                p = pp
-                if need_a:
-                    sadj[a] += g * (cos(x))
-            elif o == 15:  # cos
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-sin(x))
-            elif o == 16:  # tanh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - out * out)
-            elif o == 17:  # sigmoid
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out * (1 - out))
-            elif o == 18:  # relu
-                p = pp
-                if need_a:
-                    sadj[a] += g * (step(x))
-            elif o == 19:  # sqrt
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.5 / out)
-            elif o == 20:  # abs
-                p = pp
-                if need_a:
-                    sadj[a] += g * (sign(x))
-            elif o == 21:  # square
-                p = pp
-                if need_a:
-                    sadj[a] += g * (2 * x)
-            elif o == 22:  # clone
+            elif o == 12:  # remainder
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 23:  # to_copy
+                if need_b:
+                    sadj[b] += g * (-floor(x / y))
+            elif o == 13:  # remainder_scalar
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1)
+            elif o == 14:  # exp
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out)
+            elif o == 15:  # log
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / x)
+            elif o == 16:  # sin
+                p = pp
+                if need_a:
+                    sadj[a] += g * (cos(x))
+            elif o == 17:  # cos
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-sin(x))
+            elif o == 18:  # tanh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 - out * out)
+            elif o == 19:  # sigmoid
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out * (1 - out))
+            elif o == 20:  # relu
+                p = pp
+                if need_a:
+                    sadj[a] += g * (step(x))
+            elif o == 21:  # sqrt
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0.5 / out)
+            elif o == 22:  # abs
+                p = pp
+                if need_a:
+                    sadj[a] += g * (sign(x))
+            elif o == 23:  # square
+                p = pp
+                if need_a:
+                    sadj[a] += g * (2 * x)
+            elif o == 24:  # clone
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1)
+            elif o == 25:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
@@ -1011,7 +1032,42 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y * npow(x, y - 1))
-    elif o == 12:  # exp
+    elif o == 12:  # remainder
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (-floor(x / y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * (-floor(x / y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (-floor(x / y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (-floor(x / y))
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (1)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (1)
+    elif o == 13:  # remainder_scalar
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (1)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (1)
+    elif o == 14:  # exp
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1020,7 +1076,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out)
-    elif o == 13:  # log
+    elif o == 15:  # log
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1039,7 +1095,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / x)
-    elif o == 14:  # sin
+    elif o == 16:  # sin
         if into_g:
             if in_trig_range(X):
                 for i in range(n):
@@ -1058,7 +1114,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (cos(x))
-    elif o == 15:  # cos
+    elif o == 17:  # cos
         if into_g:
             if in_trig_range(X):
                 for i in range(n):
@@ -1077,7 +1133,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (-sin(x))
-    elif o == 16:  # tanh
+    elif o == 18:  # tanh
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1086,7 +1142,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 - out * out)
-    elif o == 17:  # sigmoid
+    elif o == 19:  # sigmoid
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1095,7 +1151,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * (1 - out))
-    elif o == 18:  # relu
+    elif o == 20:  # relu
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1114,7 +1170,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (step(x))
-    elif o == 19:  # sqrt
+    elif o == 21:  # sqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1123,7 +1179,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (0.5 / out)
-    elif o == 20:  # abs
+    elif o == 22:  # abs
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1142,7 +1198,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sign(x))
-    elif o == 21:  # square
+    elif o == 23:  # square
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1161,14 +1217,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 22:  # clone
+    elif o == 24:  # clone
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 23:  # to_copy
+    elif o == 25:  # to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)

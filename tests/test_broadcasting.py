@@ -67,3 +67,11 @@ def test_sum_over_any_dims_has_gradient_one(shape, data):
     assert out.shape == np.ones(shape).sum(axis=tuple(dims), keepdims=keepdim).shape
     (g,) = tape.autograd.grad(out.sum(), x)
     assert np.array_equal(g.numpy(), np.ones(shape))
+
+
+def test_one_element_constant_of_any_ndim_broadcasts_in_the_graph():
+    x = tape.ones(3, requires_grad=True)
+
+    (x * tape.tensor([[2.0]])).sum().backward()
+
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]

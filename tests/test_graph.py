@@ -2,6 +2,7 @@
 next_functions, leaves, the options of backward and autograd.grad, detach and
 .data, grad modes, version counters and recorded in-place ops, dtypes, printing.
 """
+import math
 import threading
 
 import numpy as np
@@ -832,6 +833,38 @@ def test_setitem_over_a_saved_value_fails_the_backward():
 
     with pytest.raises(RuntimeError, match="modified by an inplace operation"):
         y.sum().backward()
+
+
+# -- // and % ----------------------------------------------------------------------
+
+def test_floor_divide_matches_numpy_and_does_not_require_grad():
+    x = tape.tensor([1.5, -2.5, 3.0], requires_grad=True)
+    y = tape.tensor([2.0, 2.0, -1.5])
+
+    q = x // y
+
+    assert q.tolist() == [0.0, -2.0, -2.0] and not q.requires_grad
+    assert (7 // x).tolist() == [4.0, -3.0, 2.0]
+
+
+def test_floor_divide_broadcast_mismatch_raises_pytorchs_error():
+    with pytest.raises(RuntimeError, match="The size of tensor a"):
+        tape.ones(2) // tape.ones(3)
+
+
+def test_remainder_zero_keeps_the_sign_of_x_as_pytorch_does():
+    x = tape.tensor([3.0, -3.0])
+
+    r = x % tape.tensor([-1.5, 1.5])
+
+    assert [math.copysign(1.0, v) for v in r.tolist()] == [1.0, -1.0]
+
+
+def test_remainder_grad_fn_names():
+    x = tape.tensor([2.5], requires_grad=True)
+
+    assert type((x % 2).grad_fn).__name__ == "RemainderBackward0"
+    assert type((x % x.detach()).grad_fn).__name__ == "RemainderBackward1"
 
 
 # -- float32 ----------------------------------------------------------------------

@@ -76,6 +76,9 @@ ELEMENTWISE_UNARY = [
     ("div_number", lambda x: x / 4.0, lambda a: a / 4.0, -2, 2),
     ("rdiv_number", lambda x: 1.5 / x, lambda a: 1.5 / a, 0.5, 2),
     ("clone", lambda x: x.clone(), np.copy, -2, 2),
+    # remainders drawn away from the jumps of floor(x / y)
+    ("remainder_number", lambda x: x % 1.5, lambda a: np.remainder(a, 1.5), 0.2, 1.3),
+    ("rremainder_number", lambda x: 5.0 % x, lambda a: np.remainder(5.0, a), 2.6, 2.9),
 ]
 
 ELEMENTWISE_BINARY = [
@@ -85,6 +88,8 @@ ELEMENTWISE_BINARY = [
     ("mul", lambda x, y: x * y, np.multiply, (-2, -2), (2, 2)),
     ("div", lambda x, y: x / y, np.divide, (-2, 0.5), (2, 2)),
     ("pow_tensor", lambda x, y: x ** y, np.power, (0.5, -2), (2, 2)),
+    ("remainder", lambda x, y: x % y, np.remainder, (2.2, 1.0), (2.8, 1.05)),
+    ("remainder_negative", lambda x, y: tape.remainder(x, y), np.remainder, (-2.8, 1.0), (-2.2, 1.05)),
 ]
 
 CASES = []
