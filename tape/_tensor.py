@@ -354,7 +354,7 @@ class Tensor:
             suffix += f", dtype=tape.{self.dtype.name}"
         if self._rg:
             fn = self.grad_fn
-            suffix += f", grad_fn=<{fn.name()}>" if fn is not None else ", requires_grad=True"
+            suffix += f", grad_fn=<{type(fn).__name__}>" if fn is not None else ", requires_grad=True"
         return _format.tensor_repr(self._array(), suffix)
 
     __hash__ = object.__hash__

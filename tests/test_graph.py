@@ -775,6 +775,7 @@ def test_setitem_of_a_graph_value_is_copy_slices_and_differentiable():
 
     assert type(out.grad_fn).__name__ == "CopySlices" and out.requires_grad
     assert out.grad_fn.name() == "torch::autograd::CopySlices"
+    assert repr(out) == "tensor([4., 0., 0.], grad_fn=<CopySlices>)"
     out.sum().backward()
     assert x.grad.tolist() == [0.0, 2.0, 0.0]
 
