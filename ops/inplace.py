@@ -36,6 +36,15 @@ def _requires_grad(v):
 
 
 def _check_inplace(t, recording):
+    base = t._indexed_from
+    if base is not None:  # with grad on or off: the write would not reach base
+        if base._rg and base.is_leaf:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        raise RuntimeError("in-place operations on the result of indexing a tensor that requires grad "
+                           "are not supported yet: it is a copy here, not a view, so the write would "
+                           "not reach the indexed tensor; assign through the tensor instead "
+                           "(x[key] = new_value)")
     if not recording:
         return
     if t._rg and t.is_leaf:
@@ -253,7 +262,8 @@ def setitem(t, key, value):
     elif not isinstance(value, (int, float, bool, np.number)):
         raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")
     recording = state.tape.grad_enabled and (t._rg or _requires_grad(value))
-    if not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg:
+    if (not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg
+            and t._indexed_from is None):
         t._value[key] = value._array() if isinstance(value, Tensor) else value
         t.bump_version()
         return

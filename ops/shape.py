@@ -457,9 +457,12 @@ def getitem(x, key):
         return _view_result(opdef, x, value)
     desc = _descriptor(x.shape, key) if opdef is not _INDEX else None
     if desc is not None:
-        return record(opdef, wrap_value(np.array(value)), (x,), ints=desc)
-    index = np.arange(x.numel()).reshape(x.shape)[key]
-    return _gather(_INDEX, x, np.asarray(index, np.int64).reshape(-1), np.shape(value))
+        out = record(opdef, wrap_value(np.array(value)), (x,), ints=desc)
+    else:
+        index = np.arange(x.numel()).reshape(x.shape)[key]
+        out = _gather(_INDEX, x, np.asarray(index, np.int64).reshape(-1), np.shape(value))
+    out._indexed_from = x
+    return out
 
 
 for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeeze": squeeze,

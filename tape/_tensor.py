@@ -88,6 +88,10 @@ class Tensor:
     _grad = None
     _vc = None
     _base = None
+    # the tensor indexed, for a result of indexing recorded for autograd:
+    # such a result is a copy, not a view, so writing into it in place must
+    # not pass for PyTorch's write-through
+    _indexed_from = None
     __array_priority__ = 1000
 
     def __init__(self, *args, **kwargs):

@@ -836,6 +836,34 @@ def test_setitem_over_a_saved_value_fails_the_backward():
         y.sum().backward()
 
 
+def test_in_place_on_a_recorded_indexing_result_raises_rather_than_diverge():
+    # PyTorch's result is a view and the write reaches y; tape's is a copy
+    y = tape.tensor([1.0, 2.0, 3.0], requires_grad=True) * 1.0
+    part = y[0:2]
+
+    with pytest.raises(RuntimeError, match="assign through the tensor instead"):
+        part.mul_(10)
+    with tape.no_grad(), pytest.raises(RuntimeError, match="assign through the tensor instead"):
+        part[0] = 5.0
+    assert y.tolist() == [1.0, 2.0, 3.0] and part.tolist() == [1.0, 2.0]
+
+
+def test_in_place_on_an_indexed_leaf_raises_pytorchs_error():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being "
+                                           "used in an in-place operation."):
+        x[0:2].mul_(2)
+
+
+def test_in_place_on_an_indexing_result_without_grad_writes_through():
+    y = tape.tensor([1.0, 2.0, 3.0])
+
+    y[0:2].mul_(10)
+
+    assert y.tolist() == [10.0, 20.0, 3.0]
+
+
 # -- // and % ----------------------------------------------------------------------
 
 def test_floor_divide_matches_numpy_and_does_not_require_grad():
