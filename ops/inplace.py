@@ -13,8 +13,8 @@ from tape._tape import state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops.elementwise import add, div, mul, sub
-from ops.shape import (_INDEX, _SLICE, _descriptor, _gather, _getitem_op, _index_key, _strided_gather,
-                       reshape, strided_offsets)
+from ops.shape import (_INDEX, _SLICE, _descriptor, _flat_index, _gather, _getitem_op, _index_key,
+                       _strided_gather, _strided_view, reshape, strided_offsets)
 
 __all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "setitem"]
 
@@ -199,16 +199,13 @@ _INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, vjp=_index_put_vjp, nat
 def _put(x, where_, shape, v):
     """x with the region (a descriptor or a flat index map) set to v (a Tensor
     of the region's shape, or a number)."""
-    value = np.array(x._array(), copy=True)
-    flat = value.reshape(-1)
+    value = np.array(x._array(), copy=True, order="C")
     v_value = v._array() if isinstance(v, Tensor) else v
     if isinstance(where_, tuple):
-        strided = np.lib.stride_tricks.as_strided(flat[int(where_[0]):], shape,
-                                                  tuple(int(s) * flat.itemsize for s in where_[1:]))
-        strided[...] = v_value
+        _strided_view(value, where_, shape)[...] = v_value  # value is C-contiguous: a view into it
         opdef, ints = _COPY_SLICES, where_ + tuple(shape)
     else:
-        flat[where_] = np.reshape(v_value, -1) if isinstance(v, Tensor) else v_value
+        value.reshape(-1)[where_] = np.reshape(v_value, -1) if isinstance(v, Tensor) else v_value
         opdef, ints = _INDEX_PUT, where_
     rgv = isinstance(v, Tensor) and v._rg
     if not ((x._rg or rgv) and state.tape.grad_enabled):
@@ -221,9 +218,7 @@ def _region_of(t, key):
     """(descriptor or flat index map, region shape) of `key` on t."""
     shape = np.shape(t._array()[key])
     desc = _descriptor(t.shape, key) if _getitem_op(key) is not _INDEX else None
-    if desc is not None:
-        return desc, shape
-    return np.asarray(np.arange(t.numel()).reshape(t.shape)[key], np.int64).reshape(-1), shape
+    return (desc if desc is not None else _flat_index(t.shape, key)), shape
 
 
 def _fit(v, shape):

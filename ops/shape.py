@@ -397,6 +397,11 @@ def _descriptor(shape, key):
     return (offset if view.size else 0,) + view.strides
 
 
+def _flat_index(shape, key):
+    """The flat C-order indices that `key` selects from an array of `shape`."""
+    return np.asarray(np.arange(int(np.prod(shape))).reshape(shape)[key], np.int64).reshape(-1)
+
+
 def _strided_view(a, desc, shape):
     # the descriptor indexes C order: a broadcast or permuted array is copied first
     flat = np.ascontiguousarray(a).reshape(-1)
@@ -459,8 +464,7 @@ def getitem(x, key):
     if desc is not None:
         out = record(opdef, wrap_value(np.array(value)), (x,), ints=desc)
     else:
-        index = np.arange(x.numel()).reshape(x.shape)[key]
-        out = _gather(_INDEX, x, np.asarray(index, np.int64).reshape(-1), np.shape(value))
+        out = _gather(_INDEX, x, _flat_index(x.shape, key), np.shape(value))
     out._indexed_from = x
     return out
 

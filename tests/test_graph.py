@@ -800,6 +800,14 @@ def test_setitem_bumps_the_version_and_writes_in_place_without_grad():
     assert a._version == 1 and storage.tolist() == [[0, 0, 0], [0, 7, 7]]
 
 
+def test_setitem_through_a_transposed_view_writes_the_base():
+    a = tape.zeros(2, 3)
+
+    a.t()[0] = 5.0
+
+    assert a.tolist() == [[5.0, 0.0, 0.0], [5.0, 0.0, 0.0]]
+
+
 def test_setitem_on_a_leaf_that_requires_grad_raises():
     w = tape.zeros(3, requires_grad=True)
 
