@@ -89,9 +89,16 @@ def _remainder_scalar(x, y):
     return m + y if m != 0 and (y < 0) != (m < 0) else m
 
 
+def _integer_divisor_check(x, y):
+    # integer division by zero: PyTorch raises where NumPy returns 0
+    if (np.result_type(x, y).kind in "iub") and not np.all(y):
+        raise RuntimeError("ZeroDivisionError")
+
+
 def _remainder_array(x, y):
     # PyTorch's kernel: fmod, moved into y's sign; unlike np.remainder, an
     # exact zero keeps the sign of x
+    _integer_divisor_check(x, y)
     m = np.fmod(x, y)
     return np.where((m != 0) & ((np.asarray(y) < 0) != (m < 0)), m + y, m)
 
@@ -186,8 +193,10 @@ def floor_divide(x, y):
     if type(x) is not Tensor and type(y) is not Tensor:
         raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "
                         f"{type(y).__name__}")
-    broadcast_shapes(np.shape(operand_value(x)), np.shape(operand_value(y)))  # PyTorch's error text
-    return new_tensor(wrap_value(quiet(np.floor_divide, operand_value(x), operand_value(y))))
+    xv, yv = operand_value(x), operand_value(y)
+    broadcast_shapes(np.shape(xv), np.shape(yv))  # PyTorch's error text
+    _integer_divisor_check(xv, yv)
+    return new_tensor(wrap_value(quiet(np.floor_divide, xv, yv)))
 
 
 def _rdiv(x, y):

@@ -897,6 +897,14 @@ def test_remainder_zero_keeps_the_sign_of_x_as_pytorch_does():
     assert [math.copysign(1.0, v) for v in r.tolist()] == [1.0, -1.0]
 
 
+@pytest.mark.parametrize("op", [lambda a, b: a % b, lambda a, b: a // b])
+def test_integer_division_by_zero_raises_as_pytorch_does(op):
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        op(tape.tensor([5, -5]), 0)
+    value = op(tape.tensor([5.0]), 0.0).item()  # floats: nan for %, inf for //
+    assert math.isnan(value) or value == math.inf
+
+
 def test_remainder_grad_fn_names():
     x = tape.tensor([2.5], requires_grad=True)
 
