@@ -13,8 +13,8 @@ from tape._tape import state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops.elementwise import add, div, mul, sub
-from ops.shape import (_INDEX, _SLICE, _descriptor, _flat_index, _gather, _getitem_op, _index_key,
-                       _strided_gather, _strided_view, reshape, strided_offsets)
+from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gather, _strided_view,
+                       reshape, strided_offsets)
 
 __all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "setitem"]
 
@@ -214,13 +214,6 @@ def _put(x, where_, shape, v):
     return record(opdef, wrap_value(value), (x, v if isinstance(v, Tensor) else None), c=c, ints=ints)
 
 
-def _region_of(t, key):
-    """(descriptor or flat index map, region shape) of `key` on t."""
-    shape = np.shape(t._array()[key])
-    desc = _descriptor(t.shape, key) if _getitem_op(key) is not _INDEX else None
-    return (desc if desc is not None else _flat_index(t.shape, key)), shape
-
-
 def _fit(v, shape):
     """v broadcast to the region's shape, as NumPy assignment does (leading
     1-dims of v beyond the region's are dropped), or PyTorch's error."""
@@ -244,14 +237,8 @@ def _fit(v, shape):
 
 def setitem(t, key, value):
     """t[key] = value: an in-place op, differentiable in both t and value."""
-    key = _index_key(key)
-    if t.ndim == 0 and key not in ((), Ellipsis, None) and not isinstance(key, tuple):
-        raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
-                         "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-    try:
-        where_, shape = _region_of(t, key)
-    except IndexError as e:
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+    key, selected, opdef = _indexed(t, key)
+    shape = np.shape(selected)
     if isinstance(value, Tensor):
         value = _fit(value, shape)
     elif not isinstance(value, (int, float, bool, np.number)):
@@ -262,6 +249,7 @@ def setitem(t, key, value):
         t._value[key] = value._array() if isinstance(value, Tensor) else value
         t.bump_version()
         return
+    where_ = _region(t.shape, key, opdef)
     _apply(t, lambda x, v: _put(x, where_, shape, v), value)
 
 

@@ -447,8 +447,9 @@ def _scatter(g, flat_index, shape, unique):
     return new_tensor(value)
 
 
-def getitem(x, key):
-    """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays."""
+def _indexed(x, key):
+    """(key normalised, x's value at it as NumPy indexes it, the op that
+    records it), with PyTorch's errors; what getitem and setitem share."""
     key = _index_key(key)
     if x.ndim == 0 and key not in ((), Ellipsis, None) and not isinstance(key, tuple):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
@@ -457,14 +458,26 @@ def getitem(x, key):
         value = x._array()[key]
     except IndexError as e:
         raise IndexError(str(e).replace("axis", "dimension")) from None
-    opdef = _getitem_op(key)
+    return key, value, _getitem_op(key)
+
+
+def _region(shape, key, opdef):
+    """Where `key` selects in an array of `shape`: a strided descriptor, or a
+    flat index map for advanced indexing (and any key NumPy answers with a copy)."""
+    desc = _descriptor(shape, key) if opdef is not _INDEX else None
+    return desc if desc is not None else _flat_index(shape, key)
+
+
+def getitem(x, key):
+    """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays."""
+    key, value, opdef = _indexed(x, key)
     if not (x._rg and state.tape.grad_enabled):
         return _view_result(opdef, x, value)
-    desc = _descriptor(x.shape, key) if opdef is not _INDEX else None
-    if desc is not None:
-        out = record(opdef, wrap_value(np.array(value)), (x,), ints=desc)
+    where_ = _region(x.shape, key, opdef)
+    if isinstance(where_, tuple):
+        out = record(opdef, wrap_value(np.array(value)), (x,), ints=where_)
     else:
-        out = _gather(_INDEX, x, _flat_index(x.shape, key), np.shape(value))
+        out = _gather(_INDEX, x, where_, np.shape(value))
     out._indexed_from = x
     return out
 

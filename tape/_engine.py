@@ -275,7 +275,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                 continue
             ctx = _Ctx(tp, r)
             input_grads = _vjp_of(REGISTRY[tp.op[r]])(ctx, g)
-            for row, need, gi in zip((int(tp.a0[r]), int(tp.a1[r])), ctx.needs, input_grads):
+            for row, need, gi in zip((ctx._a, ctx._b), ctx.needs, input_grads):
                 if need and gi is not None:
                     _accumulate(grads, row, gi)
     _release(tp, released, retain)
