@@ -50,6 +50,9 @@ def _seeds(outputs, grad_outputs):
     for i, t in enumerate(outputs):
         g = grad_outputs[i] if grad_outputs is not None else None
         if g is None:
+            if type(t._value) is float:
+                seeds.append(new_tensor(1.0))
+                continue
             if t.numel() != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = new_tensor(wrap_value(np.ones(t.shape, t.dtype)))
@@ -160,23 +163,24 @@ def _release(tp, released, retain):
 
 
 def _native(tp, roots, seeds, target_rows, retain):
-    sizes = [s.numel() for s in seeds]
+    flat = [np.asarray(s._value, np.float64).reshape(-1) for s in seeds]
     seed_off = np.zeros(len(seeds), np.int64)
-    seed_off[1:] = np.cumsum(sizes)[:-1]
-    flat = np.concatenate([np.asarray(s._value, np.float64).ravel() for s in seeds]) if len(seeds) > 1 \
-        else np.asarray(seeds[0]._value, np.float64).reshape(-1)
+    if len(seeds) > 1:
+        seed_off[1:] = np.cumsum([f.size for f in flat])[:-1]
     caps, flat_grads, offsets, _, released = _sweep_call(
-        tp, roots, seed_off, flat, retain, target_rows is not None, True)
+        tp, roots, seed_off, np.concatenate(flat) if len(flat) > 1 else flat[0], retain,
+        target_rows is not None, True)
     _release(tp, released, retain)
+    rows = caps.tolist()
     grads = []
-    for k, r in enumerate(caps.tolist()):
-        lo, hi = offsets[k], offsets[k + 1]
-        if tp.ndim[r] == 0 and tp.dt[r] == 0:
+    for r, ndim, dt, lo, hi in zip(rows, tp.ndim[caps].tolist(), tp.dt[caps].tolist(),
+                                   offsets.tolist(), offsets[1:].tolist()):
+        if ndim == 0 and dt == 0:
             grads.append(new_tensor(float(flat_grads[lo])))
         else:
             g = flat_grads[lo:hi].reshape(tp.shape(r))
-            grads.append(new_tensor(g if tp.dt[r] == 0 else g.astype(np.float32)))
-    return caps.tolist(), grads
+            grads.append(new_tensor(g if dt == 0 else g.astype(np.float32)))
+    return rows, grads
 
 
 def _row_tensor(tp, r):

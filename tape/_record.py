@@ -73,6 +73,24 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     return out
 
 
+def _operand(t, rg, shape, read):
+    """(input, c) of an elementwise row for operand t (a Tensor or a number):
+    an input requiring grad, broadcast to `shape`; or a constant, recorded
+    only when a partial reads it (a one-element one rides in c, stride 0)."""
+    if rg:
+        return _broadcast_input(t, shape), 0.0
+    if not read:
+        return None, 0.0
+    if type(t) in _NUMBER:
+        return None, float(t)
+    value = value_of(t) if type(t) is Tensor else np.asarray(t)
+    if np.size(value) == 1:
+        return None, float(np.reshape(value, -1)[0])
+    if type(t) is Tensor and t.shape == shape:
+        return t, 0.0
+    return new_tensor(np.broadcast_to(value, shape)), 0.0
+
+
 def _broadcast_input(t, shape):
     """An input requiring grad, broadcast to `shape` through a hidden expand row."""
     if t.shape == shape:
@@ -233,33 +251,33 @@ def binary(opdef, scalar_fn, array_fn):
         return _general(x, y)
 
     def _general(x, y):
-        if type(x) is not Tensor and type(y) is not Tensor:
+        tx, ty = type(x) is Tensor, type(y) is Tensor
+        if not (tx or ty):
             raise TypeError(f"{opdef.name}(): expected a Tensor, got {type(x).__name__} and "
                             f"{type(y).__name__}")
-        if type(y) in _NUMBER:  # tensor with a number: the tensor's shape
-            shape = x.shape
-        elif type(x) in _NUMBER:
-            shape = y.shape
-        else:
-            shape = broadcast_shapes(x.shape if type(x) is Tensor else np.shape(x),
-                                     y.shape if type(y) is Tensor else np.shape(y))
-        out = wrap_value(quiet(array_fn, operand_value(x), operand_value(y)))
-        rgx = type(x) is Tensor and x._rg
-        rgy = type(y) is Tensor and y._rg
+        xv = value_of(x) if tx else x
+        yv = value_of(y) if ty else y
+        token = _FP_STATE.set(_FP_IGNORE) if _FP_STATE is not None else None
+        try:
+            out = array_fn(xv, yv) if token is not None else quiet(array_fn, xv, yv)
+        except ValueError:
+            broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
+            raise
+        finally:
+            if token is not None:
+                _FP_STATE.reset(token)
+        out = wrap_value(out)
+        rgx = tx and x._rg
+        rgy = ty and y._rg
         if not ((rgx or rgy) and state.tape.grad_enabled):
             return new_tensor(out)
-        c = 0.0
-        inputs = []
-        for t, rg in ((x, rgx), (y, rgy)):
-            if rg:
-                inputs.append(_broadcast_input(t, shape))
-            elif type(t) is not Tensor or t.numel() == 1:
-                # a one-element constant (a number, or a tensor of any ndim) rides in c, stride 0
-                c = float(np.reshape(operand_value(t), -1)[0])
-                inputs.append(None)
-            else:
-                inputs.append(new_tensor(np.broadcast_to(t._value, shape)))
-        return record(opdef, out, inputs, c=c)
+        shape = () if type(out) is float else out.shape
+        # the operand values that the partials of the inputs requiring grad read
+        reads = (saves_for[0] if rgx else 0) | (saves_for[1] if rgy else 0)
+        a, ca = _operand(x, rgx, shape, reads & SAVES_X)
+        b, cb = _operand(y, rgy, shape, reads & SAVES_Y)
+        return record(opdef, out, (a, b), c=ca or cb)
+    saves_for = opdef.saves_for
     op.__name__ = opdef.name
     return op
 

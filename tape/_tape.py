@@ -345,9 +345,10 @@ class Tape:
 
     def _drop_value(self, r):
         self.owners[r] = None
-        self.keep.pop(r, None)
-        self.ptr[r] = 0
-        self.held_bytes -= int(self.numel[r]) * 8
+        if self.keep:
+            self.keep.pop(r, None)
+        self.m_ptr[r] = 0
+        self.held_bytes -= self.m_numel[r] * 8
 
 
 class _ThreadState(threading.local):

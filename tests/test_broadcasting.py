@@ -75,3 +75,25 @@ def test_one_element_constant_of_any_ndim_broadcasts_in_the_graph():
     (x * tape.tensor([[2.0]])).sum().backward()
 
     assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(SHAPES, st.integers(0, 2**16), st.sampled_from(["tensor", "ndarray"]),
+       st.sampled_from(["+", "-", "*", "/", "**"]), st.booleans())
+def test_a_constant_operand_gives_the_gradient_of_a_grad_requiring_one(shapes, seed, kind, op, swap):
+    # a constant operand is recorded only when a partial reads it (x * c, not
+    # x - c): either way x's gradient is what it is with c requiring grad
+    x, y = _inputs(shapes, seed)
+    if swap:
+        x, y = y, x
+    constant = y.detach() if kind == "tensor" else y.detach().numpy()
+    apply = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
+             "/": lambda a, b: a / b, "**": lambda a, b: a ** b}[op]
+
+    (expected,) = tape.autograd.grad(apply(x, y).sin().sum(), x)
+    out = apply(x, constant)
+    (got,) = tape.autograd.grad(out.sin().sum(), x)
+
+    np.testing.assert_allclose(out.detach().numpy(), apply(x.detach().numpy(), y.detach().numpy()),
+                               rtol=1e-12)
+    np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
