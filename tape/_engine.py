@@ -294,16 +294,18 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
 
 
 def _accumulate_grad(t, g, create_graph):
+    grad = t._grad
     if g.dtype != t.dtype:
         g = g.to(t.dtype)
-    if t._grad is None:
+    if grad is None:
         t._grad = g
     elif create_graph:
-        t._grad = t._grad + g
-    elif type(t._grad._value) is float:
-        t._grad._value += g.item()
+        t._grad = grad + g
+    elif type(grad._value) is float:
+        grad._value += g.item()
     else:
-        np.add(t._grad._value, g._value, out=t._grad._value, casting="unsafe")
+        value = grad._value
+        value += g._value
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
