@@ -55,6 +55,9 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
         if len(inputs) > 1 and inputs[1] is not None:
             y = inputs[1]
             b = y._row if y._ep is ep else tp.adopt(y)
+    # the previous op's inputs are often an expression's temporaries, dead by now
+    tp.release_unsaved(tp.last_inputs)
+    tp.last_inputs = (a, b)
     out = new_tensor(value, True)
     # a 0-d result's token is its float (Note [Tape layout])
     token = value if type(value) is float else out

@@ -118,6 +118,7 @@ class Tape:
         self.npool = 0
         self.tuple_offsets = {}
         self.held_rows = []  # rows that may hold a tensor value, for release_dead
+        self.last_inputs = ()  # input rows of the last op `record`ed, for release_unsaved
         self.sweep_id = 0
         self.held_bytes = 0
         self.bytes_limit = _INITIAL_BYTES
@@ -301,6 +302,7 @@ class Tape:
         self.held_bytes = int(self.numel[:m][held].sum()) * 8
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
         self.held_rows = np.flatnonzero(held).tolist()
+        self.last_inputs = ()
 
     def _renumber(self, newidx):
         """Start a new epoch; older epochs still in use map straight to it."""
@@ -342,6 +344,20 @@ class Tape:
             else:
                 saved.append(r)
         self.held_rows = saved
+
+    def release_unsaved(self, rows):
+        """Drop the values of `rows` whose Tensors are dead and that no
+        recorded consumer saved. Called by each recording op for the inputs of
+        the op before it, which in an expression like (a - b) ** 2 are
+        temporaries that died as soon as that op returned: their memory goes
+        back to the allocator at once, still in cache, for the next result,
+        as reference counting frees it in PyTorch; release_dead catches the
+        rest after backward."""
+        owners, ptr, nuse = self.owners, self.m_ptr, self.m_nuse
+        for r in rows:
+            if (r >= 0 and ptr[r] != 0 and nuse[r] == 0 and owners[r] is not None
+                    and _refs_at(owners, r) <= _DEAD_REFS_AT):
+                self._drop_value(r)
 
     def _drop_value(self, r):
         self.owners[r] = None

@@ -203,6 +203,30 @@ def test_value_of_a_dead_tensor_no_backward_reads_is_released_by_the_next_backwa
     assert value() is None
 
 
+def test_unsaved_temporary_of_an_expression_is_released_when_the_next_op_records():
+    x = tape.ones(1000, requires_grad=True)
+    temporary = x * 3.0
+    value = weakref.ref(temporary.detach().numpy())
+    y = temporary + 1.0  # add saves neither input
+    del temporary
+
+    z = y * 2.0  # the next op to record: y + 1.0's inputs are looked at
+
+    assert value() is None
+    z.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 6.0)
+
+
+def test_saved_temporaries_survive_the_ops_recorded_after_them():
+    x = tape.full((1000,), 0.5, requires_grad=True)
+    y = ((x * 3.0).sin() * 2.0 + 1.0).tanh()  # sin saved x * 3.0, tanh its output
+
+    y.sum().backward()
+
+    expected = (1 - np.tanh(2 * np.sin(1.5) + 1) ** 2) * 2 * np.cos(1.5) * 3
+    np.testing.assert_allclose(x.grad.numpy(), expected)
+
+
 def test_value_a_live_graph_saved_survives_the_release_of_dead_tensors():
     x = tape.ones(1000, requires_grad=True)
     saved = (x * 3.0).sin()  # sin saved x * 3.0, whose Tensor is dead
