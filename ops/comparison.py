@@ -24,6 +24,17 @@ le = _comparison(np.less_equal)
 gt = _comparison(np.greater)
 ge = _comparison(np.greater_equal)
 
-for _name, _fn in {"__eq__": eq, "__ne__": ne, "__lt__": lt, "__le__": le, "__gt__": gt, "__ge__": ge,
-                   "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}.items():
+_OPERANDS = (Tensor, int, float, bool, np.ndarray, np.generic)
+
+
+def _operator(compare):
+    """The operator form: other operands (None, strings, lists) are not ours,
+    so Python decides (x == None is False, x < None a TypeError), as in PyTorch."""
+    def operator(x, y):
+        return compare(x, y) if isinstance(y, _OPERANDS) else NotImplemented
+    return operator
+
+
+for _name, _fn in {"eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}.items():
     setattr(Tensor, _name, _fn)
+    setattr(Tensor, f"__{_name}__", _operator(_fn))

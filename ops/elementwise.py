@@ -9,7 +9,7 @@ import operator
 import numpy as np
 
 from tape import _vecmath
-from tape._dtypes import as_dtype
+from tape._dtypes import as_dtype, get_default_dtype
 from tape._record import binary, broadcast_shapes, operand_value, quiet, record, unary, with_constant
 from tape._registry import defop
 from tape._tape import state
@@ -62,12 +62,19 @@ def _binary(name, grad_fn, partials, scalar, array):
 _add = _binary("add", "AddBackward0", ("1", "1"), operator.add, np.add)
 _sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, np.subtract)
 mul = _binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply)
-div = _binary("div", "DivBackward0", ("1 / y", "-out / y"),
+# y's partial reads x and y, not out, as PyTorch's does: a later in-place
+# change to the quotient does not spoil the division's backward
+div = _binary("div", "DivBackward0", ("1 / y", "-x / (y * y)"),
               operator.truediv, np.true_divide)
 true_divide = div
 neg = _unary("neg", "NegBackward0", "-1", operator.neg, np.negative)
+def _reciprocal_array(x):
+    # integers and bools give the default float dtype, as in PyTorch (1 / 0 is inf)
+    return np.reciprocal(x) if x.dtype.kind == "f" else np.true_divide(1, x, dtype=get_default_dtype())
+
+
 reciprocal = _unary("reciprocal", "ReciprocalBackward0", "-out * out", lambda x: 1.0 / x,
-                    np.reciprocal)
+                    _reciprocal_array)
 
 
 def _with_constant(name, grad_fn, partial, scalar, array):
@@ -118,7 +125,8 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", _sigmoid_scal
                  _sigmoid_array)
 # scalar forwards must return a new float object, never their input: the
 # float is the row's liveness token (Note [Tape layout])
-relu = _unary("relu", "ReluBackward0", "step(x)", lambda x: x * 1.0 if x > 0 else math.fabs(x * 0.0),
+# relu saves its result, as PyTorch does
+relu = _unary("relu", "ReluBackward0", "step(out)", lambda x: x * 1.0 if x > 0 else math.fabs(x * 0.0),
               _relu_array)
 sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt)
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, np.abs)

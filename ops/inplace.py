@@ -7,16 +7,18 @@ error.
 import numpy as np
 
 from tape._grad_mode import no_grad
-from tape._record import _broadcast_input, record
-from tape._registry import defop, lookup, native_helper
+from tape._record import _broadcast_input, binary, record
+from tape._registry import SAVES_X, defop, lookup, native_helper
 from tape._tape import state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
+from ops import elementwise
 from ops.elementwise import add, div, mul, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gather, _strided_view,
                        reshape, strided_offsets)
 
-__all__ = ["add_", "sub_", "mul_", "div_", "zero_", "fill_", "setitem"]
+__all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "neg_", "exp_", "log_", "sin_", "cos_",
+           "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "setitem"]
 
 
 def _no_gradient_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -80,15 +82,33 @@ def _rebind(t, res):
         tp.keep[r] = res._value
     t._ep, t._row, t._rg = tp.ep, r, True
     if t._vc is not None:
-        t._vc.rows.append((tp.ep, r))
+        t._vc.add_row(tp.ep, r)
 
 
-def _apply(t, compute, *args):
+def _saves_self(name, other=None):
+    """Whether op `name` of (t, other) saves t's value: for t's own gradient,
+    or for other's when other requires grad."""
+    saves_for = lookup(name).saves_for
+    return bool(saves_for[0] & SAVES_X or _requires_grad(other) and saves_for[1] & SAVES_X)
+
+
+def _original(t):
+    """t's value before an in-place op whose backward reads it, as a hidden
+    copy in t's graph (PyTorch's original self): the write makes t's own row
+    dirty for the consumers that saved it earlier, not for this op."""
+    value = t._value * 1.0 if type(t._value) is float else np.array(t._value, copy=True)
+    return record(lookup("clone"), value, (t,), hidden=True)
+
+
+def _apply(t, compute, *args, saves_self=False):
     recording = state.tape.grad_enabled and (t._rg or any(_requires_grad(a) for a in args))
     _check_inplace(t, recording)
     if recording:
         # a constant's old value must survive the write for the VJP that saved it
-        x = t if t._rg else new_tensor(wrap_value(np.array(t._value, copy=True)))
+        if not t._rg:
+            x = new_tensor(wrap_value(np.array(t._value, copy=True)))
+        else:
+            x = _original(t) if saves_self else t
         res = compute(x, *args)
         _write(t, res)
         _rebind(t, res)
@@ -116,11 +136,54 @@ def sub_(t, other, *, alpha=1):
 
 
 def mul_(t, other):
-    return _apply(t, mul, other)
+    return _apply(t, mul, other, saves_self=_saves_self("mul", other))
 
 
 def div_(t, other):
     return _apply(t, div, other)
+
+
+def pow_(t, exponent):
+    saves_self = _saves_self("pow" if isinstance(exponent, Tensor) else "pow_scalar", exponent)
+    return _apply(t, elementwise.pow, exponent, saves_self=saves_self)
+
+
+def remainder_(t, other):
+    saves_self = isinstance(other, Tensor) and _saves_self("remainder", other)
+    return _apply(t, elementwise.remainder, other, saves_self=saves_self)
+
+
+def _inplace_unary(op):
+    saves_self = _saves_self(op.__name__)
+
+    def inplace(t):
+        return _apply(t, op, saves_self=saves_self)
+    inplace.__name__ = op.__name__ + "_"
+    return inplace
+
+
+neg_, exp_, log_, sin_, cos_, tanh_, sigmoid_, relu_, abs_, sqrt_ = (
+    _inplace_unary(getattr(elementwise, name))
+    for name in ("neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "abs", "sqrt"))
+
+
+def _copy_array(x, src):
+    out = np.empty(np.broadcast_shapes(np.shape(x), np.shape(src)), np.result_type(x))
+    out[...] = src
+    return out
+
+
+# copy_'s result is src broadcast to the tensor, in the tensor's dtype: the
+# old value gets no gradient, src all of it
+_copy = binary(defop("copy", "CopyBackwards", 2, partials=("0", "1")), lambda x, src: src * 1.0,
+               _copy_array)
+
+
+def copy_(t, src):
+    """Write src (broadcast, cast to t's dtype) into t; differentiable in src."""
+    if not isinstance(src, Tensor):
+        raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    return _apply(t, _copy, src)
 
 
 def _constant_op(opdef, fill):
@@ -141,6 +204,8 @@ def fill_(t, value):
         if value.ndim != 0:
             raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
+        if value._rg:  # differentiable in the value: a copy of it, broadcast
+            return _apply(t, _copy, value)
         value = value.item()
     return _apply(t, _constant_op(_FILL, value))
 
@@ -253,7 +318,10 @@ def setitem(t, key, value):
     _apply(t, lambda x, v: _put(x, where_, shape, v), value)
 
 
-for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "zero_": zero_,
-                   "fill_": fill_, "__iadd__": add_, "__isub__": sub_, "__imul__": mul_,
-                   "__itruediv__": div_, "__setitem__": setitem}.items():
+for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_,
+                   "remainder_": remainder_, "neg_": neg_, "exp_": exp_, "log_": log_, "sin_": sin_,
+                   "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_, "relu_": relu_, "abs_": abs_,
+                   "sqrt_": sqrt_, "copy_": copy_, "zero_": zero_, "fill_": fill_, "__iadd__": add_,
+                   "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__ipow__": pow_,
+                   "__imod__": remainder_, "__setitem__": setitem}.items():
     setattr(Tensor, _name, _fn)

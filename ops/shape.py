@@ -451,12 +451,16 @@ def _indexed(x, key):
     """(key normalised, x's value at it as NumPy indexes it, the op that
     records it), with PyTorch's errors; what getitem and setitem share."""
     key = _index_key(key)
-    if x.ndim == 0 and key not in ((), Ellipsis, None) and not isinstance(key, tuple):
+    if x.ndim == 0 and isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
+    if x.ndim == 0 and isinstance(key, slice):
+        raise IndexError("slice() cannot be applied to a 0-dim tensor.")
     try:
         value = x._array()[key]
     except IndexError as e:
+        if str(e).startswith("too many indices"):
+            raise IndexError(f"too many indices for tensor of dimension {x.ndim}") from None
         raise IndexError(str(e).replace("axis", "dimension")) from None
     return key, value, _getitem_op(key)
 
@@ -472,13 +476,14 @@ def getitem(x, key):
     """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays."""
     key, value, opdef = _indexed(x, key)
     if not (x._rg and state.tape.grad_enabled):
-        return _view_result(opdef, x, value)
+        # advanced indexing gives a copy, in PyTorch too: it shares nothing with x
+        return new_tensor(wrap_value(value)) if opdef is _INDEX else _view_result(opdef, x, value)
     where_ = _region(x.shape, key, opdef)
     if isinstance(where_, tuple):
         out = record(opdef, wrap_value(np.array(value)), (x,), ints=where_)
+        out._indexed_from = x  # a view in PyTorch, a copy here: see ops.inplace._check_inplace
     else:
         out = _gather(_INDEX, x, where_, np.shape(value))
-    out._indexed_from = x
     return out
 
 

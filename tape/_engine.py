@@ -7,7 +7,7 @@ import numpy as np
 
 from . import _sweep
 from ._grad_mode import set_grad_enabled
-from ._registry import LEAF, REGISTRY
+from ._registry import CONST, LEAF, REGISTRY
 from ._tape import RG, TARGET, state, where
 from ._tensor import Tensor, new_tensor, wrap_value
 
@@ -92,9 +92,11 @@ def _raise_sweep_error(tp, status, bad):
             f"calling backward. (The node was {name}.)")
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
+    # as PyTorch, name the op that made the tensor, unless it is a leaf or a constant
+    made_by = f", which is output 0 of {name}," if tp.op[bad] > CONST else ""
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [tape.{dtype} {shape}], which is output 0 of {name}, has been modified since "
+        f"operation: [tape.{dtype} {shape}]{made_by} has been modified since "
         "it was saved. Hint: the backtrace further above shows the operation that "
         "failed to compute its gradient. The variable in question was changed in there or anywhere "
         "later. Good luck!")

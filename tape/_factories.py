@@ -26,14 +26,38 @@ def _make(array, requires_grad):
     return new_tensor(wrap_value(array), bool(requires_grad))
 
 
+_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
+
+
+def _promote(a, b):
+    """PyTorch's promotion of inferred dtypes: the higher category wins
+    (bool < integer < float) with its own dtype; within one, the wider."""
+    if a is None:
+        return b
+    ra, rb = _KIND_RANK.get(a.kind, 3), _KIND_RANK.get(b.kind, 3)
+    if ra != rb:
+        return a if ra > rb else b
+    return np.promote_types(a, b)
+
+
 def _infer_dtype(data):
-    """PyTorch's inference: any float → default dtype, else int → int64, bool → bool."""
-    a = np.asarray(data)
-    if a.dtype.kind == "f" and not isinstance(data, np.ndarray):
-        return get_default_dtype()
-    if a.dtype.kind in "iu" and not isinstance(data, np.ndarray):
+    """PyTorch's inference: a Python float is the default dtype, an int int64,
+    a bool bool; NumPy arrays and scalars (and tensors) keep their dtype;
+    a sequence promotes its elements' (an empty one is the default dtype)."""
+    if isinstance(data, (np.ndarray, np.generic)):
+        return data.dtype
+    if isinstance(data, bool):
+        return np.dtype(np.bool_)
+    if isinstance(data, int):
         return np.dtype(np.int64)
-    return a.dtype
+    if isinstance(data, float):
+        return get_default_dtype()
+    if isinstance(data, (list, tuple)):
+        dtype = None
+        for item in data:
+            dtype = _promote(dtype, _infer_dtype(item))
+        return get_default_dtype() if dtype is None else dtype
+    return np.asarray(data).dtype
 
 
 def _unwrap(data):
@@ -131,18 +155,34 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
                  requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+# PyTorch's names of dtypes, for its "not implemented for" errors
+_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                "bool": "Bool"}
+
+
+def _float_dtype(dtype, kernel):
     dtype = as_dtype(dtype) or get_default_dtype()
+    if dtype.kind != "f":
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_TORCH_NAMES.get(dtype.name, dtype.name)}'")
+    return dtype
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    dtype = _float_dtype(dtype, "check_uniform_bounds")
     return _make(_rng[0].random(_size(size)).astype(dtype), requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False):
-    dtype = as_dtype(dtype) or get_default_dtype()
+    dtype = _float_dtype(dtype, "normal_kernel_cpu")
     return _make(_rng[0].standard_normal(_size(size)).astype(dtype), requires_grad)
 
 
 def randint(low, high=None, size=(), *, dtype=None, device=None, requires_grad=False):
-    if high is None:
+    """Integers uniform on [low, high): randint(high, size) or randint(low, high, size)."""
+    if isinstance(high, (tuple, list)):
+        low, high, size = 0, low, high
+    elif high is None:
         low, high = 0, low
     return _make(_rng[0].integers(low, high, _size((size,))).astype(as_dtype(dtype) or np.int64),
                  requires_grad)

@@ -87,7 +87,7 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
-            if (flags[r] & FREED) != 0:
+            if (flags[r] & FREED) != 0 or _released(a, b, r, sv, ndim, ptr):
                 status, bad = ERR_FREED, r
                 break
             if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
@@ -240,6 +240,15 @@ def npow(x, e):
     if e == 2.0:
         return x * x
     return x ** e
+
+
+@_jit_inline
+def _released(a, b, r, sv, ndim, ptr):
+    """Whether a value the row's VJP reads is gone: never read a released
+    value's memory, whatever path released it."""
+    return (((sv & 1) != 0 and a >= 0 and ndim[a] > 0 and ptr[a] == 0)
+            or ((sv & 2) != 0 and b >= 0 and ndim[b] > 0 and ptr[b] == 0)
+            or ((sv & 4) != 0 and ndim[r] > 0 and ptr[r] == 0))
 
 
 @_jit

@@ -32,13 +32,12 @@ def broadcast_shapes(sa, sb):
         return sa
     n = max(len(sa), len(sb))
     pa, pb = (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
-    out = []
-    for k, (da, db) in enumerate(zip(pa, pb)):
+    for k in range(n - 1, -1, -1):  # PyTorch names the last mismatch
+        da, db = pa[k], pb[k]
         if da != db and da != 1 and db != 1:
             raise RuntimeError(f"The size of tensor a ({da}) must match the size of tensor b ({db}) "
                                f"at non-singleton dimension {k}")
-        out.append(db if da == 1 else da)
-    return tuple(out)
+    return tuple(db if da == 1 else da for da, db in zip(pa, pb))
 
 
 def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):

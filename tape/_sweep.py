@@ -14,12 +14,12 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "c8221766c909574c"
+REGISTRY_DIGEST = "4a0d12f105d497a7"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 1, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 6, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -74,6 +74,15 @@ def npow(x, e):
     if e == 2.0:
         return x * x
     return x ** e
+
+
+@_jit_inline
+def _released(a, b, r, sv, ndim, ptr):
+    """Whether a value the row's VJP reads is gone: never read a released
+    value's memory, whatever path released it."""
+    return (((sv & 1) != 0 and a >= 0 and ndim[a] > 0 and ptr[a] == 0)
+            or ((sv & 2) != 0 and b >= 0 and ndim[b] > 0 and ptr[b] == 0)
+            or ((sv & 4) != 0 and ndim[r] > 0 and ptr[r] == 0))
 
 
 @_jit
@@ -184,9 +193,9 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 50:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 51:  # copy_slices
+    elif o == 52:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 52:  # index_put_
+    elif o == 53:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -299,7 +308,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
-            if (flags[r] & FREED) != 0:
+            if (flags[r] & FREED) != 0 or _released(a, b, r, sv, ndim, ptr):
                 status, bad = ERR_FREED, r
                 break
             if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
@@ -362,7 +371,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 if need_a:
                     sadj[a] += g * (1 / y)
                 if need_b:
-                    sadj[b] += g * (-out / y)
+                    sadj[b] += g * (-x / (y * y))
             elif o == 6:  # neg
                 p = pp
                 if need_a:
@@ -426,7 +435,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 20:  # relu
                 p = pp
                 if need_a:
-                    sadj[a] += g * (step(x))
+                    sadj[a] += g * (step(out))
             elif o == 21:  # sqrt
                 p = pp
                 if need_a:
@@ -447,6 +456,12 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
+            elif o == 51:  # copy
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+                if need_b:
+                    sadj[b] += g * (1)
         else:
             _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,
                         shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf)
@@ -542,7 +557,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
-            if (flags[r] & FREED) != 0:
+            if (flags[r] & FREED) != 0 or _released(a, b, r, sv, ndim, ptr):
                 status, bad = ERR_FREED, r
                 break
             if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
@@ -605,7 +620,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 if need_a:
                     sadj[a] += g * (1 / y)
                 if need_b:
-                    sadj[b] += g * (-out / y)
+                    sadj[b] += g * (-x / (y * y))
             elif o == 6:  # neg
                 p = pp
                 if need_a:
@@ -669,7 +684,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 20:  # relu
                 p = pp
                 if need_a:
-                    sadj[a] += g * (step(x))
+                    sadj[a] += g * (step(out))
             elif o == 21:  # sqrt
                 p = pp
                 if need_a:
@@ -690,6 +705,12 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
+            elif o == 51:  # copy
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+                if need_b:
+                    sadj[b] += g * (1)
         else:
             status, bad = ERR_TENSOR, r
             break
@@ -861,16 +882,26 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     GA[i] += G[i] * (y)
     elif o == 5:  # div
         if GB.size:
-            if sy == 1:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (-x / (y * y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    out = O[i]
-                    GB[i] += G[i] * (-out / y)
-            else:
+                    GB[i] += G[i] * (-x / (y * y))
+            elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
-                    out = O[i]
-                    GB[i] += G[i] * (-out / y)
+                    x = X[i]
+                    GB[i] += G[i] * (-x / (y * y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (-x / (y * y))
         if into_g:
             if sy == 1:
                 for i in range(n):
@@ -1153,23 +1184,13 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 GA[i] += G[i] * (out * (1 - out))
     elif o == 20:  # relu
         if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (step(x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (step(x))
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (step(out))
         elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (step(x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (step(x))
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (step(out))
     elif o == 21:  # sqrt
         if into_g:
             for i in range(n):
@@ -1231,6 +1252,16 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
+    elif o == 51:  # copy
+        if GB.size:
+            for i in range(n):
+                GB[i] += G[i] * (1)
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (0)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (0)
 
 
 @_jit

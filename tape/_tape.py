@@ -250,11 +250,14 @@ class Tape:
             r = self.append(LEAF, t._value, t)
             t._ep, t._row = self.ep, r
             if t._vc is not None:
-                t._vc.rows.append((self.ep, r))
+                t._vc.add_row(self.ep, r)
             return r
-        # a constant's row is private: its tensor keeps no row, since the
-        # value may change under it in place without a version check
-        return self.append(CONST, t._value, t, flags=0)
+        # a constant's row is private (its tensor keeps no row: each use gets
+        # one), but its version counter names the row, so an in-place change
+        # to the constant makes the VJP that saved it raise, as in PyTorch
+        r = self.append(CONST, t._value, t, flags=0)
+        t._version_counter().add_row(self.ep, r)
+        return r
 
     # -- lifetime ------------------------------------------------------------
     def tensor_at(self, r):
@@ -320,9 +323,10 @@ class Tape:
 
     def release(self, rows):
         """Drop the tape's hold on the values of `rows` whose Tensors are dead."""
-        owners = self.owners
+        owners, nuse = self.owners, self.m_nuse
         for r in rows.tolist():
-            if owners[r] is not None and _refs_at(owners, r) <= _DEAD_REFS_AT:
+            # nuse again: a re-taped sweep may have saved the row since its walk listed it
+            if owners[r] is not None and nuse[r] == 0 and _refs_at(owners, r) <= _DEAD_REFS_AT:
                 self._drop_value(r)
 
     def release_dead(self):
@@ -360,7 +364,9 @@ class Tape:
                 self._drop_value(r)
 
     def _drop_value(self, r):
-        self.owners[r] = None
+        # a leaf that has left its row still gets the row's gradient (_LeafRef)
+        if not isinstance(self.owners[r], weakref.ref):
+            self.owners[r] = None
         if self.keep:
             self.keep.pop(r, None)
         self.m_ptr[r] = 0

@@ -22,12 +22,23 @@ class _Version:
     marked dirty when it is modified in place; `views` are weak references to
     the tensors sharing it.
     """
-    __slots__ = ("n", "rows", "views")
+    __slots__ = ("n", "rows", "views", "prune_at")
 
     def __init__(self):
         self.n = 0
         self.rows = []
         self.views = []
+        self.prune_at = 64
+
+    def add_row(self, ep, r):
+        """Name one more row aliasing the storage. A constant used on every
+        iteration of a loop adds a row each time, so the rows that compaction
+        has dropped are pruned as the list doubles."""
+        rows = self.rows
+        rows.append((ep, r))
+        if len(rows) >= self.prune_at:
+            rows[:] = [(e, q) for e, q in rows if e.remap is None or e.remap[q] >= 0]
+            self.prune_at = 2 * len(rows) + 64
 
     def other_views(self, t):
         return [v for ref in self.views if (v := ref()) is not None and v is not t]
@@ -259,19 +270,23 @@ class Tensor:
         tp.owners[r] = _LeafRef(self) if tp.op[r] == LEAF else _dead_token()
         self._ep, self._row = None, -1
 
-    def _share_storage(self, view):
-        """Make `view` share this tensor's storage and version counter."""
+    def _version_counter(self):
         vc = self._vc
         if vc is None:
             vc = self._vc = _Version()
             vc.views.append(weakref.ref(self))
             if self._ep is not None:
-                vc.rows.append((self._ep, self._row))
+                vc.add_row(self._ep, self._row)
+        return vc
+
+    def _share_storage(self, view):
+        """Make `view` share this tensor's storage and version counter."""
+        vc = self._version_counter()
         view._vc = vc
         view._base = self
         vc.views.append(weakref.ref(view))
         if view._ep is not None:
-            vc.rows.append((view._ep, view._row))
+            vc.add_row(view._ep, view._row)
 
     def _set_storage(self, value):
         """Replace the value without history (`.data = ...`, and `.data` write-through).
@@ -286,10 +301,7 @@ class Tensor:
 
     def bump_version(self):
         """Record an in-place change: rows aliasing the old value become dirty."""
-        vc = self._vc
-        if vc is None:
-            vc = self._vc = _Version()
-            vc.views.append(weakref.ref(self))
+        vc = self._version_counter()
         tp, r = where(self)
         if tp is not None:
             tp.flags[r] |= DIRTY
@@ -328,7 +340,7 @@ class Tensor:
 
     def _scalar(self, kind):
         if self.numel() != 1:
-            raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
+            raise ValueError("only one element tensors can be converted to Python scalars")
         return kind(self.item())
 
     def __float__(self):
@@ -348,9 +360,11 @@ class Tensor:
         return int(self.item())
 
     def __format__(self, spec):
-        if self.ndim == 0 and spec:
+        # PyTorch's rule: a 0-d tensor formats as its number (f"{loss}" too);
+        # any other takes object's, which is str() and refuses a spec
+        if self.ndim == 0:
             return format(self.item(), spec)
-        return format(repr(self), spec)
+        return object.__format__(self, spec)
 
     def __repr__(self):
         suffix = ""

@@ -134,6 +134,43 @@ def test_saved_0d_output_modified_in_place():
     assert_tape_still_works()
 
 
+@pytest.mark.parametrize("use", [lambda a, c: a * c, lambda a, c: a / c, lambda a, c: c @ a,
+                                 lambda a, c: a ** c])
+def test_constant_saved_for_backward_then_modified_in_place(use):
+    a = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    c = tape.tensor([1.0, 2.0, 3.0])
+    out = use(a, c)
+    c.add_(1.0)
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation: \\[tape.float64 \\[3\\]\\] has"):
+        out.sum().backward()
+    assert_tape_still_works()
+
+
+def test_quotient_changed_in_place_still_backprops():
+    # division saves its operands, not its result, as in PyTorch
+    a = tape.tensor([1.0, 2.0], requires_grad=True)
+    w = tape.tensor([2.0, 4.0], requires_grad=True)
+    q = a / w
+    q.add_(1.0)
+
+    q.sum().backward()
+
+    assert (a.grad.tolist(), w.grad.tolist()) == ([0.5, 0.25], [-0.25, -0.125])
+
+
+def test_relu_input_changed_in_place_still_backprops():
+    # relu saves its result, not its input, as in PyTorch
+    a = tape.tensor([1.0, -2.0], requires_grad=True)
+    h = a * 1.0
+    y = h.relu()
+    h.add_(5.0)
+
+    y.sum().backward()
+
+    assert a.grad.tolist() == [1.0, 0.0]
+
+
 def test_leaf_that_was_modified_in_place_still_backprops_after_the_error():
     a = tape.ones(3, requires_grad=True)
     b = a.exp()
@@ -197,15 +234,37 @@ def test_integer_tensor_cannot_require_grad_in_place():
     assert_tape_still_works()
 
 
+@pytest.mark.parametrize("build", [lambda x: (x.exp() * x).sum(), lambda x: x.exp().sin().sum(),
+                                   lambda x: (x.tanh() * x).sum()])
+def test_grad_of_a_gradient_whose_forward_graph_was_freed(build):
+    # create_graph without retain_graph frees the forward's saved values, which
+    # the gradient's own graph reaches back into
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    (g,) = autograd.grad(build(x), x, create_graph=True, retain_graph=False)
+
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        autograd.grad(g.sum(), x)
+    assert_tape_still_works()
+
+
 # -- shapes ------------------------------------------------------------------------
 
 BROADCAST_MISMATCH = re.escape(
     "The size of tensor a (3) must match the size of tensor b (4) at non-singleton dimension 0")
+# PyTorch names the last dimension that does not match
+LAST_MISMATCH = re.escape(
+    "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 1")
 
 
 def test_broadcast_shape_mismatch():
     with pytest.raises(RuntimeError, match=BROADCAST_MISMATCH):
         tape.ones(3) + tape.ones(4)
+    assert_tape_still_works()
+
+
+def test_broadcast_shape_mismatch_names_the_last_dimension():
+    with pytest.raises(RuntimeError, match=LAST_MISMATCH):
+        tape.zeros(2, 3) * tape.zeros(3, 2)
     assert_tape_still_works()
 
 

@@ -994,3 +994,18 @@ def test_sum_of_a_bool_tensor_is_int64():
     total = tape.tensor([True, False, True]).sum()
 
     assert (total.dtype, total.item()) == (tape.int64, 2)
+
+
+@pytest.mark.parametrize("update", [lambda p: p.add_(1.0), lambda p: p.fill_(2.0),
+                                    lambda p: p.__setitem__(0, 5.0)])
+def test_leaf_changed_under_no_grad_still_gets_the_gradient_of_earlier_graphs(update):
+    # an optimizer step between forward and backward: PyTorch still accumulates
+    p = tape.tensor([1.0, 2.0], requires_grad=True)
+    before = (p * 3.0).sum()
+    with tape.no_grad():
+        update(p)
+    after = (p * 3.0).sum()
+
+    tape.autograd.backward([before, after])
+
+    assert p.grad.tolist() == [6.0, 6.0]

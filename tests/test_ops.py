@@ -155,6 +155,12 @@ CASES += [
     Case("getitem_ellipsis", lambda x: x[...] * x, lambda a: a * a, ((3,),)),
     Case("zero_", lambda x: (x * 1.0).zero_() + x, lambda a: a, ((3,),)),
     Case("fill_", lambda x: (x * 1.0).fill_(2.0) * x, lambda a: 2.0 * a, ((3,),)),
+    Case("copy_", lambda x, v: (x * 1.0).copy_(v * v) * x, lambda a, b: b * b * a, ((2, 3), (3,))),
+    Case("pow_", lambda x: (x * 1.0).pow_(3) * x, lambda a: a ** 4, ((3,),)),
+    # in-place ops whose backward reads the old value (PyTorch's original self);
+    # exp_ saves its result, so it comes last
+    Case("inplace_unary", lambda x: (x * 0.5).cos_().abs_().log_().exp_() * x,
+         lambda a: np.exp(np.log(np.abs(np.cos(a * 0.5)))) * a, ((3,),)),
     Case("to_float32_and_back", lambda x: x.float().double() * x,
          lambda a: a.astype(np.float32).astype(np.float64) * a, ((3,),),
          tolerance=dict(eps=1e-3, atol=1e-3, rtol=1e-3)),

@@ -1,0 +1,207 @@
+"""The Tensor API where it follows PyTorch's rules rather than NumPy's: dtype
+inference, true division of integers, formatting and conversion, comparisons
+with non-tensors, random factories, and the in-place methods of API.md."""
+import numpy as np
+import pytest
+
+import tape
+
+
+# -- dtypes ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("data, dtype", [
+    (np.float32(1.5), np.float32),
+    (np.int32(3), np.int32),
+    ([np.float32(1), np.float32(2)], np.float32),
+    ([1, np.float32(2.5)], np.float32),  # an integer and a float32: float32, not NumPy's float64
+    ([1.0, np.float32(2)], np.float64),  # a Python float is the default dtype
+    ([np.array([1.0, 2.0], np.float32)], np.float32),
+    ([True, 1], np.int64),
+    ([[1, 2], [3, 4]], np.int64),
+    ([], np.float64),
+])
+def test_tensor_infers_pytorchs_dtype(data, dtype):
+    assert tape.tensor(data).dtype == dtype
+
+
+def test_tensor_of_float32_tensors_is_float32():
+    parts = [tape.tensor(1.0, dtype=tape.float32), tape.tensor(2.0, dtype=tape.float32)]
+
+    assert tape.tensor(parts).dtype == np.float32
+
+
+@pytest.mark.parametrize("numerator", [1, 1.0])
+def test_number_over_an_integer_tensor_divides_truly(numerator):
+    out = numerator / tape.tensor([2, 4, 0])
+
+    assert out.dtype == np.float64
+    assert out.tolist() == [0.5, 0.25, float("inf")]
+
+
+def test_reciprocal_of_bools_is_float():
+    assert tape.reciprocal(tape.tensor([True, False])).tolist() == [1.0, float("inf")]
+
+
+# -- conversion and formatting -----------------------------------------------------
+
+def test_0d_tensor_formats_as_its_number():
+    loss = tape.tensor(2.5, requires_grad=True)
+
+    assert (f"{loss}", f"{loss:.2f}") == ("2.5", "2.50")
+
+
+def test_other_tensors_format_as_their_str_and_refuse_a_spec():
+    x = tape.tensor([2.5])
+
+    assert f"{x}" == str(x)
+    with pytest.raises(TypeError, match="unsupported format string passed to Tensor.__format__"):
+        f"{x:.3f}"
+
+
+@pytest.mark.parametrize("convert", [float, int])
+def test_float_and_int_of_several_elements_raise_value_error(convert):
+    with pytest.raises(ValueError, match="only one element tensors can be converted to Python scalars"):
+        convert(tape.tensor([1.0, 2.0]))
+
+
+# -- comparisons -------------------------------------------------------------------
+
+@pytest.mark.parametrize("other", [None, "a", [1.0, 3.0]])
+def test_equality_with_what_is_not_a_tensor_is_false(other):
+    x = tape.tensor([1.0, 2.0])
+
+    assert (x == other) is False
+    assert (x != other) is True
+
+
+def test_list_index_finds_a_tensor_by_identity():
+    x = tape.tensor([1.0, 2.0])
+
+    assert [None, x].index(x) == 1
+
+
+def test_ordering_against_none_is_a_type_error():
+    with pytest.raises(TypeError, match="'<' not supported between instances of 'Tensor' and 'NoneType'"):
+        tape.tensor([1.0]) < None
+
+
+# -- random factories --------------------------------------------------------------
+
+@pytest.mark.parametrize("args, kwargs, shape", [
+    ((10, (3,)), {}, (3,)),
+    ((2, 5, (2, 2)), {}, (2, 2)),
+    ((10,), {"size": (4,)}, (4,)),
+])
+def test_randint_signatures(args, kwargs, shape):
+    tape.manual_seed(0)
+    out = tape.randint(*args, **kwargs)
+
+    assert out.shape == shape and out.dtype == np.int64
+    low, high = (0, args[0]) if len(args) < 3 else args[:2]
+    assert all(low <= v < high for v in out.reshape(-1).tolist())
+
+
+@pytest.mark.parametrize("factory, kernel", [(tape.rand, "check_uniform_bounds"),
+                                             (tape.randn, "normal_kernel_cpu")])
+def test_random_floats_refuse_an_integer_dtype(factory, kernel):
+    with pytest.raises(NotImplementedError, match=f'"{kernel}" not implemented for \'Long\''):
+        factory(2, dtype=tape.int64)
+
+
+# -- indexing a 0-d tensor ---------------------------------------------------------
+
+@pytest.mark.parametrize("key, shape", [(True, (1,)), (False, (0,)), ((), ()), (None, (1,)), (..., ())])
+def test_0d_tensor_keys_that_select(key, shape):
+    assert tape.tensor(5.0)[key].shape == shape
+
+
+def test_0d_tensor_bool_tensor_key_selects():
+    assert tape.tensor(5.0)[tape.tensor(True)].tolist() == [5.0]
+
+
+@pytest.mark.parametrize("key, message", [
+    (0, "invalid index of a 0-dim tensor"),
+    (slice(None), "slice() cannot be applied to a 0-dim tensor."),
+    ([0], "too many indices for tensor of dimension 0"),
+])
+def test_0d_tensor_keys_that_raise(key, message):
+    with pytest.raises(IndexError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        tape.tensor(5.0)[key]
+
+
+# -- in-place methods --------------------------------------------------------------
+
+@pytest.mark.parametrize("method, args, expected", [
+    ("pow_", (2,), [1.0, 4.0]), ("neg_", (), [-1.0, -2.0]), ("exp_", (), list(np.exp([1.0, 2.0]))),
+    ("log_", (), list(np.log([1.0, 2.0]))), ("sin_", (), list(np.sin([1.0, 2.0]))),
+    ("cos_", (), list(np.cos([1.0, 2.0]))), ("tanh_", (), list(np.tanh([1.0, 2.0]))),
+    ("sigmoid_", (), list(1 / (1 + np.exp([-1.0, -2.0])))), ("relu_", (), [1.0, 2.0]),
+    ("abs_", (), [1.0, 2.0]), ("sqrt_", (), list(np.sqrt([1.0, 2.0]))),
+    ("copy_", (tape.tensor(7.0),), [7.0, 7.0]), ("remainder_", (1.5,), [1.0, 0.5]),
+])
+def test_in_place_method_writes_the_tensor_and_bumps_its_version(method, args, expected):
+    x = tape.tensor([1.0, 2.0])
+    alias = x
+
+    assert getattr(x, method)(*args) is x
+    np.testing.assert_allclose(alias.tolist(), expected, rtol=1e-15)
+    assert x._version == 1
+
+
+@pytest.mark.parametrize("statement, expected", [("x **= 2", [1.0, 4.0]), ("x %= 1.5", [1.0, 0.5])])
+def test_augmented_power_and_remainder_are_in_place(statement, expected):
+    x = tape.tensor([1.0, 2.0])
+    alias = x
+    namespace = {"x": x}
+
+    exec(statement, namespace)
+
+    assert namespace["x"] is alias and alias.tolist() == expected
+
+
+def test_augmented_power_on_a_leaf_that_requires_grad_raises():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        x **= 2
+
+
+@pytest.mark.parametrize("apply, dx", [
+    # the in-place op's backward reads the old value: PyTorch keeps the original
+    (lambda y, z: y.mul_(z), lambda x, z: z * 1.5),
+    (lambda y, z: y.pow_(3), lambda x, z: 3 * 1.5 ** 3 * x ** 2),
+    (lambda y, z: y.sin_(), lambda x, z: 1.5 * np.cos(1.5 * x)),
+    (lambda y, z: y.exp_(), lambda x, z: 1.5 * np.exp(1.5 * x)),
+])
+def test_in_place_op_that_saves_the_old_value_backprops(apply, dx):
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    z = tape.tensor([2.0, 3.0], requires_grad=True)
+    y = x * 1.5
+
+    apply(y, z)
+    y.sum().backward()
+
+    np.testing.assert_allclose(x.grad.numpy(), dx(x.detach().numpy(), z.detach().numpy()))
+
+
+def test_fill_with_a_tensor_that_requires_grad_passes_it_the_gradient():
+    a = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    w = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = a * 1.0
+
+    x.fill_(w[1])
+    (x * x).sum().backward()
+
+    assert w.grad.tolist() == [0.0, 12.0, 0.0] and a.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_in_place_on_an_advanced_indexing_result_leaves_the_base_alone():
+    # a copy in PyTorch too: allowed on a leaf's result, and the base keeps its value
+    base = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    picked = base[[0, 1]]
+    picked.add_(1.0)
+
+    assert picked.tolist() == [2.0, 3.0] and base.tolist() == [1.0, 2.0, 3.0] and base._version == 0
+    plain = tape.arange(4.0)
+    plain[[0, 1]].add_(1.0)
+    assert plain.tolist() == [0.0, 1.0, 2.0, 3.0]
