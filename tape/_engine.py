@@ -2,6 +2,7 @@
 for create_graph=True, and what both share (roots, seeds, checks, results).
 """
 import functools
+import warnings
 
 import numpy as np
 
@@ -46,6 +47,8 @@ def _as_list(x):
 
 
 def _seeds(outputs, grad_outputs):
+    if grad_outputs is not None and len(grad_outputs) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grad_outputs)} gradients")
     seeds = []
     for i, t in enumerate(outputs):
         g = grad_outputs[i] if grad_outputs is not None else None
@@ -57,7 +60,7 @@ def _seeds(outputs, grad_outputs):
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
             g = new_tensor(wrap_value(np.ones(t.shape, t.dtype)))
         elif not isinstance(g, Tensor):
-            g = new_tensor(wrap_value(np.asarray(g, dtype=t.dtype)))
+            raise TypeError(f"gradients can be either Tensors or None, but got {type(g).__name__}")
         if g.shape != t.shape:
             raise RuntimeError(f"Mismatch in shape: grad_output[{i}] has a shape of {_size(g.shape)} "
                                f"and output[{i}] has a shape of {_size(t.shape)}.")
@@ -272,7 +275,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
         tp, roots, np.zeros(len(roots), np.int64), empty, retain, target_rows is not None, False)
     captured = set(caps.tolist())
     grads = {}
-    with set_grad_enabled(create_graph):
+    with set_grad_enabled(bool(create_graph)):
         for r, s in zip(roots.tolist(), seeds):
             _accumulate(grads, r, s)
         for r in visited.tolist():
@@ -310,6 +313,13 @@ def _accumulate_grad(t, g, create_graph):
         value += g._value
 
 
+_CREATE_GRAPH_WARNING = [
+    "Using backward() with create_graph=True will create a reference cycle between the parameter and "
+    "its gradient which can cause a memory leak. We recommend using autograd.grad when creating the "
+    "graph to avoid this. If you have to use this function, make sure to reset the .grad fields of "
+    "your parameters to None after use to break the cycle and avoid the leak."]
+
+
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
     """Compute the sum of gradients of `tensors` and accumulate them into the
     `.grad` of the graph's leaves (or of `inputs`), as torch.autograd.backward.
@@ -324,7 +334,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grad_tensors = _as_list(grad_tensors)
     inputs = _as_list(inputs)
     if inputs is not None and len(inputs) == 0:
-        raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    if create_graph and _CREATE_GRAPH_WARNING:  # once per process, as PyTorch's
+        warnings.warn(_CREATE_GRAPH_WARNING.pop(), UserWarning, stacklevel=3)
     tp = state.tape
     with _rows_held(tp):
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph)
@@ -353,7 +365,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     (tensor(12.),)
     """
     if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported yet; use tape.func.vmap")
+        raise NotImplementedError("is_grads_batched=True is not supported yet")
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
@@ -362,7 +374,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     inputs = _as_list(inputs)
     grad_outputs = _as_list(grad_outputs)
     if not inputs:
-        raise RuntimeError("grad requires non-empty inputs.")
+        raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
     tp = state.tape
     with _rows_held(tp):
         rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph)

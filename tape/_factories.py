@@ -81,6 +81,8 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
                       "requires_grad_(True), rather than tape.tensor(sourceTensor).", UserWarning,
                       stacklevel=2)
     data = _unwrap(data)
+    if data is None:
+        raise RuntimeError("Could not infer dtype of NoneType")
     dtype = as_dtype(dtype) or _infer_dtype(data)
     try:
         array = np.array(data, dtype=dtype)

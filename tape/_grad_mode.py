@@ -104,7 +104,10 @@ class set_grad_enabled(_Mode):
     """Set grad mode: as a plain call, a context manager or a decorator."""
 
     def __init__(self, mode):
-        self.mode = bool(mode)
+        if not isinstance(mode, bool):
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
+                            f"{type(mode).__name__}")
+        self.mode = mode
         self._prev = state.tape.grad_enabled
         state.tape.grad_enabled = self.mode
 

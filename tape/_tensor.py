@@ -341,6 +341,9 @@ class Tensor:
     def _scalar(self, kind):
         if self.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
+        if self._rg:
+            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
         return kind(self.item())
 
     def __float__(self):

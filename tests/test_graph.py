@@ -3,6 +3,9 @@ next_functions, leaves, the options of backward and autograd.grad, detach and
 .data, grad modes, version counters and recorded in-place ops, dtypes, printing.
 """
 import math
+import re
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -1009,3 +1012,50 @@ def test_leaf_changed_under_no_grad_still_gets_the_gradient_of_earlier_graphs(up
     tape.autograd.backward([before, after])
 
     assert p.grad.tolist() == [6.0, 6.0]
+
+
+def test_backward_with_create_graph_warns_once_per_process():
+    script = ("import warnings, tape\n"
+              "warnings.simplefilter('always')\n"
+              "x = tape.tensor([1.0, 2.0], requires_grad=True)\n"
+              "with warnings.catch_warnings(record=True) as caught:\n"
+              "    warnings.simplefilter('always')\n"
+              "    (x * x).sum().backward(create_graph=True)\n"
+              "    (x * x).sum().backward(create_graph=True)\n"
+              "print(len(caught), str(caught[0].message)[:60])\n")
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    assert out.stdout.strip() == "1 Using backward() with create_graph=True will create a refere"
+
+
+def test_float_of_a_tensor_that_requires_grad_warns():
+    x = tape.tensor(2.0, requires_grad=True)
+
+    with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
+        assert float(x) == 2.0
+
+
+def test_backward_needs_one_gradient_per_tensor():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="got 2 tensors and 1 gradients"):
+        autograd.backward([x * 2.0, x + 1.0], [tape.ones(2)])
+    with pytest.raises(TypeError, match="gradients can be either Tensors or None, but got list"):
+        (x * x).backward([1.0, 1.0])
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda y, x: autograd.grad(y, []), "`inputs` argument to `grad()` cannot be empty."),
+    (lambda y, x: y.backward(inputs=[]), "`inputs` argument to `backward()` cannot be empty."),
+])
+def test_empty_inputs_are_refused_with_pytorchs_text(call, message):
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        call((x * x).sum(), x)
+
+
+def test_set_grad_enabled_takes_a_bool():
+    with pytest.raises(TypeError, match="argument 'enabled' \\(position 1\\) must be bool, not str"):
+        tape.set_grad_enabled("yes")
+    assert tape.is_grad_enabled()
