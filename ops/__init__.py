@@ -1,6 +1,13 @@
 """The operator library of `tape`. Every op is defined once, in the module of
 its kind, and is also reachable as `tape.<name>` and as a Tensor method.
 """
+# defined first: tape's __init__ reads it, also while this package is importing
+__all__ = ["abs", "add", "clone", "cos", "div", "exp", "floor_divide", "log", "mul", "neg", "pow",
+           "reciprocal", "relu", "remainder", "sigmoid", "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide",
+           "broadcast_to", "expand", "flatten", "permute", "reshape", "squeeze", "t", "transpose",
+           "unsqueeze", "view", "mean", "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_",
+           "div_", "fill_", "mul_", "sub_", "zero_", "eq", "ge", "gt", "le", "lt", "ne"]
+
 from tape import _registry
 
 from ops.elementwise import (abs, add, clone, cos, div, exp, floor_divide, log, mul, neg, pow, reciprocal,
@@ -12,10 +19,12 @@ from ops.linalg import bmm, dot, matmul, mm, mv, outer
 from ops.inplace import add_, div_, fill_, mul_, sub_, zero_
 from ops.comparison import eq, ge, gt, le, lt, ne
 
-__all__ = ["abs", "add", "clone", "cos", "div", "exp", "floor_divide", "log", "mul", "neg", "pow",
-           "reciprocal", "relu", "remainder", "sigmoid", "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide",
-           "broadcast_to", "expand", "flatten", "permute", "reshape", "squeeze", "t", "transpose",
-           "unsqueeze", "view", "mean", "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_",
-           "div_", "fill_", "mul_", "sub_", "zero_", "eq", "ge", "gt", "le", "lt", "ne"]
 
 _registry.seal()
+
+# every op is also tape.<name>; set from here so that `import ops` works
+# before `import tape` as well as after it
+import tape as _tape  # noqa: E402
+
+for _name in __all__:
+    setattr(_tape, _name, globals()[_name])

@@ -18,8 +18,7 @@ from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_infere
                          no_grad, set_grad_enabled)
 from . import autograd
 
-import ops
-from ops import *  # noqa: F401,F403  (every op is also tape.<name>)
+import ops  # noqa: E402  (which sets every op as tape.<name>)
 
 __version__ = "0.1.0"
 __all__ = ["Tensor", "autograd", "bool", "float32", "float64", "int32", "int64", "get_default_dtype",

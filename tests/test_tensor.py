@@ -205,3 +205,14 @@ def test_in_place_on_an_advanced_indexing_result_leaves_the_base_alone():
     plain = tape.arange(4.0)
     plain[[0, 1]].add_(1.0)
     assert plain.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_augmented_floor_division_is_in_place_and_refused_while_recording():
+    x = tape.tensor([5.0, 7.0])
+    alias = x
+    x //= 2
+
+    assert alias.tolist() == [2.0, 3.0] and alias._version == 1
+    y = tape.tensor([5.0, 7.0], requires_grad=True) * 1.0
+    with pytest.raises(RuntimeError, match="the derivative for 'floor_divide' is not implemented"):
+        y //= 2
