@@ -386,8 +386,25 @@ def _probe(shape):
 def _descriptor(shape, key):
     """The strided descriptor of basic-indexing `key` on an array of `shape`,
     or None when NumPy answers `key` with a copy rather than a view."""
-    probe, start = _probe(shape)
     parts = key if isinstance(key, tuple) else (key,)
+    hashable = tuple((slice, k.start, k.stop, k.step) if isinstance(k, slice) else k for k in parts)
+    try:
+        return _cached_descriptor(shape, hashable)
+    except TypeError:  # a part that does not hash (NumPy integer arrays go elsewhere)
+        return _probed_descriptor(shape, parts)
+
+
+# slices do not hash before Python 3.12: the cache key spells them as
+# (slice, start, stop, step)
+@functools.lru_cache(maxsize=256)
+def _cached_descriptor(shape, hashable):
+    parts = tuple(slice(*k[1:]) if isinstance(k, tuple) and k and k[0] is slice else k
+                  for k in hashable)
+    return _probed_descriptor(shape, parts)
+
+
+def _probed_descriptor(shape, parts):
+    probe, start = _probe(shape)
     if not any(k is Ellipsis for k in parts):
         parts += (Ellipsis,)  # with an Ellipsis NumPy returns a 0-d view, not a scalar copy
     view = probe[parts]
