@@ -16,6 +16,7 @@ from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow", "remainder", "floor_divide",
+           "clamp", "clamp_min", "clamp_max",
            "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "square", "clone", "to"]
 
 
@@ -183,6 +184,54 @@ def pow(x, exponent):
     return _pow_tensor(x, exponent)
 
 
+# clamp's bounds are numbers: the lower rides as the constant y, the upper as
+# p (an absent one is infinite); its gradient passes where lo <= x <= hi
+_CLAMP = {kind: defop(name, grad_fn, 1, partials=("within(x, y, p)",)) for kind, name, grad_fn in (
+    ("both", "clamp", "ClampBackward1"), ("min", "clamp_min", "ClampMinBackward0"),
+    ("max", "clamp_max", "ClampMaxBackward0"))}
+
+
+def _clamp_scalar(x, lo, hi):
+    # a new float, never x itself: the float is the row's liveness token
+    return x * 1.0 if x != x or lo <= x <= hi else (lo * 1.0 if x < lo else hi * 1.0)
+
+
+def clamp(x, min=None, max=None):
+    """x limited to [min, max] (either bound may be None).
+
+    >>> import tape
+    >>> tape.clamp(tape.tensor([-1.0, 0.5, 2.0]), 0.0, 1.0)
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    return _clamp(x, min, max, _CLAMP["both"])
+
+
+def clamp_min(x, min):
+    return _clamp(x, min, None, _CLAMP["min"])
+
+
+def clamp_max(x, max):
+    return _clamp(x, None, max, _CLAMP["max"])
+
+
+def _clamp(x, min, max, opdef):
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        raise TypeError("clamp(): tensor bounds are not supported yet; pass numbers")
+    lo = -math.inf if min is None else float(min)
+    hi = math.inf if max is None else float(max)
+    xv = x._value
+    if type(xv) is float:
+        out = _clamp_scalar(xv, lo, hi)
+    else:
+        out = xv if min is None else np.maximum(xv, min)
+        out = wrap_value(np.asarray(out if max is None else np.minimum(out, max)))
+    if not (x._rg and state.tape.grad_enabled):
+        return new_tensor(out)
+    return record(opdef, out, (x, None), c=lo, p=hi)
+
+
 def to(x, dtype):
     """A copy converted to `dtype` (differentiable between float dtypes)."""
     dtype = as_dtype(dtype)
@@ -246,7 +295,8 @@ for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__
                    "__abs__": abs, "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg,
                    "pow": pow, "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh,
                    "sigmoid": sigmoid, "relu": relu, "sqrt": sqrt, "abs": abs, "square": square,
-                   "reciprocal": reciprocal,
+                   "reciprocal": reciprocal, "clamp": clamp, "clamp_min": clamp_min,
+                   "clamp_max": clamp_max, "clip": clamp,
                    "clone": clone, "to": to}.items():
     setattr(Tensor, _name, _fn)
 Tensor.float = lambda self: to(self, np.float32)

@@ -17,7 +17,7 @@ from ops.elementwise import add, div, mul, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gather, _strided_view,
                        reshape, strided_offsets)
 
-__all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_", "neg_", "exp_", "log_", "sin_", "cos_",
+__all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_", "clamp_", "neg_", "exp_", "log_", "sin_", "cos_",
            "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "setitem"]
 
 
@@ -151,6 +151,10 @@ def pow_(t, exponent):
 def remainder_(t, other):
     saves_self = isinstance(other, Tensor) and _saves_self("remainder", other)
     return _apply(t, elementwise.remainder, other, saves_self=saves_self)
+
+
+def clamp_(t, min=None, max=None):
+    return _apply(t, lambda x: elementwise.clamp(x, min, max), saves_self=_saves_self("clamp"))
 
 
 def floor_divide_(t, other):
@@ -331,6 +335,6 @@ for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_
                    "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_, "relu_": relu_, "abs_": abs_,
                    "sqrt_": sqrt_, "copy_": copy_, "zero_": zero_, "fill_": fill_, "__iadd__": add_,
                    "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__ipow__": pow_,
-                   "__imod__": remainder_, "floor_divide_": floor_divide_,
+                   "__imod__": remainder_, "floor_divide_": floor_divide_, "clamp_": clamp_,
                    "__ifloordiv__": floor_divide_, "__setitem__": setitem}.items():
     setattr(Tensor, _name, _fn)

@@ -252,6 +252,11 @@ def _released(a, b, r, sv, ndim, ptr):
 
 
 @_jit
+def within(x, lo, hi):
+    return 1.0 if lo <= x <= hi else 0.0
+
+
+@_jit
 def sign(x):
     return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0 * x)
 

@@ -297,6 +297,14 @@ def _sign(x):
     return math.copysign(1.0, x) if x != 0 else 0.0
 
 
+def _within(x, lo, hi):
+    # 1 where lo <= x <= hi, else 0: a constant in a partial, like step
+    if type(x) is Tensor:
+        v = x._array()
+        return new_tensor(wrap_value(((v >= lo) & (v <= hi)).astype(v.dtype)))
+    return 1.0 if lo <= x <= hi else 0.0
+
+
 def _floor(x):
     # floor's derivative is 0 almost everywhere: in a partial it is a constant
     if type(x) is Tensor:
@@ -315,7 +323,7 @@ def elementwise_vjp(opdef):
     import ops
     functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
-    functions.update(step=_step, sign=_sign, floor=_floor)
+    functions.update(step=_step, sign=_sign, floor=_floor, within=_within)
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds

@@ -14,12 +14,12 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "4a0d12f105d497a7"
+REGISTRY_DIGEST = "bbb544dff1ccface"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -86,6 +86,11 @@ def _released(a, b, r, sv, ndim, ptr):
 
 
 @_jit
+def within(x, lo, hi):
+    return 1.0 if lo <= x <= hi else 0.0
+
+
+@_jit
 def sign(x):
     return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0 * x)
 
@@ -143,59 +148,59 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
     pp = param[r]
     if ELEMENTWISE[o]:
         _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g)
-    if o == 26:  # expand
+    if o == 29:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 27:  # view
+    elif o == 30:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 28:  # unsqueeze
+    elif o == 31:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 29:  # squeeze
+    elif o == 32:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 30:  # squeeze_dim
+    elif o == 33:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 31:  # permute
+    elif o == 34:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 32:  # transpose
+    elif o == 35:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 33:  # t
+    elif o == 36:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 34:  # select
+    elif o == 37:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 35:  # slice
+    elif o == 38:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 36:  # alias
+    elif o == 39:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 37:  # index_unsqueeze
+    elif o == 40:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 38:  # strided_scatter
+    elif o == 41:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 39:  # index
+    elif o == 42:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 40:  # index_put
+    elif o == 43:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 41:  # sum
+    elif o == 44:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 42:  # sum_dim
+    elif o == 45:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 43:  # mean
+    elif o == 46:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 44:  # mean_dim
+    elif o == 47:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 45:  # mm
+    elif o == 48:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 46:  # mv
+    elif o == 49:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 47:  # dot
+    elif o == 50:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 48:  # bmm
+    elif o == 51:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 49:  # zero_
+    elif o == 52:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 50:  # fill_
+    elif o == 53:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 52:  # copy_slices
+    elif o == 55:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 53:  # index_put_
+    elif o == 56:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -456,7 +461,19 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 51:  # copy
+            elif o == 26:  # clamp
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, p))
+            elif o == 27:  # clamp_min
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, p))
+            elif o == 28:  # clamp_max
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, p))
+            elif o == 54:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -705,7 +722,19 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 51:  # copy
+            elif o == 26:  # clamp
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, p))
+            elif o == 27:  # clamp_min
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, p))
+            elif o == 28:  # clamp_max
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, p))
+            elif o == 54:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1252,7 +1281,136 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 51:  # copy
+    elif o == 26:  # clamp
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, p))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, p))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (within(x, y, p))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (within(x, y, p))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (within(x, y, p))
+    elif o == 27:  # clamp_min
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, p))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, p))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (within(x, y, p))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (within(x, y, p))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (within(x, y, p))
+    elif o == 28:  # clamp_max
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, p))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, p))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (within(x, y, p))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (within(x, y, p))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (within(x, y, p))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (within(x, y, p))
+    elif o == 54:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

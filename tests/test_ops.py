@@ -155,6 +155,11 @@ CASES += [
     Case("getitem_ellipsis", lambda x: x[...] * x, lambda a: a * a, ((3,),)),
     Case("zero_", lambda x: (x * 1.0).zero_() + x, lambda a: a, ((3,),)),
     Case("fill_", lambda x: (x * 1.0).fill_(2.0) * x, lambda a: 2.0 * a, ((3,),)),
+    # clamp's bounds drawn away from the inputs: its derivative jumps there
+    Case("clamp", lambda x: tape.clamp(x, 0.8, 1.6) * x, lambda a: np.clip(a, 0.8, 1.6) * a, ((5,),)),
+    Case("clamp_min", lambda x: x.clamp_min(1.05) * x, lambda a: np.maximum(a, 1.05) * a, ((5,),)),
+    Case("clamp_max", lambda x: x.clamp_max(1.05) * x, lambda a: np.minimum(a, 1.05) * a, ((5,),)),
+    Case("clamp_", lambda x: (x * 1.0).clamp_(min=1.05) * x, lambda a: np.maximum(a, 1.05) * a, ((5,),)),
     Case("copy_", lambda x, v: (x * 1.0).copy_(v * v) * x, lambda a, b: b * b * a, ((2, 3), (3,))),
     Case("pow_", lambda x: (x * 1.0).pow_(3) * x, lambda a: a ** 4, ((3,),)),
     # in-place ops whose backward reads the old value (PyTorch's original self);

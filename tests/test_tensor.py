@@ -216,3 +216,27 @@ def test_augmented_floor_division_is_in_place_and_refused_while_recording():
     y = tape.tensor([5.0, 7.0], requires_grad=True) * 1.0
     with pytest.raises(RuntimeError, match="the derivative for 'floor_divide' is not implemented"):
         y //= 2
+
+
+def test_clamp_names_and_gradients_follow_pytorch():
+    x = tape.tensor([-1.0, 0.5, 2.0, 1.0], requires_grad=True)
+    y = tape.clamp(x, 0.0, 1.0)
+    z = x.clamp(min=0.0)  # clamp with one bound is still ClampBackward1
+    w = tape.clamp_max(x, 1.0)
+
+    (y.sum() + (z * z).sum() + w.sum()).backward()
+
+    assert y.tolist() == [0.0, 0.5, 1.0, 1.0]
+    assert [t.grad_fn.name() for t in (y, z, w)] == ["ClampBackward1", "ClampBackward1",
+                                                     "ClampMaxBackward0"]
+    assert x.grad.tolist() == [1.0, 3.0, 4.0, 4.0]  # a bound itself passes the gradient
+
+
+def test_clamp_of_integers_with_a_float_bound_promotes():
+    assert tape.clamp(tape.tensor([1, 2]), min=1.5).tolist() == [1.5, 2.0]
+    assert tape.clamp(tape.tensor([1, 5]), max=3).dtype == np.int64
+
+
+def test_clamp_needs_a_bound():
+    with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
+        tape.clamp(tape.tensor([1.0]))
