@@ -185,7 +185,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if not self.is_leaf and not self.retains_grad:
+        if self._grad is None and not self.is_leaf and not self.retains_grad:
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
                 "attribute won't be populated during autograd.backward(). If you indeed want the .grad "

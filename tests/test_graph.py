@@ -1059,3 +1059,10 @@ def test_set_grad_enabled_takes_a_bool():
     with pytest.raises(TypeError, match="argument 'enabled' \\(position 1\\) must be bool, not str"):
         tape.set_grad_enabled("yes")
     assert tape.is_grad_enabled()
+
+
+def test_non_leaf_grad_that_was_assigned_is_read_without_a_warning():
+    h = tape.tensor([1.0, 2.0], requires_grad=True) * 2.0
+    h.grad = tape.ones(2)
+
+    assert h.grad.tolist() == [1.0, 1.0]  # filterwarnings = error: no warning
