@@ -87,7 +87,7 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
-            if (flags[r] & FREED) != 0 or _released(a, b, r, sv, ndim, ptr):
+            if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
                 break
             if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
@@ -174,7 +174,9 @@ _SWEEP_VARIANTS = {
                   "    empty = np.zeros(0)\n    cbuf = np.zeros(1)\n"),
         seed=("            g = _adjoint(r, adj, numel, ndim, sadj)\n            s = seed_off[i]\n"
               "            for k in range(g.size):\n                g[k] += seeds[s + k]\n"),
-        tensor_branch=("            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,\n"
+        tensor_branch=("            if sv != 0 and _released(a, b, r, sv, ndim, ptr):\n"
+                       "                status, bad = ERR_FREED, r\n                break\n"
+                       "            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,\n"
                        "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf)"),
         gather=("            elif i in adj:\n"
                 "                grads[offsets[k]:offsets[k + 1]] = adj[i]\n")),
@@ -244,8 +246,9 @@ def npow(x, e):
 
 @_jit_inline
 def _released(a, b, r, sv, ndim, ptr):
-    """Whether a value the row's VJP reads is gone: never read a released
-    value's memory, whatever path released it."""
+    """Whether a value a tensor row's VJP reads is gone: never read a
+    released value's memory, whatever path released it (0-d values live in
+    sval and are never released)."""
     return (((sv & 1) != 0 and a >= 0 and ndim[a] > 0 and ptr[a] == 0)
             or ((sv & 2) != 0 and b >= 0 and ndim[b] > 0 and ptr[b] == 0)
             or ((sv & 4) != 0 and ndim[r] > 0 and ptr[r] == 0))

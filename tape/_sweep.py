@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "bbb544dff1ccface"
+REGISTRY_DIGEST = "235a7dad6f374fe7"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
@@ -78,8 +78,9 @@ def npow(x, e):
 
 @_jit_inline
 def _released(a, b, r, sv, ndim, ptr):
-    """Whether a value the row's VJP reads is gone: never read a released
-    value's memory, whatever path released it."""
+    """Whether a value a tensor row's VJP reads is gone: never read a
+    released value's memory, whatever path released it (0-d values live in
+    sval and are never released)."""
     return (((sv & 1) != 0 and a >= 0 and ndim[a] > 0 and ptr[a] == 0)
             or ((sv & 2) != 0 and b >= 0 and ndim[b] > 0 and ptr[b] == 0)
             or ((sv & 4) != 0 and ndim[r] > 0 and ptr[r] == 0))
@@ -313,7 +314,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
-            if (flags[r] & FREED) != 0 or _released(a, b, r, sv, ndim, ptr):
+            if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
                 break
             if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
@@ -480,6 +481,9 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 if need_b:
                     sadj[b] += g * (1)
         else:
+            if sv != 0 and _released(a, b, r, sv, ndim, ptr):
+                status, bad = ERR_FREED, r
+                break
             _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,
                         shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf)
         if not retain:
@@ -574,7 +578,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
-            if (flags[r] & FREED) != 0 or _released(a, b, r, sv, ndim, ptr):
+            if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
                 break
             if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
