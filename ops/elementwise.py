@@ -68,7 +68,14 @@ mul = _binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply)
 div = _binary("div", "DivBackward0", ("1 / y", "-x / (y * y)"),
               operator.truediv, np.true_divide)
 true_divide = div
-neg = _unary("neg", "NegBackward0", "-1", operator.neg, np.negative)
+def _negative(x):
+    if x.dtype == np.bool_:
+        raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
+                           "trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return np.negative(x)
+
+
+neg = _unary("neg", "NegBackward0", "-1", operator.neg, _negative)
 def _reciprocal_array(x):
     # integers and bools give the default float dtype, as in PyTorch (1 / 0 is inf)
     return np.reciprocal(x) if x.dtype.kind == "f" else np.true_divide(1, x, dtype=get_default_dtype())

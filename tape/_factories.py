@@ -111,19 +111,26 @@ def from_numpy(ndarray):
     return new_tensor(ndarray)
 
 
-def _size(size):
+def _size(size, negative=None):
+    """The shape that `size` (ints, or one tuple or list) gives; a negative
+    dimension raises `negative`, or PyTorch's usual text."""
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
-    return tuple(int(s) for s in size)
+    shape = tuple(int(s) for s in size)
+    for d in shape:
+        if d < 0:
+            raise RuntimeError(negative or f"Trying to create tensor with negative dimension {d}: "
+                                           f"{list(shape)}")
+    return shape
 
 
-def _fill(size, value, dtype, requires_grad):
+def _fill(size, value, dtype, requires_grad, negative=None):
     dtype = as_dtype(dtype) or get_default_dtype()
-    return _make(np.full(_size(size), value, dtype), requires_grad)
+    return _make(np.full(_size(size, negative), value, dtype), requires_grad)
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _fill(size, 0, dtype, requires_grad)
+    return _fill(size, 0, dtype, requires_grad, "zeros: Dimension size must be non-negative.")
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
@@ -141,18 +148,27 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     return _make(np.eye(n, m, dtype=as_dtype(dtype) or get_default_dtype()), requires_grad)
 
 
 def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     if end is None:
         start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = _infer_dtype([start, end, step])
     return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), requires_grad)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     return _make(np.linspace(start, end, int(steps), dtype=as_dtype(dtype) or get_default_dtype()),
                  requires_grad)
 

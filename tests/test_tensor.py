@@ -1,6 +1,8 @@
 """The Tensor API where it follows PyTorch's rules rather than NumPy's: dtype
 inference, true division of integers, formatting and conversion, comparisons
 with non-tensors, random factories, and the in-place methods of API.md."""
+import re
+
 import numpy as np
 import pytest
 
@@ -240,3 +242,19 @@ def test_clamp_of_integers_with_a_float_bound_promotes():
 def test_clamp_needs_a_bound():
     with pytest.raises(RuntimeError, match="At least one of 'min' or 'max' must not be None"):
         tape.clamp(tape.tensor([1.0]))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: tape.zeros(-1), "zeros: Dimension size must be non-negative."),
+    (lambda: tape.ones(2, -1), "Trying to create tensor with negative dimension -1: [2, -1]"),
+    (lambda: tape.rand(-2), "Trying to create tensor with negative dimension -2: [-2]"),
+    (lambda: tape.arange(0, 5, 0), "step must be nonzero"),
+    (lambda: tape.arange(5, 0), "upper bound and lower bound inconsistent with step sign"),
+    (lambda: tape.linspace(0, 1, -1), "number of steps must be non-negative"),
+    (lambda: tape.eye(2, -1), "m must be greater or equal to 0, got -1"),
+    (lambda: tape.tensor(None), "Could not infer dtype of NoneType"),
+    (lambda: -tape.tensor([True]), "Negation, the `-` operator, on a bool tensor is not supported."),
+])
+def test_bad_factory_arguments_raise_pytorchs_runtime_error(make, message):
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        make()
