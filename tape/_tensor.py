@@ -371,7 +371,10 @@ class Tensor:
 
     def __repr__(self):
         suffix = ""
-        if self.dtype != get_default_dtype() and self.dtype.kind == "f" or self.dtype.kind not in "fiub":
+        # PyTorch shows a dtype it would not infer: any but the default float,
+        # int64 and bool; for an empty tensor any but the default float
+        inferred = (get_default_dtype(),) if self.numel() == 0 else (get_default_dtype(), np.int64, np.bool_)
+        if self.dtype not in inferred:
             suffix += f", dtype=tape.{self.dtype.name}"
         if self._rg:
             fn = self.grad_fn

@@ -258,3 +258,32 @@ def test_clamp_needs_a_bound():
 def test_bad_factory_arguments_raise_pytorchs_runtime_error(make, message):
     with pytest.raises(RuntimeError, match=re.escape(message)):
         make()
+
+
+# -- printing ----------------------------------------------------------------------
+
+@pytest.mark.parametrize("data, dtype, expected", [
+    ([1.0, 1001.0], None, "tensor([1.0000e+00, 1.0010e+03])"),  # integers over 3 decades: scientific
+    ([float("inf"), 1.0], None, "tensor([inf, 1.])"),  # widths come from the finite values
+    ([1e8], None, "tensor([100000000.])"),
+    ([-0.0, 1.0], None, "tensor([-0., 1.])"),
+    ([0.1, 1e-5], None, "tensor([1.0000e-01, 1.0000e-05])"),
+    ([1, 2], np.int32, "tensor([1, 2], dtype=tape.int32)"),
+    ([2.5], np.float32, "tensor([2.5000], dtype=tape.float32)"),
+])
+def test_repr_matches_pytorch(data, dtype, expected):
+    assert repr(tape.tensor(data, dtype=dtype)) == expected
+
+
+def test_repr_of_empty_tensors_names_a_dtype_it_cannot_show():
+    assert repr(tape.zeros(0, dtype=tape.int64)) == "tensor([], dtype=tape.int64)"
+    assert repr(tape.zeros(0, 2)) == "tensor([], size=(0, 2))"
+
+
+def test_repr_summarizes_and_wraps_like_pytorch():
+    assert repr(tape.arange(2000.0)) == ("tensor([0.0000e+00, 1.0000e+00, 2.0000e+00,  ..., 1.9970e+03, "
+                                         "1.9980e+03,\n        1.9990e+03])")
+    assert repr(tape.arange(30.0).reshape(5, 6)) == (
+        "tensor([[ 0.,  1.,  2.,  3.,  4.,  5.],\n        [ 6.,  7.,  8.,  9., 10., 11.],\n"
+        "        [12., 13., 14., 15., 16., 17.],\n        [18., 19., 20., 21., 22., 23.],\n"
+        "        [24., 25., 26., 27., 28., 29.]])")
