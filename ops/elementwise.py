@@ -61,7 +61,22 @@ def _binary(name, grad_fn, partials, scalar, array):
 
 
 _add = _binary("add", "AddBackward0", ("1", "1"), operator.add, np.add)
-_sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, np.subtract)
+def _is_bool(v):
+    return isinstance(v, (bool, np.bool_)) or isinstance(v, np.ndarray) and v.dtype == np.bool_
+
+
+def _subtract(x, y):
+    # PyTorch refuses bools here, where NumPy would compute or raise its own error
+    if _is_bool(x) and _is_bool(y):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not supported. "
+                           "Use the `^` or `logical_xor()` operator instead.")
+    if _is_bool(x) or _is_bool(y):
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. If you "
+                           "are trying to invert a mask, use the `~` or `logical_not()` operator instead.")
+    return np.subtract(x, y)
+
+
+_sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract)
 mul = _binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply)
 # y's partial reads x and y, not out, as PyTorch's does: a later in-place
 # change to the quotient does not spoil the division's backward

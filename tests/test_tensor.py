@@ -254,8 +254,10 @@ def test_clamp_needs_a_bound():
     (lambda: tape.eye(2, -1), "m must be greater or equal to 0, got -1"),
     (lambda: tape.tensor(None), "Could not infer dtype of NoneType"),
     (lambda: -tape.tensor([True]), "Negation, the `-` operator, on a bool tensor is not supported."),
+    (lambda: tape.tensor([True]) - tape.tensor([False]), "with two bool tensors is not supported"),
+    (lambda: tape.tensor([3]) - True, "Subtraction, the `-` operator, with a bool tensor is not supported"),
 ])
-def test_bad_factory_arguments_raise_pytorchs_runtime_error(make, message):
+def test_bad_arguments_raise_pytorchs_runtime_error(make, message):
     with pytest.raises(RuntimeError, match=re.escape(message)):
         make()
 
