@@ -335,6 +335,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     inputs = _as_list(inputs)
     if inputs is not None and len(inputs) == 0:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
+    for t in inputs or ():
+        # as PyTorch: a non-leaf input retains its gradient from now on
+        if not t._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if not t.is_leaf:
+            t.retain_grad()
     if create_graph and _CREATE_GRAPH_WARNING:  # once per process, as PyTorch's
         warnings.warn(_CREATE_GRAPH_WARNING.pop(), UserWarning, stacklevel=3)
     tp = state.tape
@@ -388,7 +394,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "
                                    "used in the graph. Set allow_unused=True if this is the desired "
                                    "behavior.")
-            if materialize_grads:
-                g = new_tensor(wrap_value(np.zeros(t.shape, t.dtype)))
+            if materialize_grads:  # a leaf requiring grad under create_graph, as PyTorch's
+                g = new_tensor(wrap_value(np.zeros(t.shape, t.dtype)), bool(create_graph))
         result.append(g)
     return tuple(result)

@@ -1066,3 +1066,30 @@ def test_non_leaf_grad_that_was_assigned_is_read_without_a_warning():
     h.grad = tape.ones(2)
 
     assert h.grad.tolist() == [1.0, 1.0]  # filterwarnings = error: no warning
+
+
+def test_backward_inputs_makes_a_non_leaf_retain_its_gradient():
+    a = tape.tensor([1.0, 2.0], requires_grad=True)
+    h = a * 2.0
+
+    (h * h).sum().backward(inputs=[h])
+
+    assert h.retains_grad and h.grad.tolist() == [4.0, 8.0] and a.grad is None
+
+
+def test_backward_inputs_refuses_a_tensor_that_does_not_require_grad():
+    a = tape.tensor([1.0, 2.0], requires_grad=True)
+    c = tape.tensor([1.0, 2.0])
+
+    with pytest.raises(RuntimeError, match="can't retain_grad on Tensor that has requires_grad=False"):
+        (a * c).sum().backward(inputs=[c])
+
+
+def test_materialized_zeros_require_grad_under_create_graph():
+    b = tape.tensor([1.0, 2.0], requires_grad=True)
+    unused = tape.tensor([1.0], requires_grad=True)
+
+    (_, with_graph) = autograd.grad((b * b).sum(), [b, unused], create_graph=True, materialize_grads=True)
+    (_, without) = autograd.grad((b * b).sum(), [b, unused], materialize_grads=True)
+
+    assert with_graph.requires_grad and with_graph.grad_fn is None and not without.requires_grad
