@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from ._dtypes import float64, get_default_dtype
-from ._tape import DIRTY, RETAIN, where
+from ._tape import DIRTY, RETAIN, state, where
 from ._registry import LEAF
 from . import _format
 
@@ -314,7 +314,8 @@ class Tensor:
 
     # -- conversion ----------------------------------------------------------
     def _refuse_if_grad(self, what):
-        if self._rg:
+        # as PyTorch: allowed where grad mode is off (inside no_grad)
+        if self._rg and state.tape.grad_enabled:
             raise RuntimeError(f"Can't call {what}() on Tensor that requires grad. "
                                f"Use tensor.detach().{what}() instead.")
 

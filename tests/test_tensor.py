@@ -289,3 +289,12 @@ def test_repr_summarizes_and_wraps_like_pytorch():
         "tensor([[ 0.,  1.,  2.,  3.,  4.,  5.],\n        [ 6.,  7.,  8.,  9., 10., 11.],\n"
         "        [12., 13., 14., 15., 16., 17.],\n        [18., 19., 20., 21., 22., 23.],\n"
         "        [24., 25., 26., 27., 28., 29.]])")
+
+
+def test_numpy_of_a_tensor_that_requires_grad_is_allowed_inside_no_grad():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with tape.no_grad():
+        assert x.numpy().tolist() == [1.0, 2.0] and np.asarray(x).tolist() == [1.0, 2.0]
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        x.numpy()
