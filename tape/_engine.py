@@ -163,7 +163,7 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute):
 def _release(tp, released, retain):
     """After a sweep: drop the values it freed, then any whose Tensors died."""
     if not retain and released.size:
-        tp.release(released)
+        tp.release(released.tolist())
     tp.release_dead()
 
 

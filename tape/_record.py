@@ -55,7 +55,7 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
             y = inputs[1]
             b = y._row if y._ep is ep else tp.adopt(y)
     # the previous op's inputs are often an expression's temporaries, dead by now
-    tp.release_unsaved(tp.last_inputs)
+    tp.release(tp.last_inputs)
     tp.last_inputs = (a, b)
     out = new_tensor(value, True)
     # a 0-d result's token is its float (Note [Tape layout])
@@ -259,16 +259,11 @@ def binary(opdef, scalar_fn, array_fn):
                             f"{type(y).__name__}")
         xv = value_of(x) if tx else x
         yv = value_of(y) if ty else y
-        token = _FP_STATE.set(_FP_IGNORE) if _FP_STATE is not None else None
         try:
-            out = array_fn(xv, yv) if token is not None else quiet(array_fn, xv, yv)
+            out = wrap_value(quiet(array_fn, xv, yv))
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
             raise
-        finally:
-            if token is not None:
-                _FP_STATE.reset(token)
-        out = wrap_value(out)
         rgx = tx and x._rg
         rgy = ty and y._rg
         if not ((rgx or rgy) and state.tape.grad_enabled):

@@ -118,7 +118,7 @@ class Tape:
         self.npool = 0
         self.tuple_offsets = {}
         self.held_rows = []  # rows that may hold a tensor value, for release_dead
-        self.last_inputs = ()  # input rows of the last op `record`ed, for release_unsaved
+        self.last_inputs = ()  # input rows of the last op `record`ed, for release
         self.sweep_id = 0
         self.held_bytes = 0
         self.bytes_limit = _INITIAL_BYTES
@@ -322,11 +322,20 @@ class Tape:
         self.ep = Epoch(self)
 
     def release(self, rows):
-        """Drop the tape's hold on the values of `rows` whose Tensors are dead."""
-        owners, nuse = self.owners, self.m_nuse
-        for r in rows.tolist():
-            # nuse again: a re-taped sweep may have saved the row since its walk listed it
-            if owners[r] is not None and nuse[r] == 0 and _refs_at(owners, r) <= _DEAD_REFS_AT:
+        """Drop the values of `rows` (row numbers) whose Tensors are dead and
+        that no recorded consumer saved.
+
+        Called after a sweep for the rows it freed (nuse is read again: a
+        re-taped sweep may have saved a row since its walk listed it), and by
+        each recording op for the inputs of the op before it, which in an
+        expression like (a - b) ** 2 are temporaries that died as soon as
+        that op returned: their memory goes back to the allocator at once,
+        still in cache, for the next result, as reference counting frees it
+        in PyTorch; release_dead catches the rest after backward."""
+        owners, ptr, nuse = self.owners, self.m_ptr, self.m_nuse
+        for r in rows:
+            if (r >= 0 and ptr[r] != 0 and nuse[r] == 0 and owners[r] is not None
+                    and _refs_at(owners, r) <= _DEAD_REFS_AT):
                 self._drop_value(r)
 
     def release_dead(self):
@@ -348,20 +357,6 @@ class Tape:
             else:
                 saved.append(r)
         self.held_rows = saved
-
-    def release_unsaved(self, rows):
-        """Drop the values of `rows` whose Tensors are dead and that no
-        recorded consumer saved. Called by each recording op for the inputs of
-        the op before it, which in an expression like (a - b) ** 2 are
-        temporaries that died as soon as that op returned: their memory goes
-        back to the allocator at once, still in cache, for the next result,
-        as reference counting frees it in PyTorch; release_dead catches the
-        rest after backward."""
-        owners, ptr, nuse = self.owners, self.m_ptr, self.m_nuse
-        for r in rows:
-            if (r >= 0 and ptr[r] != 0 and nuse[r] == 0 and owners[r] is not None
-                    and _refs_at(owners, r) <= _DEAD_REFS_AT):
-                self._drop_value(r)
 
     def _drop_value(self, r):
         # a leaf that has left its row still gets the row's gradient (_LeafRef)
