@@ -5,13 +5,14 @@ import math
 
 import numpy as np
 
+from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype
 from tape._record import record
 from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
-from ops.shape import bcast_index, expand, reshape, trailing_block
+from ops.shape import expand, reshape
 
 __all__ = ["sum", "mean"]
 

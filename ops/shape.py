@@ -6,6 +6,7 @@ import functools
 
 import numpy as np
 
+from tape._broadcast import reduce_broadcast
 from tape._record import record
 from tape._registry import defop, native_helper
 from tape._tape import state
@@ -15,51 +16,8 @@ __all__ = ["expand", "broadcast_to", "reshape", "view", "flatten", "squeeze", "u
            "transpose", "t", "getitem", "sum_to"]
 
 
-@native_helper
-def bcast_index(i, full, reduced):
-    """Flat index into `reduced` of element i of `full`, where `reduced`
-    broadcasts to `full` (right-aligned, size-1 dims repeat)."""
-    j = 0
-    stride = 1
-    nf = full.size
-    lead = nf - reduced.size
-    for k in range(nf - 1, -1, -1):
-        d = full[k]
-        q = i % d
-        i //= d
-        if k >= lead:
-            dr = reduced[k - lead]
-            if dr != 1:
-                j += q * stride
-            stride *= dr
-    return j
-
-
-@native_helper
-def trailing_block(full, reduced):
-    """When `reduced` broadcasts to `full` along leading dims only (a bias
-    over a batch), the number of elements of `reduced`; otherwise -1."""
-    k = 0
-    while k < reduced.size and reduced[k] == 1:
-        k += 1
-    lead = full.size - (reduced.size - k)
-    block = 1
-    for j in range(k, reduced.size):
-        if reduced[j] != full[lead + j - k]:
-            return -1
-        block *= reduced[j]
-    return block
-
-
 def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    block = trailing_block(osh, xsh)
-    if block > 0:
-        for o in range(0, G.size, block):
-            for j in range(block):
-                GA[j] += G[o + j]
-    else:
-        for i in range(G.size):
-            GA[bcast_index(i, osh, xsh)] += G[i]
+    reduce_broadcast(G, GA, osh, xsh)
 
 
 def _flat_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):

@@ -300,17 +300,17 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
 
 def _accumulate_grad(t, g, create_graph):
     grad = t._grad
+    if grad is not None and not create_graph:
+        # in place, as PyTorch's AccumulateGrad; += casts to the grad's dtype
+        value = grad._value
+        if type(value) is float:
+            grad._value += float(g._value)
+        else:
+            value += g._value
+        return
     if g.dtype != t.dtype:
         g = g.to(t.dtype)
-    if grad is None:
-        t._grad = g
-    elif create_graph:
-        t._grad = grad + g
-    elif type(grad._value) is float:
-        grad._value += g.item()
-    else:
-        value = grad._value
-        value += g._value
+    t._grad = g if grad is None else grad + g
 
 
 _CREATE_GRAPH_WARNING = [
@@ -351,7 +351,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         for r, g in zip(rows, grads):
             if inputs is not None:
                 owner = receivers.get(r)
-            elif tp.op[r] == LEAF:
+            elif tp.m_op[r] == LEAF:
                 owner = tp.tensor_at(r)
             else:
                 ref = tp.retained.get(r)

@@ -316,7 +316,20 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
     ints = pool[ia[r]:ia[r] + ian[r]]
     pp = param[r]
     if ELEMENTWISE[o]:
-        _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g)
+        # an input that broadcasts to the output (a bias over a batch) is read
+        # at full size, and its gradient is summed back over the broadcast dims
+        n = G.size
+        if X.size > 1 and X.size != n:
+            X = expand_flat(X, xsh, osh)
+        if Y.size > 1 and Y.size != n:
+            Y = expand_flat(Y, ysh, osh)
+        FA = np.zeros(n) if need_a and GA.size != n else GA
+        FB = np.zeros(n) if need_b and GB.size != n else GB
+        _vjp_elementwise(o, G, X, Y, O, FA, FB, pp, into_g)
+        if FA.size != GA.size:
+            reduce_broadcast(FA, GA, osh, xsh)
+        if FB.size != GB.size:
+            reduce_broadcast(FB, GB, osh, ysh)
 %(tensor_dispatch)s
     if ndim[r] > 0 and not keep:
         adj.pop(r)

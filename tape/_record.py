@@ -75,12 +75,12 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     return out
 
 
-def _operand(t, rg, shape, read):
-    """(input, c) of an elementwise row for operand t (a Tensor or a number):
-    an input requiring grad, broadcast to `shape`; or a constant, recorded
-    only when a partial reads it (a one-element one rides in c, stride 0)."""
-    if rg:
-        return _broadcast_input(t, shape), 0.0
+def _operand(t, read):
+    """(input, c) of an elementwise row for operand t (a Tensor or a number)
+    that does not require grad: None when no needed partial reads it (no
+    row), its float in c when it has one element (stride 0), else a constant
+    row. An operand of fewer elements than the result (a bias over a batch)
+    keeps its shape: the sweep broadcasts it (Note [Tape layout])."""
     if not read:
         return None, 0.0
     if type(t) in _NUMBER:
@@ -88,13 +88,12 @@ def _operand(t, rg, shape, read):
     value = value_of(t) if type(t) is Tensor else np.asarray(t)
     if np.size(value) == 1:
         return None, float(np.reshape(value, -1)[0])
-    if type(t) is Tensor and t.shape == shape:
-        return t, 0.0
-    return new_tensor(np.broadcast_to(value, shape)), 0.0
+    return (t if type(t) is Tensor else new_tensor(value)), 0.0
 
 
 def _broadcast_input(t, shape):
-    """An input requiring grad, broadcast to `shape` through a hidden expand row."""
+    """An input requiring grad, broadcast to `shape` through a hidden expand
+    row, for an op whose VJP does not broadcast (index_put's value)."""
     if t.shape == shape:
         return t
     # a contiguous copy made here: np.broadcast_to's view would be copied by
@@ -268,11 +267,10 @@ def binary(opdef, scalar_fn, array_fn):
         rgy = ty and y._rg
         if not ((rgx or rgy) and state.tape.grad_enabled):
             return new_tensor(out)
-        shape = () if type(out) is float else out.shape
         # the operand values that the partials of the inputs requiring grad read
         reads = (saves_for[0] if rgx else 0) | (saves_for[1] if rgy else 0)
-        a, ca = _operand(x, rgx, shape, reads & SAVES_X)
-        b, cb = _operand(y, rgy, shape, reads & SAVES_Y)
+        a, ca = (x, 0.0) if rgx else _operand(x, reads & SAVES_X)
+        b, cb = (y, 0.0) if rgy else _operand(y, reads & SAVES_Y)
         return record(opdef, out, (a, b), c=ca or cb)
     saves_for = opdef.saves_for
     op.__name__ = opdef.name
@@ -316,6 +314,7 @@ def elementwise_vjp(opdef):
     """The differentiable VJP of an elementwise op: g times each partial,
     evaluated with tape ops so it records when create_graph is on."""
     import ops
+    from ops.shape import sum_to
     functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
     functions.update(step=_step, sign=_sign, floor=_floor, within=_within)
@@ -327,7 +326,8 @@ def elementwise_vjp(opdef):
 
     def vjp(ctx, g):
         grads = []
-        for need, partial, names in zip(ctx.needs, opdef.compiled_partials, operands):
+        for need, partial, names, shape in zip(ctx.needs, opdef.compiled_partials, operands,
+                                               ("x_shape", "y_shape")):
             if not need:
                 grads.append(None)
                 continue
@@ -336,8 +336,10 @@ def elementwise_vjp(opdef):
                 env[name] = getattr(ctx, name)
             d = eval(partial, env)
             if type(d) in _NUMBER:
-                grads.append(g if d == 1 else (-g if d == -1 else g * d))
+                gi = g if d == 1 else (-g if d == -1 else g * d)
             else:
-                grads.append(g * d)
+                gi = g * d
+            # an input that broadcast to the output gets its gradient summed back
+            grads.append(sum_to(gi, getattr(ctx, shape)))
         return tuple(grads)
     return vjp

@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "235a7dad6f374fe7"
+REGISTRY_DIGEST = "5d3dec89b0613463"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
@@ -148,7 +148,20 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
     ints = pool[ia[r]:ia[r] + ian[r]]
     pp = param[r]
     if ELEMENTWISE[o]:
-        _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g)
+        # an input that broadcasts to the output (a bias over a batch) is read
+        # at full size, and its gradient is summed back over the broadcast dims
+        n = G.size
+        if X.size > 1 and X.size != n:
+            X = expand_flat(X, xsh, osh)
+        if Y.size > 1 and Y.size != n:
+            Y = expand_flat(Y, ysh, osh)
+        FA = np.zeros(n) if need_a and GA.size != n else GA
+        FB = np.zeros(n) if need_b and GB.size != n else GB
+        _vjp_elementwise(o, G, X, Y, O, FA, FB, pp, into_g)
+        if FA.size != GA.size:
+            reduce_broadcast(FA, GA, osh, xsh)
+        if FB.size != GB.size:
+            reduce_broadcast(FB, GB, osh, ysh)
     if o == 29:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 30:  # view
@@ -822,6 +835,37 @@ def trailing_block(full, reduced):
 
 
 @_jit
+def reduce_broadcast(G, GA, full, reduced):
+    """GA (shape `reduced`) += G (shape `full`) summed over the broadcast dims."""
+    block = trailing_block(full, reduced)
+    if block > 0:
+        for o in range(0, G.size, block):
+            for j in range(block):
+                GA[j] += G[o + j]
+    else:
+        for i in range(G.size):
+            GA[bcast_index(i, full, reduced)] += G[i]
+
+
+@_jit
+def expand_flat(X, reduced, full):
+    """X (shape `reduced`) broadcast to shape `full`, as a new flat buffer."""
+    n = 1
+    for d in full:
+        n *= d
+    out = np.empty(n)
+    block = trailing_block(full, reduced)
+    if block > 0:
+        for o in range(0, n, block):
+            for j in range(block):
+                out[o + j] = X[j]
+    else:
+        for i in range(n):
+            out[i] = X[bcast_index(i, full, reduced)]
+    return out
+
+
+@_jit
 def strided_offsets(shape, ints):
     """The flat offsets, in C order over `shape`, that the strided descriptor
     `ints` (offset, then one stride per dim of `shape`) selects."""
@@ -1428,14 +1472,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
 
 @_jit
 def _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    block = trailing_block(osh, xsh)
-    if block > 0:
-        for o in range(0, G.size, block):
-            for j in range(block):
-                GA[j] += G[o + j]
-    else:
-        for i in range(G.size):
-            GA[bcast_index(i, osh, xsh)] += G[i]
+    reduce_broadcast(G, GA, osh, xsh)
 
 
 @_jit

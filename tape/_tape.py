@@ -20,7 +20,10 @@ __all__ = ["Tape", "Epoch", "state", "where", "RG", "RETAIN", "DIRTY", "FREED", 
 #
 #   op     int32    opcode (tape._registry.Op)
 #   a0,a1  int64    input rows; -1 for "no input", or, for an elementwise op,
-#                   "this operand is the constant in c"
+#                   "this operand is the constant in c". An elementwise op's
+#                   input may have fewer elements than its output (a bias
+#                   over a batch): the sweep broadcasts it and sums its
+#                   gradient back, so broadcasting costs no row
 #   c      float64  constant operand of an elementwise op (stride 0)
 #   p      float64  op parameter (exponent, alpha, 1/n); 1.0 when unused
 #   sval   float64  the value, when the output is 0-d
@@ -117,6 +120,7 @@ class Tape:
         self.pool = np.zeros(1 << 12, np.int64)
         self.npool = 0
         self.tuple_offsets = {}
+        self.tuple_at = {}  # the inverse of tuple_offsets: a row's shape without slicing the pool
         self.held_rows = []  # rows that may hold a tensor value, for release_dead
         self.last_inputs = ()  # input rows of the last op `record`ed, for release
         self.sweep_id = 0
@@ -152,6 +156,7 @@ class Tape:
             off = self.tuple_offsets.get(values)
             if off is None:
                 off = self.tuple_offsets[values] = self._push(values)
+                self.tuple_at[off] = values
             return off
         return self._push(values)
 
@@ -167,8 +172,11 @@ class Tape:
         return off
 
     def shape(self, r):
-        s = self.shp[r]
-        return tuple(self.pool[s:s + self.ndim[r]].tolist())
+        s, k = self.m_shp[r], self.m_ndim[r]
+        shape = self.tuple_at.get(s)
+        if shape is not None and len(shape) == k:
+            return shape
+        return tuple(self.pool[s:s + k].tolist())
 
     def ints(self, r):
         s = self.ia[r]
@@ -292,6 +300,7 @@ class Tape:
             col[m:n] = default
         self.pool, self.npool = pool, npool
         self.tuple_offsets = {}
+        self.tuple_at = {}
         owners = self.owners
         self.owners = [owners[r] for r in kept.tolist()]
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}

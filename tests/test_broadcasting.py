@@ -58,6 +58,28 @@ def test_native_and_retaped_sweeps_agree_under_broadcasting(shapes, seed):
 
 
 @settings(max_examples=30, deadline=None)
+@given(SHAPES, st.integers(0, 2**16))
+def test_second_order_sums_back_through_broadcasting(shapes, seed):
+    x, y = _inputs(shapes, seed)
+    (gx,) = tape.autograd.grad(((x * y) ** 2).sum(), x, create_graph=True)
+    (gy,) = tape.autograd.grad(gx.sum(), y)
+    a, b = x.detach().numpy(), y.detach().numpy()
+    full = shapes.result_shape
+    np.testing.assert_allclose(gx.detach().numpy(), _sum_to(np.broadcast_to(2 * a * b * b, full), a.shape),
+                               rtol=1e-12)
+    np.testing.assert_allclose(gy.numpy(), _sum_to(np.broadcast_to(4 * a * b, full), b.shape), rtol=1e-12)
+
+
+def test_a_bias_is_an_input_of_the_add_node_itself():
+    x = tape.ones(4, 3)
+    b = tape.zeros(3, requires_grad=True)
+    out = x + b
+    assert out.grad_fn.name() == "AddBackward0"
+    assert out.grad_fn.next_functions[0][0] is None
+    assert out.grad_fn.next_functions[1][0].variable is b
+
+
+@settings(max_examples=30, deadline=None)
 @given(hnp.array_shapes(min_dims=1, max_dims=3, max_side=4), st.data())
 def test_sum_over_any_dims_has_gradient_one(shape, data):
     dims = data.draw(st.lists(st.integers(0, len(shape) - 1), min_size=1, unique=True))
