@@ -44,28 +44,34 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     """Record `opdef` producing `value` from `inputs` (Tensors, or None for "the
     constant in c"); return the result Tensor, which requires grad."""
     tp = state.tape
-    tp.reserve(len(inputs) + 1)
+    if tp.n > tp.limit or tp.held_bytes > tp.bytes_limit:
+        tp.reserve(3)
     ep = tp.ep
     a = b = -1
     if inputs:
         x = inputs[0]
         if x is not None:
             a = x._row if x._ep is ep else tp.adopt(x)
-        if len(inputs) > 1 and inputs[1] is not None:
+        if len(inputs) > 1:
             y = inputs[1]
-            b = y._row if y._ep is ep else tp.adopt(y)
+            if y is not None:
+                b = y._row if y._ep is ep else tp.adopt(y)
     # the previous op's inputs are often an expression's temporaries, dead by now
     tp.release(tp.last_inputs)
     tp.last_inputs = (a, b)
-    out = new_tensor(value, True)
+    out = Tensor.__new__(Tensor)
+    out._value = value
+    out._rg = True
     # a 0-d result's token is its float (Note [Tape layout])
-    token = value if type(value) is float else out
-    r = tp.append(opdef.code, value, token, a, b, c, p, ints, RG | HIDDEN if hidden else RG)
-    out._row, out._ep = r, ep
-    flags, nuse = tp.m_flags, tp.m_nuse
-    saves = ((opdef.saves_for[0] if a >= 0 and flags[a] & RG else 0)
-             | (opdef.saves_for[1] if b >= 0 and flags[b] & RG else 0))
-    if saves:
+    r = tp.append(opdef.code, value, value if type(value) is float else out, a, b, c, p, ints,
+                  RG | HIDDEN if hidden else RG)
+    out._row = r
+    out._ep = ep
+    saves_for = opdef.saves_for
+    if saves_for != _SAVES_NOTHING:
+        flags, nuse = tp.m_flags, tp.m_nuse
+        saves = ((saves_for[0] if a >= 0 and flags[a] & RG else 0)
+                 | (saves_for[1] if b >= 0 and flags[b] & RG else 0))
         if saves & SAVES_X and a >= 0:
             nuse[a] += 1
         if saves & SAVES_Y and b >= 0:
@@ -73,6 +79,9 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
         if saves & SAVES_OUT:
             nuse[r] += 1
     return out
+
+
+_SAVES_NOTHING = (0, 0)
 
 
 def _operand(t, read):
@@ -224,6 +233,7 @@ def binary(opdef, scalar_fn, array_fn):
             yv = y._value
             if type(xv) is float and type(yv) is float:
                 return _scalar(xv, yv, x, y, x._rg, y._rg)
+            return _general(x, y)
         return _mixed(x, y)
 
     def _scalar(xv, yv, x, y, rgx, rgy):

@@ -74,14 +74,12 @@ def _owner_refs(owners):
     return np.fromiter(map(sys.getrefcount, owners), np.int64, len(owners))
 
 
-def _refs_at(owners, r):
-    return sys.getrefcount(owners[r])
-
-
 # References an owner has when only the tape holds it, measured in the same
 # code paths rather than assumed.
 _DEAD_REFS = int(_owner_refs([object()])[0])
-_DEAD_REFS_AT = _refs_at([object()], 0)
+_probe = [object()]
+_DEAD_REFS_AT = sys.getrefcount(_probe[0])  # counted as release counts `owners[r]`
+del _probe
 
 
 class Epoch:
@@ -226,25 +224,35 @@ class Tape:
             self.m_ian[r] = len(ints)
         if type(value) is float:
             self.m_sval[r] = value
+        elif value.ndim == 0:
+            self.m_sval[r] = float(value)
+            if value.dtype is not _FLOAT64:
+                self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
         else:
-            dtype = value.dtype
-            if dtype is not _FLOAT64:
-                self.m_dt[r] = 0 if dtype == _FLOAT64 else 1
-            if value.ndim == 0:
-                self.m_sval[r] = float(value)
-            else:
-                if not value.flags.c_contiguous or dtype.kind != "f":
-                    value = np.ascontiguousarray(value, np.float64 if dtype.kind != "f" else None)
-                    self.keep[r] = value
-                    self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
-                self.m_ptr[r] = _sweep.address(value)
-                self.m_numel[r] = value.size
-                self.m_ndim[r] = value.ndim
-                self.m_shp[r] = self.push_ints(value.shape)
-                self.held_bytes += value.nbytes
-                self.held_rows.append(r)
+            if value.dtype is not _FLOAT64 or not value.flags.c_contiguous:
+                value = self._keep_float(r, value)
+            self.m_ptr[r] = _sweep.address(value)
+            self.m_numel[r] = value.size
+            shape = value.shape
+            self.m_ndim[r] = len(shape)
+            off = self.tuple_offsets.get(shape)
+            self.m_shp[r] = off if off is not None else self.push_ints(shape)
+            self.held_bytes += value.nbytes
+            self.held_rows.append(r)
         self.owners.append(owner)
         return r
+
+    def _keep_float(self, r, value):
+        """The C-contiguous float value the sweep reads for row r: float32
+        stays float32 (dt 1), other dtypes become float64; a copy is kept."""
+        dtype = value.dtype
+        if dtype.kind == "f" and dtype != _FLOAT64:
+            self.m_dt[r] = 1
+        if value.flags.c_contiguous and dtype.kind == "f":
+            return value
+        value = np.ascontiguousarray(value, None if dtype.kind == "f" else np.float64)
+        self.keep[r] = value
+        return value
 
     def adopt(self, t):
         """The row of tensor `t` on this tape, registering a leaf or constant row."""
@@ -343,8 +351,8 @@ class Tape:
         in PyTorch; release_dead catches the rest after backward."""
         owners, ptr, nuse = self.owners, self.m_ptr, self.m_nuse
         for r in rows:
-            if (r >= 0 and ptr[r] != 0 and nuse[r] == 0 and owners[r] is not None
-                    and _refs_at(owners, r) <= _DEAD_REFS_AT):
+            if (r >= 0 and ptr[r] and not nuse[r] and owners[r] is not None
+                    and sys.getrefcount(owners[r]) <= _DEAD_REFS_AT):
                 self._drop_value(r)
 
     def release_dead(self):
@@ -359,7 +367,7 @@ class Tape:
         owners, ptr, nuse = self.owners, self.m_ptr, self.m_nuse
         saved = []
         for r in self.held_rows:
-            if ptr[r] == 0 or owners[r] is None or _refs_at(owners, r) > _DEAD_REFS_AT:
+            if ptr[r] == 0 or owners[r] is None or sys.getrefcount(owners[r]) > _DEAD_REFS_AT:
                 continue
             if nuse[r] == 0:
                 self._drop_value(r)
