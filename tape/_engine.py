@@ -153,7 +153,7 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute):
     scalar = tp.tensor_rows == 0 and not tp.ndim[roots].any()
     result = (_sweep.sweep_scalar if scalar else _sweep.sweep)(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
                           tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
-                          tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute)
+                          tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute)
     status, bad = result[0], result[1]
     if status != _sweep.OK:
         _raise_sweep_error(tp, status, bad)

@@ -39,7 +39,7 @@ from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 _SWEEP = '''
 @_jit
 def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, sid, roots, seed_off, seeds, retain, targeted, compute):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -50,11 +50,13 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
     visited rows, rows whose values may now be released).
     """
 %(adj_init)s    top = roots.max() if roots.size else -1
-    # sized for the worst case up front: an array reassigned inside the loop
-    # costs reference counting on every row (measured: 30 ns/row)
-    caps = np.empty(top + 1, np.int64)
-    visited = np.empty(top + 1 if not compute else 0, np.int64)
-    released = np.empty(top + 1 if not retain else 0, np.int64)
+    # the captured, visited and released rows go to the tape's scratch rows
+    # (`work`, one per list, as long as the tape): an array reassigned inside
+    # the loop costs reference counting on every row (measured: 30 ns/row),
+    # and arrays sized to the tape here would be fresh memory on every sweep
+    caps = work[0]
+    visited = work[1]
+    released = work[2]
     ncaps = 0
     nvisited = 0
     nreleased = 0

@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "5d3dec89b0613463"
+REGISTRY_DIGEST = "fee776e9eb576a13"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
@@ -272,7 +272,7 @@ def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
 
 @_jit
 def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, sid, roots, seed_off, seeds, retain, targeted, compute):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -286,11 +286,13 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
     empty = np.zeros(0)
     cbuf = np.zeros(1)
     top = roots.max() if roots.size else -1
-    # sized for the worst case up front: an array reassigned inside the loop
-    # costs reference counting on every row (measured: 30 ns/row)
-    caps = np.empty(top + 1, np.int64)
-    visited = np.empty(top + 1 if not compute else 0, np.int64)
-    released = np.empty(top + 1 if not retain else 0, np.int64)
+    # the captured, visited and released rows go to the tape's scratch rows
+    # (`work`, one per list, as long as the tape): an array reassigned inside
+    # the loop costs reference counting on every row (measured: 30 ns/row),
+    # and arrays sized to the tape here would be fresh memory on every sweep
+    caps = work[0]
+    visited = work[1]
+    released = work[2]
     ncaps = 0
     nvisited = 0
     nreleased = 0
@@ -542,7 +544,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
 
 @_jit
 def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, sid, roots, seed_off, seeds, retain, targeted, compute):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -553,11 +555,13 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
     visited rows, rows whose values may now be released).
     """
     top = roots.max() if roots.size else -1
-    # sized for the worst case up front: an array reassigned inside the loop
-    # costs reference counting on every row (measured: 30 ns/row)
-    caps = np.empty(top + 1, np.int64)
-    visited = np.empty(top + 1 if not compute else 0, np.int64)
-    released = np.empty(top + 1 if not retain else 0, np.int64)
+    # the captured, visited and released rows go to the tape's scratch rows
+    # (`work`, one per list, as long as the tape): an array reassigned inside
+    # the loop costs reference counting on every row (measured: 30 ns/row),
+    # and arrays sized to the tape here would be fresh memory on every sweep
+    caps = work[0]
+    visited = work[1]
+    released = work[2]
     ncaps = 0
     nvisited = 0
     nreleased = 0

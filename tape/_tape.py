@@ -140,6 +140,8 @@ class Tape:
                 col[:self.n] = getattr(self, name)[:self.n]
             setattr(self, name, col)
         self.cap = cap
+        # the sweep's scratch rows: the rows it captures, visits and releases
+        self.work = np.empty((3, cap), np.int64)
         self.limit = cap - 3  # the scalar path appends at most 3 rows per op
         # writes of single items through memoryviews (m_op, m_a0, ...) are
         # about twice as fast as NumPy item assignment
