@@ -129,9 +129,11 @@ _pow_number = _with_constant("pow_scalar", "PowBackward0", "0.0 if y == 0 else y
                              operator.pow, _pow_array)
 _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
                               lambda x, c: c - x)
-_rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y)", lambda x, c: c ** x,
+# a power's gradient for its exponent is 0 where the base is 0 and the
+# exponent >= 0, as in PyTorch (not 0 * log(0), which is nan)
+_rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y, x))", lambda x, c: c ** x,
                               lambda x, c: np.power(c, x))
-_pow_tensor = _binary("pow", "PowBackward1", ("y * x ** (y - 1)", "out * log(x)"),
+_pow_tensor = _binary("pow", "PowBackward1", ("y * x ** (y - 1)", "out * log(x + zero_base(x, y))"),
                       operator.pow, np.power)
 def _remainder_scalar(x, y):
     m = math.fmod(x, y)

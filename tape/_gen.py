@@ -262,6 +262,11 @@ def within(x, lo, hi):
 
 
 @_jit
+def zero_base(base, exponent):
+    return 1.0 if base == 0 and exponent >= 0 else 0.0
+
+
+@_jit
 def sign(x):
     return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0 * x)
 

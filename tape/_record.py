@@ -308,6 +308,18 @@ def _within(x, lo, hi):
     return 1.0 if lo <= x <= hi else 0.0
 
 
+def _zero_base(base, exponent):
+    # 1 where base == 0 and exponent >= 0, else 0: a constant in a partial.
+    # There PyTorch takes the exponent's gradient of a power to be 0, where
+    # out * log(base) would be 0 * -inf; log(base + zero_base) makes it so.
+    if type(base) is Tensor or type(exponent) is Tensor:
+        b = base._array() if type(base) is Tensor else base
+        e = exponent._array() if type(exponent) is Tensor else exponent
+        dtype = b.dtype if type(base) is Tensor else e.dtype
+        return new_tensor(wrap_value(((b == 0) & (e >= 0)).astype(dtype)))
+    return 1.0 if base == 0 and exponent >= 0 else 0.0
+
+
 def _floor(x):
     # floor's derivative is 0 almost everywhere: in a partial it is a constant
     if type(x) is Tensor:
@@ -327,7 +339,7 @@ def elementwise_vjp(opdef):
     from ops.shape import sum_to
     functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
-    functions.update(step=_step, sign=_sign, floor=_floor, within=_within)
+    functions.update(step=_step, sign=_sign, floor=_floor, within=_within, zero_base=_zero_base)
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds

@@ -14,10 +14,10 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "fee776e9eb576a13"
+REGISTRY_DIGEST = "efd269b5355460dc"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 6, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 5, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
 ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
 OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
@@ -89,6 +89,11 @@ def _released(a, b, r, sv, ndim, ptr):
 @_jit
 def within(x, lo, hi):
     return 1.0 if lo <= x <= hi else 0.0
+
+
+@_jit
+def zero_base(base, exponent):
+    return 1.0 if base == 0 and exponent >= 0 else 0.0
 
 
 @_jit
@@ -412,13 +417,13 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 10:  # rpow
                 p = pp
                 if need_a:
-                    sadj[a] += g * (out * log(y))
+                    sadj[a] += g * (out * log(y + zero_base(y, x)))
             elif o == 11:  # pow
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * npow(x, y - 1))
                 if need_b:
-                    sadj[b] += g * (out * log(x))
+                    sadj[b] += g * (out * log(x + zero_base(x, y)))
             elif o == 12:  # remainder
                 p = pp
                 if need_a:
@@ -678,13 +683,13 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 10:  # rpow
                 p = pp
                 if need_a:
-                    sadj[a] += g * (out * log(y))
+                    sadj[a] += g * (out * log(y + zero_base(y, x)))
             elif o == 11:  # pow
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * npow(x, y - 1))
                 if need_b:
-                    sadj[b] += g * (out * log(x))
+                    sadj[b] += g * (out * log(x + zero_base(x, y)))
             elif o == 12:  # remainder
                 p = pp
                 if need_a:
@@ -1069,39 +1074,81 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 GA[i] += G[i] * (-1)
     elif o == 10:  # rpow
         if into_g:
-            if sy == 1:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    out = O[i]
+                    G[i] = G[i] * (out * log(y + zero_base(y, x)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
                 for i in range(n):
                     y = Y[i]
                     out = O[i]
-                    G[i] = G[i] * (out * log(y))
-            else:
+                    G[i] = G[i] * (out * log(y + zero_base(y, x)))
+            elif sx == 1 and sy == 0:
                 y = Y[0]
-                for i in range(n):
-                    out = O[i]
-                    G[i] = G[i] * (out * log(y))
-        elif GA.size:
-            if sy == 1:
-                for i in range(n):
-                    y = Y[i]
-                    out = O[i]
-                    GA[i] += G[i] * (out * log(y))
-            else:
-                y = Y[0]
-                for i in range(n):
-                    out = O[i]
-                    GA[i] += G[i] * (out * log(y))
-    elif o == 11:  # pow
-        if GB.size:
-            if sx == 1:
                 for i in range(n):
                     x = X[i]
                     out = O[i]
-                    GB[i] += G[i] * (out * log(x))
+                    G[i] = G[i] * (out * log(y + zero_base(y, x)))
             else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    out = O[i]
+                    G[i] = G[i] * (out * log(y + zero_base(y, x)))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    out = O[i]
+                    GA[i] += G[i] * (out * log(y + zero_base(y, x)))
+            elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
+                    y = Y[i]
                     out = O[i]
-                    GB[i] += G[i] * (out * log(x))
+                    GA[i] += G[i] * (out * log(y + zero_base(y, x)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    out = O[i]
+                    GA[i] += G[i] * (out * log(y + zero_base(y, x)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    out = O[i]
+                    GA[i] += G[i] * (out * log(y + zero_base(y, x)))
+    elif o == 11:  # pow
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    out = O[i]
+                    GB[i] += G[i] * (out * log(x + zero_base(x, y)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    out = O[i]
+                    GB[i] += G[i] * (out * log(x + zero_base(x, y)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    out = O[i]
+                    GB[i] += G[i] * (out * log(x + zero_base(x, y)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    out = O[i]
+                    GB[i] += G[i] * (out * log(x + zero_base(x, y)))
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
