@@ -131,9 +131,11 @@ _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
                               lambda x, c: c - x)
 # a power's gradient for its exponent is 0 where the base is 0 and the
 # exponent >= 0, as in PyTorch (not 0 * log(0), which is nan)
-_rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y, x))", lambda x, c: c ** x,
-                              lambda x, c: np.power(c, x))
-_pow_tensor = _binary("pow", "PowBackward1", ("y * x ** (y - 1)", "out * log(x + zero_base(x, y))"),
+_rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y, x))",
+                              lambda x, c: c ** x, lambda x, c: np.power(c, x))
+# and for its base, 0 where the exponent is 0 (not 0 * x ** -1, nan at x = 0)
+_pow_tensor = _binary("pow", "PowBackward1",
+                      ("y * x ** (y - 1 + is_zero(y))", "out * log(x + zero_base(x, y))"),
                       operator.pow, np.power)
 def _remainder_scalar(x, y):
     m = math.fmod(x, y)

@@ -267,6 +267,11 @@ def zero_base(base, exponent):
 
 
 @_jit
+def is_zero(v):
+    return 1.0 if v == 0 else 0.0
+
+
+@_jit
 def sign(x):
     return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0 * x)
 

@@ -320,6 +320,14 @@ def _zero_base(base, exponent):
     return 1.0 if base == 0 and exponent >= 0 else 0.0
 
 
+def _is_zero(v):
+    # 1 where v == 0, else 0: a constant in a partial
+    if type(v) is Tensor:
+        a = v._array()
+        return new_tensor(wrap_value((a == 0).astype(a.dtype)))
+    return 1.0 if v == 0 else 0.0
+
+
 def _floor(x):
     # floor's derivative is 0 almost everywhere: in a partial it is a constant
     if type(x) is Tensor:
@@ -339,7 +347,8 @@ def elementwise_vjp(opdef):
     from ops.shape import sum_to
     functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
-    functions.update(step=_step, sign=_sign, floor=_floor, within=_within, zero_base=_zero_base)
+    functions.update(step=_step, sign=_sign, floor=_floor, within=_within, zero_base=_zero_base,
+                     is_zero=_is_zero)
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds

@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "efd269b5355460dc"
+REGISTRY_DIGEST = "ad98d036404013c9"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
@@ -94,6 +94,11 @@ def within(x, lo, hi):
 @_jit
 def zero_base(base, exponent):
     return 1.0 if base == 0 and exponent >= 0 else 0.0
+
+
+@_jit
+def is_zero(v):
+    return 1.0 if v == 0 else 0.0
 
 
 @_jit
@@ -421,7 +426,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 11:  # pow
                 p = pp
                 if need_a:
-                    sadj[a] += g * (y * npow(x, y - 1))
+                    sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
             elif o == 12:  # remainder
@@ -687,7 +692,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 11:  # pow
                 p = pp
                 if need_a:
-                    sadj[a] += g * (y * npow(x, y - 1))
+                    sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
             elif o == 12:  # remainder
@@ -1154,43 +1159,43 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (y * npow(x, y - 1))
+                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (y * npow(x, y - 1))
+                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (y * npow(x, y - 1))
+                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (y * npow(x, y - 1))
+                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1))
+                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1))
+                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1))
+                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (y * npow(x, y - 1))
+                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
     elif o == 12:  # remainder
         if GB.size:
             if sx == 1 and sy == 1:

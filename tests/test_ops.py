@@ -250,18 +250,21 @@ def test_third_derivative_of_integer_power_is_finite_at_zero():
     assert [g1.item(), g2.item(), g3.item(), g4.item()] == [0.0, 0.0, 6.0, 0.0]
 
 
-def test_exponent_gradient_of_a_power_is_zero_where_the_base_is_zero():
-    # as PyTorch: 0 where base == 0 and exponent >= 0, not 0 * log(0)
+def test_gradients_of_a_power_are_zero_where_pytorch_masks_them():
+    # as PyTorch: for the exponent, 0 where base == 0 and exponent >= 0 (not
+    # 0 * log(0)); for the base, 0 where the exponent is 0 (not 0 * 0 ** -1)
     x = tape.tensor([0.0, 0.0, 2.0, 0.0], requires_grad=True)
     y = tape.tensor([2.0, 0.0, 1.5, -1.0], requires_grad=True)
-    (gy,) = tape.autograd.grad((x ** y).sum(), y)
+    gx, gy = tape.autograd.grad((x ** y).sum(), [x, y])
+    np.testing.assert_allclose(gx.numpy(), [0.0, 0.0, 1.5 * 2.0 ** 0.5, -np.inf])
     np.testing.assert_allclose(gy.numpy(), [0.0, 0.0, 2.0 ** 1.5 * np.log(2.0), -np.inf])
     e = tape.tensor([0.0, 1.0], requires_grad=True)
     (ge,) = tape.autograd.grad((0.0 ** e).sum(), e)
     assert ge.tolist() == [0.0, 0.0]
     with force_retaped():
-        (gy_retaped,) = tape.autograd.grad((x ** y).sum(), y)
-    np.testing.assert_allclose(gy_retaped.numpy(), gy.numpy())
+        retaped = tape.autograd.grad((x ** y).sum(), [x, y])
+    for native, r in zip((gx, gy), retaped):
+        np.testing.assert_allclose(r.numpy(), native.numpy())
 
 
 def test_relu_and_abs_have_zero_derivative_at_zero():
