@@ -9,7 +9,7 @@ import numpy as np
 from . import _sweep
 from ._grad_mode import set_grad_enabled
 from ._registry import CONST, LEAF, REGISTRY
-from ._tape import RG, TARGET, state, where
+from ._tape import RETAIN, RG, TARGET, state, where
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped"]
@@ -313,6 +313,12 @@ def _accumulate_grad(t, g, create_graph):
     t._grad = g if grad is None else grad + g
 
 
+def _retained_tensor(tp, r):
+    """The live tensor that called retain_grad() for row r, or None."""
+    ref = tp.retained.get(r)
+    return ref() if ref is not None else None
+
+
 _CREATE_GRAPH_WARNING = [
     "Using backward() with create_graph=True will create a reference cycle between the parameter and "
     "its gradient which can cause a memory leak. We recommend using autograd.grad when creating the "
@@ -354,8 +360,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             elif tp.m_op[r] == LEAF:
                 owner = tp.tensor_at(r)
             else:
-                ref = tp.retained.get(r)
-                owner = ref() if ref is not None else None
+                owner = _retained_tensor(tp, r)
             if owner is not None:
                 _accumulate_grad(owner, g, create_graph)
 
@@ -386,6 +391,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph)
         by_row = dict(zip(rows, grads))
         located = [where(t) for t in inputs]
+        # as PyTorch's retains_grad hooks, which fire in autograd.grad too;
+        # .grad is its own copy, not the gradient returned for an input
+        flags = tp.m_flags
+        for r, g in by_row.items():
+            if flags[r] & RETAIN:
+                owner = _retained_tensor(tp, r)
+                if owner is not None:
+                    _accumulate_grad(owner, g if create_graph else g.clone(), create_graph)
     result = []
     for i, (t, (t_tape, t_row)) in enumerate(zip(inputs, located)):
         g = by_row.get(t_row) if t_tape is tp else None

@@ -299,8 +299,8 @@ def _adjoint(r, adj, numel, ndim, sadj):
 @_jit_inline
 def _captures(i, op, flags, targeted):
     f = flags[i]
-    if targeted:
-        return (f & TARGET) != 0
+    if targeted:  # autograd.grad: its inputs, and retained tensors (PyTorch's retains_grad hooks)
+        return (f & (TARGET | RETAIN)) != 0
     return (op[i] == LEAF and (f & RG) != 0) or (f & RETAIN) != 0
 
 

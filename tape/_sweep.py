@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "ad98d036404013c9"
+REGISTRY_DIGEST = "95b05da77a6a04d0"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
@@ -129,8 +129,8 @@ def _adjoint(r, adj, numel, ndim, sadj):
 @_jit_inline
 def _captures(i, op, flags, targeted):
     f = flags[i]
-    if targeted:
-        return (f & TARGET) != 0
+    if targeted:  # autograd.grad: its inputs, and retained tensors (PyTorch's retains_grad hooks)
+        return (f & (TARGET | RETAIN)) != 0
     return (op[i] == LEAF and (f & RG) != 0) or (f & RETAIN) != 0
 
 

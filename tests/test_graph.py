@@ -295,6 +295,26 @@ def test_retain_grad_populates_a_non_leaf_grad():
     assert y.grad.item() == 12.0
 
 
+def test_autograd_grad_also_fills_a_retained_non_leaf_grad():
+    # PyTorch's retains_grad hooks fire in autograd.grad too, accumulating
+    x = tape.ones(2, requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    z = (y * y).sum()
+    (g,) = tape.autograd.grad(z, y, retain_graph=True)
+    assert y.grad.tolist() == [4.0, 4.0] and y.grad is not g
+    g.mul_(0)  # the returned gradient is not y.grad
+    assert y.grad.tolist() == [4.0, 4.0]
+    tape.autograd.grad(z, x, create_graph=True)
+    assert y.grad.tolist() == [8.0, 8.0] and y.grad.requires_grad
+    assert x.grad is None
+    s = tape.tensor(2.0, requires_grad=True)
+    t = s * s
+    t.retain_grad()
+    tape.autograd.grad(t * 3, s)
+    assert t.grad.item() == 3.0
+
+
 def test_retains_grad_reports_retain_grad():
     y = tape.tensor(3.0, requires_grad=True) * 2
 
