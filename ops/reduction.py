@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from tape._broadcast import bcast_index, trailing_block
-from tape._dtypes import as_dtype
+from tape._dtypes import as_dtype, scalar_type_name
 from tape._record import record
 from tape._registry import defop
 from tape._tape import state
@@ -92,7 +92,7 @@ def mean(x, dim=None, keepdim=False, *, dtype=None):
     """Mean of all elements, or over `dim` (an int or a tuple)."""
     if x.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
-                           f"point or complex dtype. Got: {x.dtype.name}")
+                           f"point or complex dtype. Got: {scalar_type_name(x.dtype)}")
     return _reduce(x, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
 
 

@@ -2,7 +2,7 @@
 import numpy as np
 
 __all__ = ["float64", "float32", "int64", "int32", "bool_", "get_default_dtype",
-           "set_default_dtype", "as_dtype"]
+           "set_default_dtype", "as_dtype", "scalar_type_name"]
 
 float64 = np.dtype(np.float64)
 float32 = np.dtype(np.float32)
@@ -36,3 +36,14 @@ def as_dtype(dtype):
     if dtype is bool:
         return bool_
     return np.dtype(dtype)
+
+
+# PyTorch's C++ names of dtypes, which its error messages use
+_SCALAR_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half", "int64": "Long",
+                      "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+                      "bool": "Bool"}
+
+
+def scalar_type_name(dtype):
+    """PyTorch's name of `dtype` in error messages ("Long" for int64)."""
+    return _SCALAR_TYPE_NAMES.get(dtype.name, dtype.name)

@@ -5,7 +5,7 @@ import warnings
 
 import numpy as np
 
-from ._dtypes import as_dtype, get_default_dtype
+from ._dtypes import as_dtype, get_default_dtype, scalar_type_name
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye", "arange",
@@ -173,16 +173,11 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
                  requires_grad)
 
 
-# PyTorch's names of dtypes, for its "not implemented for" errors
-_TORCH_NAMES = {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-                "bool": "Bool"}
-
-
 def _float_dtype(dtype, kernel):
     dtype = as_dtype(dtype) or get_default_dtype()
     if dtype.kind != "f":
         raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{_TORCH_NAMES.get(dtype.name, dtype.name)}'")
+                                  f"'{scalar_type_name(dtype)}'")
     return dtype
 
 

@@ -220,6 +220,22 @@ def test_integer_tensor_cannot_require_grad_at_creation():
     assert_tape_still_works()
 
 
+def test_integer_mean_names_the_dtype_as_pytorch_does():
+    with pytest.raises(RuntimeError, match="floating point or complex dtype. Got: Long"):
+        tape.tensor([1, 2]).mean()
+    assert_tape_still_works()
+
+
+def test_integers_to_negative_integer_powers():
+    # a number exponent is refused; a tensor one follows PyTorch's integer rule
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers are not allowed."):
+        tape.tensor([2, 3]) ** -1
+    base = tape.tensor([2, 3, 1, -1, -1, 0])
+    assert (base ** tape.tensor([-1, 2, -3, -3, -2, 2])).tolist() == [0, 9, 1, -1, 1, 0]
+    assert (2 ** tape.tensor([-1, 3])).tolist() == [0, 8]
+    assert_tape_still_works()
+
+
 def test_integer_factory_cannot_require_grad():
     with pytest.raises(RuntimeError, match="Only Tensors of floating point"):
         tape.zeros(2, dtype=tape.int64, requires_grad=True)
