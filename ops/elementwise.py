@@ -309,17 +309,30 @@ def remainder(x, y):
     return _remainder(x, y)
 
 
+# PyTorch records x // y with a node whose backward raises
+_FLOOR_DIVIDE = defop("floor_divide", "NotImplemented", 2,
+                      not_differentiable="derivative for aten::floor_divide is not implemented")
+
+
 def floor_divide(x, y):
-    """x // y, rounded toward minus infinity. Its derivative is zero where it
-    exists, and the result does not require grad (PyTorch records a node
-    whose backward raises)."""
+    """x // y, rounded toward minus infinity. As in PyTorch, the result of an
+    input that requires grad requires grad, and a backward through it raises."""
     if type(x) is not Tensor and type(y) is not Tensor:
         raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "
                         f"{type(y).__name__}")
     xv, yv = operand_value(x), operand_value(y)
     broadcast_shapes(np.shape(xv), np.shape(yv))  # PyTorch's error text
     _integer_divisor_check(xv, yv)
-    return new_tensor(wrap_value(quiet(np.floor_divide, xv, yv)))
+    out = wrap_value(quiet(np.floor_divide, xv, yv))
+    rgx, rgy = requires_grad(x), requires_grad(y)
+    if (rgx or rgy) and state.tape.grad_enabled:
+        return record(_FLOOR_DIVIDE, out, (x if rgx else None, y if rgy else None))
+    return new_tensor(out)
+
+
+def requires_grad(v):
+    """Whether v (a Tensor or a number) is a tensor that requires grad."""
+    return isinstance(v, Tensor) and v._rg
 
 
 def _rdiv(x, y):

@@ -13,7 +13,7 @@ from tape._tape import state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops import elementwise
-from ops.elementwise import add, div, mul, sub
+from ops.elementwise import add, div, mul, requires_grad, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gather, _strided_view,
                        reshape, strided_offsets)
 
@@ -31,10 +31,6 @@ def _no_gradient(ctx, g):
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 _FILL = defop("fill_", "FillBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
-
-
-def _requires_grad(v):
-    return isinstance(v, Tensor) and v._rg
 
 
 def _check_inplace(t, recording):
@@ -89,7 +85,7 @@ def _saves_self(name, other=None):
     """Whether op `name` of (t, other) saves t's value: for t's own gradient,
     or for other's when other requires grad."""
     saves_for = lookup(name).saves_for
-    return bool(saves_for[0] & SAVES_X or _requires_grad(other) and saves_for[1] & SAVES_X)
+    return bool(saves_for[0] & SAVES_X or requires_grad(other) and saves_for[1] & SAVES_X)
 
 
 def _original(t):
@@ -101,7 +97,7 @@ def _original(t):
 
 
 def _apply(t, compute, *args, saves_self=False):
-    recording = state.tape.grad_enabled and (t._rg or any(_requires_grad(a) for a in args))
+    recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
     _check_inplace(t, recording)
     if recording:
         # a constant's old value must survive the write for the VJP that saved it
@@ -158,10 +154,7 @@ def clamp_(t, min=None, max=None):
 
 
 def floor_divide_(t, other):
-    # floor_divide records no gradient (PyTorch's backward of it raises), so
-    # in place it is refused while recording rather than cutting the graph
-    if state.tape.grad_enabled and (t._rg or _requires_grad(other)):
-        raise RuntimeError("the derivative for 'floor_divide' is not implemented.")
+    # recorded as PyTorch records it: a node whose backward raises
     return _apply(t, elementwise.floor_divide, other)
 
 
@@ -320,7 +313,7 @@ def setitem(t, key, value):
         value = _fit(value, shape)
     elif not isinstance(value, (int, float, bool, np.number)):
         raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")
-    recording = state.tape.grad_enabled and (t._rg or _requires_grad(value))
+    recording = state.tape.grad_enabled and (t._rg or requires_grad(value))
     if (not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg
             and t._indexed_from is None):
         t._value[key] = value._array() if isinstance(value, Tensor) else value

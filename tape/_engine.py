@@ -84,6 +84,8 @@ def _root_rows(tp, outputs):
 
 def _raise_sweep_error(tp, status, bad):
     name = REGISTRY[tp.op[bad]].grad_fn
+    if status == _sweep.ERR_NOT_DIFFERENTIABLE:
+        raise RuntimeError(REGISTRY[tp.op[bad]].not_differentiable)
     if status == _sweep.ERR_TENSOR:
         raise RuntimeError(f"internal error: the scalar sweep met {name}, a tensor row")
     if status == _sweep.ERR_FREED:

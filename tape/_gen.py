@@ -86,6 +86,9 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0
         need_b = b >= 0 and (flags[b] & RG) != 0
+        if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
+            status, bad = ERR_NOT_DIFFERENTIABLE, r
+            break
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
@@ -219,7 +222,7 @@ _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
-OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR = 0, 1, 2, 3
+OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
 
 
 @_jit
@@ -538,13 +541,15 @@ def _helper_source(fn):
 def _body():
     ops = [d for d in REGISTRY if d.arity > 0]
     elementwise = [d for d in ops if d.elementwise]
-    structural = [d for d in ops if not d.elementwise]
+    structural = [d for d in ops if not d.elementwise and d.not_differentiable is None]
     seen_kernels = set()
     parts = []
     tables = ["LEAF, CONST = 0, 1",
               f"SAVES_A = np.array({[d.saves_for[0] for d in REGISTRY]}, np.int64)",
               f"SAVES_B = np.array({[d.saves_for[1] for d in REGISTRY]}, np.int64)",
               f"ELEMENTWISE = np.array({[d.elementwise for d in REGISTRY]}, np.bool_)",
+              f"NOT_DIFFERENTIABLE = np.array({[d.not_differentiable is not None for d in REGISTRY]}, "
+              "np.bool_)",
               f"OPCODES = {tuple(d.name for d in REGISTRY)!r}"]
     parts.append("\n".join(tables) + "\n")
     parts.append(_ENGINE % {"tensor_dispatch": _dispatch(structural, " " * 4, _tensor_body)})

@@ -35,6 +35,9 @@ class OpDef:
               (x * 2 saves nothing, as in PyTorch)
     vjp       differentiable VJP: `vjp(ctx, g) -> tuple` of input gradients or None
     native    structural ops: a plain-Python kernel copied into the generated sweep
+    not_differentiable  for an op that PyTorch records but cannot differentiate
+              (its grad_fn is "NotImplemented"): the error a backward that
+              reaches it raises, in the native and the re-taped sweep alike
     """
     name: str
     grad_fn: str
@@ -46,6 +49,7 @@ class OpDef:
     code: int = -1
     compiled_partials: tuple = field(default=None, repr=False)
     saves_for: tuple = (0, 0)
+    not_differentiable: str = None
 
     @property
     def elementwise(self):
@@ -75,7 +79,8 @@ def _saves_of(names):
         SAVES_OUT if "out" in names else 0)
 
 
-def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None):
+def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
+          not_differentiable=None):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
@@ -93,18 +98,30 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
             raise ValueError(f"op {name!r}: elementwise ops derive vjp and native from partials")
         saves_for = tuple(_saves_of(_names_in(e, name)) for e in partials) + (0,) * (2 - arity)
         saves = saves_for[0] | saves_for[1]
+    elif not_differentiable is not None:
+        if vjp is not None or native is not None:
+            raise ValueError(f"op {name!r}: an op that is not differentiable has no vjp or native")
+        vjp = _refusal(not_differentiable)
+        saves_for = (0, 0)
     else:
         if arity > 0 and (vjp is None or native is None):
             raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
         saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
-                  saves or 0, vjp, native, code=len(REGISTRY), saves_for=saves_for)
+                  saves or 0, vjp, native, code=len(REGISTRY), saves_for=saves_for,
+                  not_differentiable=not_differentiable)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))
     REGISTRY.append(opdef)
     _BY_NAME[name] = opdef
     return opdef
+
+
+def _refusal(message):
+    def vjp(ctx, g):
+        raise RuntimeError(message)
+    return vjp
 
 
 def native_helper(fn):

@@ -14,12 +14,13 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "95b05da77a6a04d0"
+REGISTRY_DIGEST = "7a47a7756918605f"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -49,7 +50,7 @@ _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
-OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR = 0, 1, 2, 3
+OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
 
 
 @_jit
@@ -172,59 +173,59 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh)
         if FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh)
-    if o == 29:  # expand
+    if o == 30:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 30:  # view
+    elif o == 31:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 31:  # unsqueeze
+    elif o == 32:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 32:  # squeeze
+    elif o == 33:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 33:  # squeeze_dim
+    elif o == 34:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 34:  # permute
+    elif o == 35:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 35:  # transpose
+    elif o == 36:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 36:  # t
+    elif o == 37:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 37:  # select
+    elif o == 38:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 38:  # slice
+    elif o == 39:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 39:  # alias
+    elif o == 40:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 40:  # index_unsqueeze
+    elif o == 41:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 41:  # strided_scatter
+    elif o == 42:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 42:  # index
+    elif o == 43:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 43:  # index_put
+    elif o == 44:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 44:  # sum
+    elif o == 45:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 45:  # sum_dim
+    elif o == 46:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 46:  # mean
+    elif o == 47:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 47:  # mean_dim
+    elif o == 48:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 48:  # mm
+    elif o == 49:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 49:  # mv
+    elif o == 50:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 50:  # dot
+    elif o == 51:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 51:  # bmm
+    elif o == 52:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 52:  # zero_
+    elif o == 53:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 53:  # fill_
+    elif o == 54:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 55:  # copy_slices
+    elif o == 56:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 56:  # index_put_
+    elif o == 57:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -336,6 +337,9 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0
         need_b = b >= 0 and (flags[b] & RG) != 0
+        if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
+            status, bad = ERR_NOT_DIFFERENTIABLE, r
+            break
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
@@ -499,7 +503,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 54:  # copy
+            elif o == 55:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -602,6 +606,9 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0
         need_b = b >= 0 and (flags[b] & RG) != 0
+        if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
+            status, bad = ERR_NOT_DIFFERENTIABLE, r
+            break
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
         if sv != 0:
@@ -765,7 +772,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 54:  # copy
+            elif o == 55:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1514,7 +1521,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 54:  # copy
+    elif o == 55:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

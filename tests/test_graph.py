@@ -897,14 +897,25 @@ def test_in_place_on_an_indexing_result_without_grad_writes_through():
 
 # -- // and % ----------------------------------------------------------------------
 
-def test_floor_divide_matches_numpy_and_does_not_require_grad():
+def test_floor_divide_matches_numpy_and_its_backward_raises_as_pytorchs():
     x = tape.tensor([1.5, -2.5, 3.0], requires_grad=True)
     y = tape.tensor([2.0, 2.0, -1.5])
 
     q = x // y
 
-    assert q.tolist() == [0.0, -2.0, -2.0] and not q.requires_grad
+    assert q.tolist() == [0.0, -2.0, -2.0] and q.requires_grad
+    assert q.grad_fn.name() == "NotImplemented"
     assert (7 // x).tolist() == [4.0, -3.0, 2.0]
+    for sweep in (lambda: (x * q).sum().backward(),
+                  lambda: tape.autograd.grad((x * q).sum(), x, create_graph=True)):
+        with pytest.raises(RuntimeError, match="derivative for aten::floor_divide is not implemented"):
+            sweep()
+    (g,) = tape.autograd.grad((x * q.detach()).sum(), x)  # a detached quotient is a constant
+    assert g.tolist() == [0.0, -2.0, -2.0]
+    with tape.no_grad():
+        assert not (x // y).requires_grad
+    (x * x).sum().backward()  # the tape still works after the error
+    assert x.grad.tolist() == [3.0, -5.0, 6.0]
 
 
 def test_floor_divide_broadcast_mismatch_raises_pytorchs_error():

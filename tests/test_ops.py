@@ -228,7 +228,8 @@ def _ops_in_graph(outputs):
 
 def test_every_op_is_covered():
     """A new op must join the table above: its graphs, and the graphs of its
-    create_graph gradients, must together use every registered op."""
+    create_graph gradients, must together use every registered op (but one
+    that is not differentiable, whose own test checks that backward refuses it)."""
     from tape._registry import REGISTRY
     seen = set()
     for case in CASES:
@@ -236,7 +237,7 @@ def test_every_op_is_covered():
         out = case.fn(*xs)
         grads = tape.autograd.grad(out.sum(), xs, create_graph=True)
         seen |= _ops_in_graph([out, *grads])
-    untested = {d.name for d in REGISTRY if d.arity > 0} - seen
+    untested = {d.name for d in REGISTRY if d.arity > 0 and d.not_differentiable is None} - seen
     assert not untested, f"ops without a test case: {sorted(untested)}"
 
 
