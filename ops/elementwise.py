@@ -361,3 +361,6 @@ for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__
     setattr(Tensor, _name, _fn)
 Tensor.float = lambda self: to(self, np.float32)
 Tensor.double = lambda self: to(self, np.float64)
+Tensor.long = lambda self: to(self, np.int64)
+Tensor.int = lambda self: to(self, np.int32)
+Tensor.bool = lambda self: to(self, np.bool_)

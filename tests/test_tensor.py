@@ -300,3 +300,12 @@ def test_numpy_of_a_tensor_that_requires_grad_is_allowed_inside_no_grad():
         assert x.numpy().tolist() == [1.0, 2.0] and np.asarray(x).tolist() == [1.0, 2.0]
     with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
         x.numpy()
+
+
+def test_integer_and_bool_casts_truncate_and_do_not_require_grad():
+    x = tape.tensor([1.7, -2.5, 0.0], requires_grad=True)
+
+    assert x.long().tolist() == [1, -2, 0] and x.long().dtype == tape.int64
+    assert x.int().dtype == tape.int32 and x.int().tolist() == [1, -2, 0]
+    assert x.bool().tolist() == [True, True, False] and x.bool().dtype == tape.bool
+    assert not x.long().requires_grad
