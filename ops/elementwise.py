@@ -104,8 +104,6 @@ def _with_constant(name, grad_fn, partial, scalar, array):
     return with_constant(defop(name, grad_fn, 1, partials=(partial,)), scalar, array)
 
 
-# x ** c, c - x and c ** x for a number c, which is the constant operand `y`;
-# the y == 0 branch keeps every order of x ** n finite at x = 0 (no 0 * inf)
 def _power(x, c):
     """np.power for a number exponent, with PyTorch's RuntimeError for
     integers to negative integer powers."""
@@ -146,6 +144,8 @@ def _pow_array(x, c):
     return np.power(x, c)
 
 
+# x ** c, c - x and c ** x for a number c, which is the constant operand `y`;
+# the y == 0 branch keeps every order of x ** n finite at x = 0 (no 0 * inf)
 _pow_number = _with_constant("pow_scalar", "PowBackward0", "0.0 if y == 0 else y * x ** (y - 1)",
                              operator.pow, _pow_array)
 _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,

@@ -235,10 +235,8 @@ class Tape:
                 value = self._keep_float(r, value)
             self.m_ptr[r] = _sweep.address(value)
             self.m_numel[r] = value.size
-            shape = value.shape
-            self.m_ndim[r] = len(shape)
-            off = self.tuple_offsets.get(shape)
-            self.m_shp[r] = off if off is not None else self.push_ints(shape)
+            self.m_ndim[r] = value.ndim
+            self.m_shp[r] = self.push_ints(value.shape)
             self.held_bytes += value.nbytes
             self.held_rows.append(r)
         self.owners.append(owner)
