@@ -3,15 +3,15 @@ its kind, and is also reachable as `tape.<name>` and as a Tensor method.
 """
 # defined first: tape's __init__ reads it, also while this package is importing
 __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div", "exp", "floor_divide", "log", "mul", "neg", "pow",
-           "reciprocal", "relu", "remainder", "sigmoid", "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide",
+           "reciprocal", "relu", "remainder", "sigmoid", "sign", "floor", "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide",
            "broadcast_to", "expand", "flatten", "permute", "reshape", "squeeze", "t", "transpose",
            "unsqueeze", "view", "mean", "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_",
            "div_", "fill_", "mul_", "sub_", "zero_", "eq", "ge", "gt", "le", "lt", "ne"]
 
 from tape import _registry
 
-from ops.elementwise import (abs, add, clamp, clamp_max, clamp_min, clone, cos, div, exp, floor_divide, log, mul, neg, pow, reciprocal,
-                             relu, remainder, sigmoid, sin, sqrt, square, sub, tanh, to, true_divide)
+from ops.elementwise import (abs, add, clamp, clamp_max, clamp_min, clone, cos, div, exp, floor, floor_divide, log, mul, neg, pow,
+                             reciprocal, relu, remainder, sigmoid, sign, sin, sqrt, square, sub, tanh, to, true_divide)
 from ops.shape import (broadcast_to, expand, flatten, permute, reshape, squeeze, t, transpose,
                        unsqueeze, view)
 from ops.reduction import mean, sum

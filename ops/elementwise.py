@@ -17,7 +17,8 @@ from tape._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow", "remainder", "floor_divide",
            "clamp", "clamp_min", "clamp_max",
-           "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "square", "clone", "to"]
+           "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign", "floor", "square",
+           "clone", "to"]
 
 
 def _sigmoid_scalar(x):
@@ -197,24 +198,53 @@ relu = _unary("relu", "ReluBackward0", "step(out)", lambda x: x * 1.0 if x > 0 e
               _relu_array)
 sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt)
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, np.abs)
+
+
+def _sign_scalar(x):
+    return x * 1.0 if x != x else float((x > 0) - (x < 0))  # nan stays nan, as np.sign
+
+
+def _floor_array(x):
+    return np.floor(x) if x.dtype.kind == "f" else x.copy()
+
+
+# Piecewise-constant ops: their derivative is 0, and it is recorded, so the
+# create_graph gradients of relu, abs and remainder, whose partials use them,
+# require grad and differentiate to zeros, as PyTorch's do
+sign = _unary("sign", "SignBackward0", "0", _sign_scalar, np.sign)
+floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)), _floor_array)
+# relu's partial (PyTorch's threshold_backward); not public
+step = _unary("step", "StepBackward0", "0", lambda x: float(x > 0), lambda x: (x > 0).astype(x.dtype))
 square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square)
 clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy)
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
 
 
-def add(x, y, *, alpha=1):
-    """x + alpha * y, broadcasting like NumPy.
+def _scaled(other, alpha, tensors):
+    """alpha * other for add and sub, with PyTorch's refusal of a float alpha
+    for integer tensors."""
+    if alpha == 1:
+        return other
+    if isinstance(alpha, float) and all(isinstance(t, Tensor) and t.dtype.kind in "biu"
+                                        for t in tensors if isinstance(t, Tensor)):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating point "
+                           "number.")
+    return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+
+
+def add(input, other, *, alpha=1):
+    """input + alpha * other, broadcasting like NumPy.
 
     >>> import tape
     >>> tape.add(tape.tensor([1., 2.]), 1)
     tensor([2., 3.])
     """
-    return _add(x, y if alpha == 1 else mul(y, alpha))
+    return _add(input, _scaled(other, alpha, (input, other)))
 
 
-def sub(x, y, *, alpha=1):
-    """x - alpha * y, broadcasting like NumPy."""
-    return _sub(x, y if alpha == 1 else mul(y, alpha))
+def sub(input, other, *, alpha=1):
+    """input - alpha * other, broadcasting like NumPy."""
+    return _sub(input, _scaled(other, alpha, (input, other)))
 
 
 def pow(x, exponent):
@@ -239,8 +269,10 @@ _CLAMP = {kind: defop(name, grad_fn, 1, partials=("within(x, y, p)",)) for kind,
 
 
 def _clamp_scalar(x, lo, hi):
-    # a new float, never x itself: the float is the row's liveness token
-    return x * 1.0 if x != x or lo <= x <= hi else (lo * 1.0 if x < lo else hi * 1.0)
+    # min(max(x, lo), hi), as PyTorch (hi wins when lo > hi), and nan stays
+    # nan; a new float, never x itself: the float is the row's liveness token
+    v = lo if x < lo else x
+    return (hi if v > hi else v) * 1.0
 
 
 def clamp(x, min=None, max=None):
@@ -354,7 +386,8 @@ for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__
                    "remainder": remainder, "floor_divide": floor_divide,
                    "__abs__": abs, "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg,
                    "pow": pow, "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh,
-                   "sigmoid": sigmoid, "relu": relu, "sqrt": sqrt, "abs": abs, "square": square,
+                   "sigmoid": sigmoid, "relu": relu, "sqrt": sqrt, "abs": abs, "sign": sign, "floor": floor,
+                   "square": square,
                    "reciprocal": reciprocal, "clamp": clamp, "clamp_min": clamp_min,
                    "clamp_max": clamp_max, "clip": clamp,
                    "clone": clone, "to": to}.items():

@@ -9,7 +9,7 @@ import numpy as np
 from tape._grad_mode import no_grad
 from tape._record import _broadcast_input, binary, record
 from tape._registry import SAVES_X, defop, lookup, native_helper
-from tape._tape import state, where
+from tape._tape import RETAIN, state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops import elementwise
@@ -71,7 +71,14 @@ def _write(t, res):
 
 
 def _rebind(t, res):
-    """Give t the row that recorded `res`; the row's value lives on in keep."""
+    """Give t the row that recorded `res`; the row's value lives on in keep.
+    A retained gradient follows t, as PyTorch's retains_grad hook moves to
+    the tensor's new grad_fn."""
+    retains = t.retains_grad
+    if retains:
+        old_tape, old_row = where(t)
+        old_tape.flags[old_row] &= ~np.uint8(RETAIN)
+        del old_tape.retained[old_row]
     tp, r = where(res)
     tp.owners[r] = t._value if type(t._value) is float else t
     if type(res._value) is not float:
@@ -79,6 +86,8 @@ def _rebind(t, res):
     t._ep, t._row, t._rg = tp.ep, r, True
     if t._vc is not None:
         t._vc.add_row(tp.ep, r)
+    if retains:
+        t.retain_grad()
 
 
 def _saves_self(name, other=None):
@@ -112,9 +121,9 @@ def _apply(t, compute, *args, saves_self=False):
     was_recorded = t._rg and not t.is_leaf
     with no_grad():
         res = compute(t, *args)
+    _write(t, res)  # a leaf's row, saved by a graph, becomes dirty here
     if t._rg and t.is_leaf:
         t._drop_row()  # the next use registers the new value
-    _write(t, res)
     if was_recorded:
         # keep the history, as PyTorch does: a fresh row whose value is the new one
         clone = lookup("clone")
@@ -136,7 +145,7 @@ def mul_(t, other):
 
 
 def div_(t, other):
-    return _apply(t, div, other)
+    return _apply(t, div, other, saves_self=_saves_self("div", other))
 
 
 def pow_(t, exponent):

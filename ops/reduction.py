@@ -44,13 +44,20 @@ _MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduc
 
 
 def _dims(x, dim):
+    """The sorted dims to reduce, or None for all; an empty list of dims
+    means all of them, as in PyTorch."""
     if dim is None:
         return None
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
-    out = tuple(sorted({_norm_dim(d, x.ndim) for d in dims}))
-    if len(out) != len(dims):
-        raise RuntimeError("dim appears multiple times in the list of dims")
-    return out
+    if not dims:
+        return tuple(range(x.ndim))
+    out = []
+    for d in dims:
+        d = _norm_dim(d, x.ndim)
+        if d in out:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        out.append(d)
+    return tuple(sorted(out))
 
 
 def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
@@ -60,7 +67,8 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
         a = a.astype(as_dtype(dtype))
     axis = None if dims is None or x.ndim == 0 else dims
     shape = x.shape
-    reduced = range(len(shape)) if dims is None else dims
+    # a 0-d tensor takes dim 0 or -1, which reduces nothing
+    reduced = range(len(shape)) if dims is None else dims if shape else ()
     count = math.prod(shape[k] for k in reduced)
     # np.add.reduce is np.sum without its Python wrapper, and np.mean is that
     # sum over the count (an empty mean is left to np.mean: nan, with its warning)
@@ -78,22 +86,29 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     return record(ops_all if dims is None else ops_dim, value, (x,), p=p, ints=kshape)
 
 
-def sum(x, dim=None, keepdim=False, *, dtype=None):
+def _numpy_names(dim, keepdim, axis, keepdims):
+    # PyTorch takes NumPy's names too: axis for dim, keepdims for keepdim
+    return (dim if axis is None else axis), (keepdim if keepdims is None else keepdims)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Sum of all elements, or over `dim` (an int or a tuple).
 
     >>> import tape
     >>> tape.sum(tape.tensor([[1., 2.], [3., 4.]]), dim=0)
     tensor([4., 6.])
     """
-    return _reduce(x, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, False)
+    dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
+    return _reduce(input, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, False)
 
 
-def mean(x, dim=None, keepdim=False, *, dtype=None):
+def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean of all elements, or over `dim` (an int or a tuple)."""
-    if x.dtype.kind not in "fc" and dtype is None:
+    if input.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
-                           f"point or complex dtype. Got: {scalar_type_name(x.dtype)}")
-    return _reduce(x, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
+                           f"point or complex dtype. Got: {scalar_type_name(input.dtype)}")
+    dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
+    return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
 
 
 Tensor.sum = sum

@@ -287,21 +287,9 @@ def binary(opdef, scalar_fn, array_fn):
     return op
 
 
-def _step(x):
-    if type(x) is Tensor:
-        v = x._array()
-        return new_tensor(wrap_value((v > 0).astype(v.dtype)))
-    return 1.0 if x > 0 else 0.0
-
-
-def _sign(x):
-    if type(x) is Tensor:
-        return new_tensor(wrap_value(np.sign(x._array())))
-    return math.copysign(1.0, x) if x != 0 else 0.0
-
-
 def _within(x, lo, hi):
-    # 1 where lo <= x <= hi, else 0: a constant in a partial, like step
+    # 1 where lo <= x <= hi, else 0: a constant in a partial (PyTorch's clamp
+    # gradient is a where() on a mask, not differentiable in it)
     if type(x) is Tensor:
         v = x._array()
         return new_tensor(wrap_value(((v >= lo) & (v <= hi)).astype(v.dtype)))
@@ -328,13 +316,6 @@ def _is_zero(v):
     return 1.0 if v == 0 else 0.0
 
 
-def _floor(x):
-    # floor's derivative is 0 almost everywhere: in a partial it is a constant
-    if type(x) is Tensor:
-        return new_tensor(wrap_value(np.floor(x._array())))
-    return float(math.floor(x))
-
-
 def _on_tensor_or_number(op, math_fn):
     """A partial may apply a function to a constant operand, a Python float."""
     return lambda v: op(v) if type(v) is Tensor else math_fn(v)
@@ -347,8 +328,11 @@ def elementwise_vjp(opdef):
     from ops.shape import sum_to
     functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
-    functions.update(step=_step, sign=_sign, floor=_floor, within=_within, zero_base=_zero_base,
-                     is_zero=_is_zero)
+    # a constant operand is a float: its step, sign and floor are floats
+    functions.update(step=_on_tensor_or_number(ops.elementwise.step, lambda v: float(v > 0)),
+                     sign=_on_tensor_or_number(ops.sign, lambda v: float((v > 0) - (v < 0))),
+                     floor=_on_tensor_or_number(ops.floor, lambda v: float(math.floor(v))),
+                     within=_within, zero_base=_zero_base, is_zero=_is_zero)
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds
@@ -365,7 +349,13 @@ def elementwise_vjp(opdef):
             env = dict(functions)
             for name in names:
                 env[name] = getattr(ctx, name)
-            d = eval(partial, env)
+            try:
+                d = eval(partial, env)
+            except (ArithmeticError, ValueError):
+                # math refuses a number operand (1 / 0.0, log(-1.0)); as 0-d
+                # tensors they give PyTorch's inf or nan
+                env.update({name: new_tensor(v) for name in names if type(v := env[name]) is float})
+                d = eval(partial, env)
             if type(d) in _NUMBER:
                 gi = g if d == 1 else (-g if d == -1 else g * d)
             else:

@@ -14,13 +14,13 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "7a47a7756918605f"
+REGISTRY_DIGEST = "4e2225a02aecdb08"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -173,59 +173,59 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh)
         if FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh)
-    if o == 30:  # expand
+    if o == 33:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 31:  # view
+    elif o == 34:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 32:  # unsqueeze
+    elif o == 35:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 33:  # squeeze
+    elif o == 36:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 34:  # squeeze_dim
+    elif o == 37:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 35:  # permute
+    elif o == 38:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 36:  # transpose
+    elif o == 39:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 37:  # t
+    elif o == 40:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 38:  # select
+    elif o == 41:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 39:  # slice
+    elif o == 42:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 40:  # alias
+    elif o == 43:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 41:  # index_unsqueeze
+    elif o == 44:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 42:  # strided_scatter
+    elif o == 45:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 43:  # index
+    elif o == 46:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 44:  # index_put
+    elif o == 47:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 45:  # sum
+    elif o == 48:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 46:  # sum_dim
+    elif o == 49:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 47:  # mean
+    elif o == 50:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 48:  # mean_dim
+    elif o == 51:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 49:  # mm
+    elif o == 52:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 50:  # mv
+    elif o == 53:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 51:  # dot
+    elif o == 54:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 52:  # bmm
+    elif o == 55:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 53:  # zero_
+    elif o == 56:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 54:  # fill_
+    elif o == 57:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 56:  # copy_slices
+    elif o == 59:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 57:  # index_put_
+    elif o == 60:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -479,31 +479,43 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 23:  # square
+            elif o == 23:  # sign
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 24:  # floor
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 25:  # step
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 26:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 24:  # clone
+            elif o == 27:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 25:  # to_copy
+            elif o == 28:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 26:  # clamp
+            elif o == 29:  # clamp
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 27:  # clamp_min
+            elif o == 30:  # clamp_min
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 28:  # clamp_max
+            elif o == 31:  # clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 55:  # copy
+            elif o == 58:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -748,31 +760,43 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 23:  # square
+            elif o == 23:  # sign
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 24:  # floor
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 25:  # step
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 26:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 24:  # clone
+            elif o == 27:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 25:  # to_copy
+            elif o == 28:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 26:  # clamp
+            elif o == 29:  # clamp
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 27:  # clamp_min
+            elif o == 30:  # clamp_min
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 28:  # clamp_max
+            elif o == 31:  # clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 55:  # copy
+            elif o == 58:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1359,7 +1383,28 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sign(x))
-    elif o == 23:  # square
+    elif o == 23:  # sign
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (0)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (0)
+    elif o == 24:  # floor
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (0)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (0)
+    elif o == 25:  # step
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (0)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (0)
+    elif o == 26:  # square
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1378,21 +1423,21 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 24:  # clone
+    elif o == 27:  # clone
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 25:  # to_copy
+    elif o == 28:  # to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 26:  # clamp
+    elif o == 29:  # clamp
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1435,7 +1480,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 27:  # clamp_min
+    elif o == 30:  # clamp_min
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1478,7 +1523,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 28:  # clamp_max
+    elif o == 31:  # clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1521,7 +1566,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 55:  # copy
+    elif o == 58:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

@@ -1045,6 +1045,42 @@ def test_leaf_changed_under_no_grad_still_gets_the_gradient_of_earlier_graphs(up
     assert p.grad.tolist() == [6.0, 6.0]
 
 
+@pytest.mark.parametrize("update", [lambda p: p.mul_(2.0), lambda p: p.sub_(1.0),
+                                    lambda p: p.__setitem__(0, 5.0)])
+def test_leaf_saved_by_a_graph_and_changed_under_no_grad_makes_backward_raise(update):
+    # the optimizer step before backward: mul saved w, whose value is gone
+    w = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x = tape.tensor([0.5, -1.0, 2.0], requires_grad=True)
+    loss = (w * x).sum()
+    with tape.no_grad():
+        update(w)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+    (w * x).sum().backward()
+    assert x.grad.tolist() == w.tolist()
+
+
+def test_retained_gradient_follows_an_in_place_op():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    y.mul_(3)
+    y.sum().backward()
+    assert y.retains_grad
+    assert y.grad.tolist() == [1.0, 1.0, 1.0]
+    assert x.grad.tolist() == [6.0, 6.0, 6.0]
+
+
+def test_in_place_division_by_a_tensor_that_requires_grad():
+    a = tape.tensor([1.0, 2.0], requires_grad=True)
+    b = tape.tensor([4.0, 8.0], requires_grad=True)
+    z = a * 1
+    z.div_(b)
+    z.sum().backward()
+    assert a.grad.tolist() == [0.25, 0.125]
+    assert b.grad.tolist() == [-1 / 16, -2 / 64]
+
+
 def test_backward_with_create_graph_warns_once_per_process():
     script = ("import warnings, tape\n"
               "warnings.simplefilter('always')\n"

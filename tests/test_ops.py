@@ -63,6 +63,9 @@ ELEMENTWISE_UNARY = [
     ("abs", lambda x: x.abs(), np.abs, 0.2, 2),
     ("abs_negative", lambda x: abs(x), np.abs, -2, -0.2),
     ("square", lambda x: x.square(), np.square, -2, 2),
+    # piecewise constant: drawn away from the jumps
+    ("sign", lambda x: x.sign(), np.sign, 0.2, 2),
+    ("floor", lambda x: tape.floor(x), np.floor, 0.1, 0.9),
     ("pow_int", lambda x: x ** 3, lambda a: a ** 3, -2, 2),
     ("pow_float", lambda x: x ** 2.5, lambda a: a ** 2.5, 0.3, 2),
     ("pow_zero", lambda x: x ** 0, lambda a: a ** 0, -2, 2),
@@ -286,3 +289,68 @@ def test_sweep_module_is_up_to_date():
     """tape/_sweep.py is generated from the registry: `python -m tape._gen`."""
     from tape import _gen, _sweep
     assert _sweep.REGISTRY_DIGEST == _gen.digest()
+
+
+def test_create_graph_gradients_through_piecewise_linear_ops_require_grad():
+    # PyTorch's gradients of relu, abs and remainder record their masks, so a
+    # second derivative is zeros rather than "does not require grad"
+    x = tape.tensor([-1.0, 0.5, 2.0], requires_grad=True)
+    y = tape.tensor([1.5, 0.7, 0.9], requires_grad=True)
+    for out, wrt in ((x.relu(), x), (x.abs(), x), (x % y, y)):
+        (g,) = tape.autograd.grad(out.sum(), wrt, create_graph=True)
+        assert g.requires_grad
+        (h,) = tape.autograd.grad((g * g).sum(), wrt)
+        assert h.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_division_by_a_constant_zero_under_create_graph_gives_inf():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    for out in (x / 0, x / tape.tensor(0.0)):
+        (g,) = tape.autograd.grad(out.sum(), x, create_graph=True)
+        assert g.tolist() == [np.inf, np.inf]
+
+
+def test_clamp_of_a_0d_tensor_takes_max_when_bounds_cross():
+    # min(max(x, lo), hi), as PyTorch, for scalars as for arrays
+    assert tape.clamp(tape.tensor(0.0), 1.0, -1.0).item() == -1.0
+    assert tape.clamp(tape.tensor([0.0]), 1.0, -1.0).tolist() == [-1.0]
+    assert np.isnan(tape.clamp(tape.tensor(np.nan), 1.0, 2.0).item())
+
+
+def test_add_and_sub_scale_a_number_by_alpha():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    assert tape.add(x, 2, alpha=3).tolist() == [7.0, 8.0]
+    assert x.sub(2, alpha=3).tolist() == [-5.0, -4.0]
+    assert tape.add(input=x, other=x, alpha=2).tolist() == [3.0, 6.0]
+    y = x * 1.0
+    y.add_(2.0, alpha=3)
+    assert y.tolist() == [7.0, 8.0]
+    with pytest.raises(RuntimeError, match="argument alpha must not be a floating point number"):
+        tape.add(tape.tensor([1, 2]), tape.tensor([1, 2]), alpha=2.5)
+
+
+def test_sum_and_mean_over_no_dims_reduce_everything():
+    x = tape.ones(2, 3, requires_grad=True)
+    assert x.sum(dim=()).item() == 6.0
+    assert x.sum(dim=[]).grad_fn.name() == "SumBackward1"
+    x.mean(dim=()).backward()
+    assert np.allclose(x.grad.numpy(), 1 / 6)
+
+
+@pytest.mark.parametrize("dim", [0, -1, [0], (0,)])
+def test_sum_and_mean_of_a_0d_tensor_take_dim_0_and_minus_1(dim):
+    x = tape.tensor(2.0, requires_grad=True)
+    assert x.sum(dim).item() == 2.0
+    assert x.mean(dim, keepdim=True).shape == ()
+    x.sum(dim).backward()
+    assert x.grad.item() == 1.0
+    with pytest.raises(IndexError, match=r"range of \[-1, 0\], but got 1"):
+        x.sum(1)
+
+
+def test_sum_and_mean_take_numpys_axis_and_keepdims():
+    x = tape.ones(2, 3)
+    assert x.sum(axis=1, keepdims=True).shape == (2, 1)
+    assert x.mean(axis=0).tolist() == [1.0, 1.0, 1.0]
+    with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
+        x.sum((0, -2))
