@@ -212,12 +212,16 @@ class _Ctx:
     Tensors (or the float constant of a one-element operand), made when first
     asked for; the parameter p, the shapes and the static ints."""
 
-    def __init__(self, tp, r):
+    def __init__(self, tp, r, leads=None):
         self._tp, self._r = tp, r
-        self._a, self._b = tp.m_a0[r], tp.m_a1[r]
+        a, b = self._a, self._b = tp.m_a0[r], tp.m_a1[r]
         self.c, self.p = tp.m_c[r], tp.m_p[r]
         flags = tp.m_flags
-        self.needs = (self._a >= 0 and bool(flags[self._a] & RG), self._b >= 0 and bool(flags[self._b] & RG))
+        # an input needs a gradient when it requires grad and, for
+        # autograd.grad, leads to one of its inputs (the sweep's marks)
+        sid = tp.sweep_id
+        self.needs = (a >= 0 and bool(flags[a] & RG) and (leads is None or leads[a] == sid),
+                      b >= 0 and bool(flags[b] & RG) and (leads is None or leads[b] == sid))
 
     # the rest is read by some VJPs only, so made when asked for
     @functools.cached_property
@@ -276,6 +280,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     caps, _, _, visited, released = _sweep_call(
         tp, roots, np.zeros(len(roots), np.int64), empty, retain, target_rows is not None, False)
     captured = set(caps.tolist())
+    leads = None if target_rows is None else tp.m_work_leads
     grads = {}
     with set_grad_enabled(bool(create_graph)):
         for r, s in zip(roots.tolist(), seeds):
@@ -284,7 +289,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             g = grads.get(r) if r in captured else grads.pop(r, None)
             if g is None:
                 continue
-            ctx = _Ctx(tp, r)
+            ctx = _Ctx(tp, r, leads)
             input_grads = _vjp_of(REGISTRY[tp.op[r]])(ctx, g)
             for row, need, gi in zip((ctx._a, ctx._b), ctx.needs, input_grads):
                 if need and gi is not None:

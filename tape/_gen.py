@@ -57,6 +57,16 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
     caps = work[0]
     visited = work[1]
     released = work[2]
+    # autograd.grad walks only the rows on a path to its inputs, as PyTorch's
+    # engine does, so a later call for other inputs finds the rest unfreed:
+    # leads[r] == sid marks the rows that lead to a TARGET row
+    leads = work[3]
+    if targeted:
+        for r in range(top + 1):
+            a = a0[r]
+            b = a1[r]
+            if (flags[r] & TARGET) != 0 or (a >= 0 and leads[a] == sid) or (b >= 0 and leads[b] == sid):
+                leads[r] = sid
     ncaps = 0
     nvisited = 0
     nreleased = 0
@@ -84,8 +94,8 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
         o = op[r]
         a = a0[r]
         b = a1[r]
-        need_a = a >= 0 and (flags[a] & RG) != 0
-        need_b = b >= 0 and (flags[b] & RG) != 0
+        need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
+        need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
         if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
             status, bad = ERR_NOT_DIFFERENTIABLE, r
             break

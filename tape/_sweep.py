@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "4e2225a02aecdb08"
+REGISTRY_DIGEST = "5400d21f821e4dc6"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
@@ -304,6 +304,16 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
     caps = work[0]
     visited = work[1]
     released = work[2]
+    # autograd.grad walks only the rows on a path to its inputs, as PyTorch's
+    # engine does, so a later call for other inputs finds the rest unfreed:
+    # leads[r] == sid marks the rows that lead to a TARGET row
+    leads = work[3]
+    if targeted:
+        for r in range(top + 1):
+            a = a0[r]
+            b = a1[r]
+            if (flags[r] & TARGET) != 0 or (a >= 0 and leads[a] == sid) or (b >= 0 and leads[b] == sid):
+                leads[r] = sid
     ncaps = 0
     nvisited = 0
     nreleased = 0
@@ -335,8 +345,8 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         o = op[r]
         a = a0[r]
         b = a1[r]
-        need_a = a >= 0 and (flags[a] & RG) != 0
-        need_b = b >= 0 and (flags[b] & RG) != 0
+        need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
+        need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
         if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
             status, bad = ERR_NOT_DIFFERENTIABLE, r
             break
@@ -588,6 +598,16 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
     caps = work[0]
     visited = work[1]
     released = work[2]
+    # autograd.grad walks only the rows on a path to its inputs, as PyTorch's
+    # engine does, so a later call for other inputs finds the rest unfreed:
+    # leads[r] == sid marks the rows that lead to a TARGET row
+    leads = work[3]
+    if targeted:
+        for r in range(top + 1):
+            a = a0[r]
+            b = a1[r]
+            if (flags[r] & TARGET) != 0 or (a >= 0 and leads[a] == sid) or (b >= 0 and leads[b] == sid):
+                leads[r] = sid
     ncaps = 0
     nvisited = 0
     nreleased = 0
@@ -616,8 +636,8 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         o = op[r]
         a = a0[r]
         b = a1[r]
-        need_a = a >= 0 and (flags[a] & RG) != 0
-        need_b = b >= 0 and (flags[b] & RG) != 0
+        need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
+        need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
         if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
             status, bad = ERR_NOT_DIFFERENTIABLE, r
             break

@@ -1071,6 +1071,41 @@ def test_retained_gradient_follows_an_in_place_op():
     assert x.grad.tolist() == [6.0, 6.0, 6.0]
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_grad_walks_only_the_rows_that_lead_to_its_inputs(create_graph):
+    # as PyTorch's engine: the branch of w is neither run nor freed by grad(y, x)
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    w = tape.tensor([3.0, 4.0], requires_grad=True)
+    h = w * 3
+    h.retain_grad()
+    y = x.exp().sum() + (h * h).sum()
+    (gx,) = tape.autograd.grad(y, x, create_graph=create_graph)
+    assert h.grad is None
+    (gw,) = tape.autograd.grad(y, w, create_graph=create_graph)
+    assert np.allclose(gx.tolist(), np.exp([1.0, 2.0]))
+    assert gw.tolist() == [54.0, 72.0]
+    assert h.grad.tolist() == [18.0, 24.0]
+
+
+def test_backward_inputs_leaves_other_branches_for_a_later_backward():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    w = tape.tensor([3.0, 4.0], requires_grad=True)
+    y = x.exp().sum() + w.exp().sum()
+    y.backward(inputs=[x])
+    assert w.grad is None
+    y.backward(inputs=[w])
+    assert np.allclose(w.grad.tolist(), np.exp([3.0, 4.0]))
+
+
+def test_a_node_run_for_one_input_is_freed_for_the_next():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    w = tape.tensor([3.0, 4.0], requires_grad=True)
+    y = (x * w).sum()
+    tape.autograd.grad(y, x)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        tape.autograd.grad(y, w)
+
+
 def test_in_place_division_by_a_tensor_that_requires_grad():
     a = tape.tensor([1.0, 2.0], requires_grad=True)
     b = tape.tensor([4.0, 8.0], requires_grad=True)
