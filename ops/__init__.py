@@ -6,7 +6,9 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "reciprocal", "relu", "remainder", "sigmoid", "sign", "floor", "sin", "sqrt", "square", "sub", "tanh", "to", "true_divide",
            "broadcast_to", "expand", "flatten", "permute", "reshape", "squeeze", "t", "transpose",
            "unsqueeze", "view", "mean", "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_",
-           "div_", "fill_", "mul_", "sub_", "zero_", "eq", "ge", "gt", "le", "lt", "ne"]
+           "div_", "fill_", "mul_", "sub_", "zero_", "eq", "ge", "gt", "le", "lt", "ne",
+           "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or",
+           "logical_xor", "logical_not", "all", "any"]
 
 from tape import _registry
 
@@ -18,6 +20,8 @@ from ops.reduction import mean, sum
 from ops.linalg import bmm, dot, matmul, mm, mv, outer
 from ops.inplace import add_, div_, fill_, mul_, sub_, zero_
 from ops.comparison import eq, ge, gt, le, lt, ne
+from ops.logical import (all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, logical_and,
+                         logical_not, logical_or, logical_xor)
 
 
 _registry.seal()

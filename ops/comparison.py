@@ -28,8 +28,9 @@ _OPERANDS = (Tensor, int, float, bool, np.ndarray, np.generic)
 
 
 def _operator(compare):
-    """The operator form: other operands (None, strings, lists) are not ours,
-    so Python decides (x == None is False, x < None a TypeError), as in PyTorch."""
+    """The operator form (of comparisons, and of ops.logical's `& | ^`): other
+    operands (None, strings, lists) are not ours, so Python decides (x == None
+    is False, x < None a TypeError), as in PyTorch."""
     def operator(x, y):
         return compare(x, y) if isinstance(y, _OPERANDS) else NotImplemented
     return operator

@@ -8,9 +8,9 @@ rows to a flat struct-of-arrays tape; backward is one Numba-compiled sweep.
 >>> round(x.grad.item(), 4)
 -2.6146
 """
-from ._dtypes import (bool_ as bool, float32, float64, get_default_dtype, int32, int64,
-                      set_default_dtype)
-from ._tensor import Tensor
+from ._dtypes import (bool_ as bool, float16, float32, float64, get_default_dtype, int8, int16, int32,
+                      int64, set_default_dtype, uint8)
+from ._tensor import Tensor, device, is_floating_point, is_tensor, numel, tensor_to
 from ._factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
                          linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
                          randn_like, tensor, zeros, zeros_like)
@@ -20,10 +20,19 @@ from . import autograd
 
 import ops  # noqa: E402  (which sets every op as tape.<name>)
 
+# PyTorch's Tensor.to also takes a device or another tensor; ops sets the op
+# to(x, dtype) as the method, so the method of all three forms goes on after it
+Tensor.to = tensor_to
+
+# PyTorch's names of dtypes, the same objects as ours (tape.float is tape.float32)
+half, float, double = float16, float32, float64
+short, int, long = int16, int32, int64
+
 __version__ = "0.1.0"
-__all__ = ["Tensor", "autograd", "bool", "float32", "float64", "int32", "int64", "get_default_dtype",
-           "set_default_dtype", "arange", "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full",
-           "full_like", "linspace", "manual_seed", "ones", "ones_like", "rand", "rand_like", "randint",
-           "randn", "randn_like", "tensor", "zeros", "zeros_like", "enable_grad", "inference_mode",
-           "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_grad_enabled",
-           *ops.__all__]
+__all__ = ["Tensor", "autograd", "device", "bool", "float16", "float32", "float64", "int8", "int16",
+           "int32", "int64", "uint8", "half", "float", "double", "short", "int", "long",
+           "get_default_dtype", "set_default_dtype", "is_floating_point", "is_tensor", "numel", "arange",
+           "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like", "linspace",
+           "manual_seed", "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",
+           "tensor", "zeros", "zeros_like", "enable_grad", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled", "no_grad", "set_grad_enabled", *ops.__all__]

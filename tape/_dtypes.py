@@ -1,13 +1,19 @@
 """Dtypes are NumPy dtype objects, so `t.dtype == numpy.float64` holds."""
 import numpy as np
 
-__all__ = ["float64", "float32", "int64", "int32", "bool_", "get_default_dtype",
-           "set_default_dtype", "as_dtype", "scalar_type_name"]
+__all__ = ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool_",
+           "get_default_dtype", "set_default_dtype", "as_dtype", "scalar_type_name"]
 
+# NumPy makes one dtype object per type, so PyTorch's aliases (tape.float,
+# tape.long, ...) are the same objects: `tape.float is tape.float32`
 float64 = np.dtype(np.float64)
 float32 = np.dtype(np.float32)
+float16 = np.dtype(np.float16)  # values only: the sweep computes in float32 and float64
 int64 = np.dtype(np.int64)
 int32 = np.dtype(np.int32)
+int16 = np.dtype(np.int16)
+int8 = np.dtype(np.int8)
+uint8 = np.dtype(np.uint8)
 bool_ = np.dtype(np.bool_)
 
 _default = [float64]

@@ -6,7 +6,7 @@ import warnings
 import numpy as np
 
 from ._dtypes import as_dtype, get_default_dtype, scalar_type_name
-from ._tensor import Tensor, new_tensor, wrap_value
+from ._tensor import Tensor, check_device, new_tensor, refuse_half_grad, wrap_value
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye", "arange",
            "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like",
@@ -20,9 +20,12 @@ def manual_seed(seed):
     _rng[0] = np.random.default_rng(int(seed))
 
 
-def _make(array, requires_grad):
+def _make(array, requires_grad, device=None):
+    check_device(device)
     if requires_grad and array.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
+    if requires_grad:
+        refuse_half_grad(array.dtype)
     return new_tensor(wrap_value(array), bool(requires_grad))
 
 
@@ -68,6 +71,12 @@ def _unwrap(data):
     return data
 
 
+def _warn_copy_construct(call):
+    warnings.warn("To copy construct from a tensor, it is recommended to use sourceTensor.detach()."
+                  "clone() or sourceTensor.detach().clone().requires_grad_(True), rather than "
+                  f"{call}(sourceTensor).", UserWarning, stacklevel=3)
+
+
 def tensor(data, *, dtype=None, device=None, requires_grad=False):
     """A new tensor holding a copy of `data` (numbers, nested lists, arrays, tensors).
 
@@ -76,10 +85,11 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
     tensor([1., 2.], requires_grad=True)
     """
     if isinstance(data, Tensor):
-        warnings.warn("To copy construct from a tensor, it is recommended to use "
-                      "sourceTensor.clone().detach() or sourceTensor.clone().detach()."
-                      "requires_grad_(True), rather than tape.tensor(sourceTensor).", UserWarning,
-                      stacklevel=2)
+        _warn_copy_construct("tape.tensor")
+    return _tensor_of(data, dtype, device, requires_grad)
+
+
+def _tensor_of(data, dtype, device, requires_grad):
     data = _unwrap(data)
     if data is None:
         raise RuntimeError("Could not infer dtype of NoneType")
@@ -90,11 +100,12 @@ def tensor(data, *, dtype=None, device=None, requires_grad=False):
         raise ValueError(f"could not build a tensor from {type(data).__name__}: {e}") from None
     if array.dtype.kind not in "fiub":
         raise TypeError(f"can't convert data of dtype {array.dtype} to a tensor")
-    return _make(array, requires_grad)
+    return _make(array, requires_grad, device)
 
 
 def as_tensor(data, dtype=None, device=None):
     """`data` as a tensor, sharing memory with a NumPy array of the same dtype."""
+    check_device(device)
     if isinstance(data, Tensor):
         return data if dtype is None or data.dtype == as_dtype(dtype) else data.to(dtype)
     if isinstance(data, np.ndarray) and (dtype is None or data.dtype == as_dtype(dtype)):
@@ -111,12 +122,17 @@ def from_numpy(ndarray):
     return new_tensor(ndarray)
 
 
-def _size(size, negative=None):
-    """The shape that `size` (ints, or one tuple or list) gives; a negative
-    dimension raises `negative`, or PyTorch's usual text."""
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = size[0]
-    shape = tuple(int(s) for s in size)
+def _size(dims, size=None, negative=None):
+    """The shape from a factory's arguments: ints, or one tuple or list, or
+    PyTorch's `size=` keyword; a negative dimension raises `negative`, or
+    PyTorch's usual text."""
+    if size is not None:
+        if dims:
+            raise TypeError("got multiple values for argument 'size'")
+        dims = (size,)
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = dims[0]
+    shape = tuple(int(d) for d in dims)
     for d in shape:
         if d < 0:
             raise RuntimeError(negative or f"Trying to create tensor with negative dimension {d}: "
@@ -124,53 +140,60 @@ def _size(size, negative=None):
     return shape
 
 
-def _fill(size, value, dtype, requires_grad, negative=None):
+def _fill(shape, value, dtype, device, requires_grad):
     dtype = as_dtype(dtype) or get_default_dtype()
-    return _make(np.full(_size(size, negative), value, dtype), requires_grad)
+    return _make(np.full(shape, value, dtype), requires_grad, device)
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _fill(size, 0, dtype, requires_grad, "zeros: Dimension size must be non-negative.")
+def zeros(*dims, size=None, dtype=None, device=None, requires_grad=False):
+    shape = _size(dims, size, "zeros: Dimension size must be non-negative.")
+    return _fill(shape, 0, dtype, device, requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _fill(size, 1, dtype, requires_grad)
+def ones(*dims, size=None, dtype=None, device=None, requires_grad=False):
+    return _fill(_size(dims, size), 1, dtype, device, requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _fill(size, 0, dtype, requires_grad)
+def empty(*dims, size=None, dtype=None, device=None, requires_grad=False):
+    return _fill(_size(dims, size), 0, dtype, device, requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     if dtype is None:
         dtype = _infer_dtype(fill_value)
-    return _make(np.full(_size((size,)), fill_value, as_dtype(dtype)), requires_grad)
+    return _make(np.full(_size((size,)), fill_value, as_dtype(dtype)), requires_grad, device)
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
     for name, v in (("n", n), ("m", m)):
         if v is not None and v < 0:
             raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
-    return _make(np.eye(n, m, dtype=as_dtype(dtype) or get_default_dtype()), requires_grad)
+    return _make(np.eye(n, m, dtype=as_dtype(dtype) or get_default_dtype()), requires_grad, device)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values from `start` (0 unless given) up to `end`, by `step`: arange(end)
+    or arange(start, end, step), or with PyTorch's keywords (arange(end=4))."""
     if end is None:
+        if start is None:
+            raise TypeError('arange() missing 1 required positional arguments: "end"')
         start, end = 0, start
+    elif start is None:
+        start = 0
     if step == 0:
         raise RuntimeError("step must be nonzero")
     if (end - start) * step < 0:
         raise RuntimeError("upper bound and lower bound inconsistent with step sign")
     if dtype is None:
         dtype = _infer_dtype([start, end, step])
-    return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), requires_grad)
+    return _make(np.arange(start, end, step, dtype=as_dtype(dtype)), requires_grad, device)
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     return _make(np.linspace(start, end, int(steps), dtype=as_dtype(dtype) or get_default_dtype()),
-                 requires_grad)
+                 requires_grad, device)
 
 
 def _float_dtype(dtype, kernel):
@@ -181,29 +204,30 @@ def _float_dtype(dtype, kernel):
     return dtype
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
+def rand(*dims, size=None, dtype=None, device=None, requires_grad=False):
     dtype = _float_dtype(dtype, "check_uniform_bounds")
-    return _make(_rng[0].random(_size(size)).astype(dtype), requires_grad)
+    return _make(_rng[0].random(_size(dims, size)).astype(dtype), requires_grad, device)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
+def randn(*dims, size=None, dtype=None, device=None, requires_grad=False):
     dtype = _float_dtype(dtype, "normal_kernel_cpu")
-    return _make(_rng[0].standard_normal(_size(size)).astype(dtype), requires_grad)
+    return _make(_rng[0].standard_normal(_size(dims, size)).astype(dtype), requires_grad, device)
 
 
-def randint(low, high=None, size=(), *, dtype=None, device=None, requires_grad=False):
-    """Integers uniform on [low, high): randint(high, size) or randint(low, high, size)."""
+def randint(low=0, high=None, size=(), *, dtype=None, device=None, requires_grad=False):
+    """Integers uniform on [low, high): randint(high, size), randint(low, high,
+    size), or with PyTorch's keywords (randint(high=5, size=(3,)))."""
     if isinstance(high, (tuple, list)):
         low, high, size = 0, low, high
     elif high is None:
         low, high = 0, low
     return _make(_rng[0].integers(low, high, _size((size,))).astype(as_dtype(dtype) or np.int64),
-                 requires_grad)
+                 requires_grad, device)
 
 
 def _like(fn):
     def like(t, *, dtype=None, device=None, requires_grad=False):
-        return fn(t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+        return fn(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
     return like
 
 
@@ -215,4 +239,29 @@ randn_like = _like(randn)
 
 
 def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
+    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+
+
+# Tensor.new_*: as the factories, in the tensor's dtype unless told
+def _new(fn):
+    def new(self, *dims, size=None, dtype=None, device=None, requires_grad=False):
+        return fn(*dims, size=size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+    new.__name__ = f"new_{fn.__name__}"
+    return new
+
+
+def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
+    if isinstance(data, Tensor):
+        _warn_copy_construct("tensor.new_tensor")
+    return _tensor_of(data, dtype or self.dtype, device, requires_grad)
+
+
+Tensor.new_zeros = _new(zeros)
+Tensor.new_ones = _new(ones)
+Tensor.new_empty = _new(empty)
+Tensor.new_full = _new_full
+Tensor.new_tensor = _new_tensor

@@ -95,13 +95,29 @@ def _body(a, indent, summarize, fmt):
     return "[" + ("," + "\n" * (a.ndim - 1) + " " * (indent + 1)).join(parts) + "]"
 
 
-def tensor_repr(a, suffix=""):
-    """`tensor(<values><suffix>)`; an empty tensor shows its size when not 1-d."""
+def tensor_repr(a, suffixes=()):
+    """`tensor(<values>, <suffixes>)`; an empty tensor shows its size when not 1-d.
+
+    As PyTorch's `_add_suffixes`, a suffix that would pass the line width goes
+    on a line of its own, aligned after `tensor(`.
+    """
     prefix = "tensor("
     if a.size == 0:
-        body = "[]" if a.ndim == 1 else f"[], size={a.shape}"
+        text = prefix + "[]"
+        if a.ndim != 1:
+            suffixes = [f"size={a.shape}", *suffixes]
     else:
         summarize = a.size > _THRESHOLD
         fmt = _Formatter(_edges(a) if summarize else a)
-        body = _body(a, len(prefix), summarize, fmt)
-    return f"{prefix}{body}{suffix})"
+        text = prefix + _body(a, len(prefix), summarize, fmt)
+    # PyTorch's count of the last line is 2 more than its length, but not
+    # after a wrap; kept, so that the lines break where PyTorch's do
+    last_line = len(text) - text.rfind("\n") + 1
+    for suffix in suffixes:
+        if last_line + len(suffix) + 2 > _LINE_WIDTH:
+            text += ",\n" + " " * len(prefix) + suffix
+            last_line = len(prefix) + len(suffix)
+        else:
+            text += ", " + suffix
+            last_line += len(suffix) + 2
+    return text + ")"

@@ -7,12 +7,98 @@ import weakref
 
 import numpy as np
 
-from ._dtypes import float64, get_default_dtype
+from ._dtypes import as_dtype, float16, float64, get_default_dtype, scalar_type_name
 from ._tape import DIRTY, RETAIN, state, where
 from ._registry import LEAF
 from . import _format
 
-__all__ = ["Tensor", "new_tensor", "wrap_value"]
+__all__ = ["Tensor", "device", "check_device", "is_tensor", "numel", "is_floating_point",
+           "new_tensor", "refuse_half_grad", "wrap_value", "tensor_to"]
+
+# the device types PyTorch's device strings may name
+_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga",
+                 "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
+class device:
+    """PyTorch's `torch.device`. tape computes on the CPU only: other devices
+    can be named, and using one raises as PyTorch does without it.
+
+    >>> import tape
+    >>> tape.ones(2).device
+    device(type='cpu')
+    """
+    __slots__ = ("type", "index")
+
+    def __init__(self, type, index=None):
+        if isinstance(type, device):
+            type, index = type.type, type.index
+        if not isinstance(type, str):
+            raise RuntimeError("Cannot access accelerator device when none is available.")
+        name, colon, number = type.partition(":")
+        if name not in _DEVICE_TYPES:
+            raise RuntimeError(f"Expected one of {', '.join(_DEVICE_TYPES)} device type at start of "
+                               f"device string: {type}")
+        if colon:
+            if not number.isdigit():
+                raise RuntimeError(f"Invalid device string: '{type}'")
+            index = int(number)
+        if index is not None and index < 0:
+            raise RuntimeError("Device index must not be negative")
+        self.type = name
+        self.index = index
+
+    def __repr__(self):
+        index = "" if self.index is None else f", index={self.index}"
+        return f"device(type='{self.type}'{index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        return isinstance(other, device) and (self.type, self.index) == (other.type, other.index)
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+
+# PyTorch's legacy type names ("torch.DoubleTensor"), under tape's name and torch's
+_TYPE_NAMES = {f"{ns}.{scalar_type_name(np.dtype(d))}Tensor": np.dtype(d) for ns in ("tape", "torch")
+               for d in ("float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool")}
+
+_CPU = device("cpu")
+_Device = device  # for code where a parameter named `device` hides the class
+
+
+def check_device(where):
+    """Refuse a device other than the CPU (`where` as factories and `to` take it)."""
+    if where is None:
+        return
+    where = device(where)
+    if where.type == "cuda":
+        raise AssertionError("Tape not compiled with CUDA enabled")
+    if where.type != "cpu":
+        raise RuntimeError(f"tape is not linked with support for {where.type} devices")
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def _expect_tensor(fn, input):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{fn}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}")
+
+
+def numel(input):
+    _expect_tensor("numel", input)
+    return input.numel()
+
+
+def is_floating_point(input):
+    _expect_tensor("is_floating_point", input)
+    return input.is_floating_point()
 
 
 class _Version:
@@ -105,8 +191,18 @@ class Tensor:
     _indexed_from = None
     __array_priority__ = 1000
 
-    def __init__(self, *args, **kwargs):
-        raise TypeError("create tensors with tape.tensor(data), tape.zeros(...) and the other factories")
+    def __init__(self, *args, device=None):
+        """PyTorch's legacy constructor: `Tensor(data)` copies a sequence in the
+        default dtype, `Tensor(*sizes)` is an uninitialised tensor of that shape,
+        `Tensor()` an empty one. Prefer `tape.tensor` and the factories."""
+        from ._factories import empty, tensor
+        if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
+            if not isinstance(args[0], (list, tuple, np.ndarray)):
+                raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+            made = tensor(args[0], dtype=get_default_dtype(), device=device)
+        else:
+            made = empty(*(args or (0,)), device=device)
+        self._value, self._rg, self._row, self._ep = made._value, False, -1, None
 
     # -- metadata ------------------------------------------------------------
     @property
@@ -130,7 +226,55 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return self.shape
-        return self.shape[_norm_dim(dim, self.ndim)]
+        return self.shape[_shape_dim(dim, self.ndim)]
+
+    def stride(self, dim=None):
+        """The element strides of this tensor laid out in C order: tape shows
+        every tensor as contiguous, whatever NumPy's layout of its value."""
+        strides = []
+        step = 1
+        for d in reversed(self.shape):
+            strides.insert(0, step)
+            step *= d
+        return tuple(strides) if dim is None else strides[_shape_dim(dim, self.ndim)]
+
+    def is_contiguous(self, memory_format=None):
+        return True
+
+    def contiguous(self, memory_format=None):
+        return self
+
+    def element_size(self):
+        return self.dtype.itemsize
+
+    def is_floating_point(self):
+        return self.dtype.kind == "f"
+
+    @property
+    def device(self):
+        return _CPU
+
+    is_cuda = False
+
+    def cpu(self):
+        return self
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to("cuda")
+
+    def type(self, dtype=None, non_blocking=False):
+        """PyTorch's type name (`'tape.DoubleTensor'`) with no argument, else
+        the tensor cast to `dtype` (a dtype, or a type name)."""
+        if dtype is None:
+            return f"tape.{scalar_type_name(self.dtype)}Tensor"
+        if isinstance(dtype, str):
+            if dtype not in _TYPE_NAMES:
+                raise ValueError(f"invalid type: '{dtype}'")
+            dtype = _TYPE_NAMES[dtype]
+        return self.to(dtype)
+
+    def half(self):
+        return self.to(float16)
 
     def numel(self):
         v = self._value
@@ -164,6 +308,8 @@ class Tensor:
             return self
         if requires_grad and self.dtype.kind not in "fc":
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if requires_grad:
+            refuse_half_grad(self.dtype)
         if bool(requires_grad) != self._rg:
             self._drop_row()
             self._rg = bool(requires_grad)
@@ -311,6 +457,11 @@ class Tensor:
                 ep.tape.flags[r] |= DIRTY
         vc.rows = []
         vc.n += 1
+        # a leaf changed through itself or a view (under no_grad) leaves its
+        # dirty row to the graphs that used it; its next use registers anew
+        for t in (self, *vc.other_views(self)):
+            if t._rg and t._ep is not None and t.is_leaf:
+                t._drop_row()
 
     # -- conversion ----------------------------------------------------------
     def _refuse_if_grad(self, what):
@@ -355,7 +506,8 @@ class Tensor:
 
     def __bool__(self):
         if self.numel() != 1:
-            raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+            amount = "no values" if self.numel() == 0 else "more than one value"
+            raise RuntimeError(f"Boolean value of Tensor with {amount} is ambiguous")
         return bool(self.item())
 
     def __index__(self):
@@ -371,16 +523,21 @@ class Tensor:
         return object.__format__(self, spec)
 
     def __repr__(self):
-        suffix = ""
+        suffixes = []
         # PyTorch shows a dtype it would not infer: any but the default float,
         # int64 and bool; for an empty tensor any but the default float
         inferred = (get_default_dtype(),) if self.numel() == 0 else (get_default_dtype(), np.int64, np.bool_)
         if self.dtype not in inferred:
-            suffix += f", dtype=tape.{self.dtype.name}"
+            suffixes.append(f"dtype=tape.{self.dtype.name}")
         if self._rg:
             fn = self.grad_fn
-            suffix += f", grad_fn=<{type(fn).__name__}>" if fn is not None else ", requires_grad=True"
-        return _format.tensor_repr(self._array(), suffix)
+            suffixes.append(f"grad_fn=<{type(fn).__name__}>" if fn is not None else "requires_grad=True")
+        return _format.tensor_repr(self._array(), suffixes)
+
+    def __pos__(self):
+        if self.dtype.kind == "b":
+            raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+        return self
 
     __hash__ = object.__hash__
 
@@ -398,6 +555,50 @@ class Tensor:
         from ._engine import backward
         backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
                  inputs)
+
+
+def refuse_half_grad(dtype):
+    """tape holds float16 values but cannot differentiate them (the sweep
+    computes in float32 and float64): refuse to make one that requires grad."""
+    if dtype == float16:
+        raise RuntimeError("tape cannot differentiate float16 (Half) tensors; use float32 or float64")
+
+
+def tensor_to(self, *args, device=None, dtype=None, non_blocking=False, copy=False,
+              memory_format=None):
+    """`Tensor.to` with PyTorch's three forms: `to(dtype)`, `to(device=None,
+    dtype=None)` and `to(other)` (other's dtype and device); `copy=True`
+    copies even when nothing changes.
+
+    >>> import tape
+    >>> tape.ones(2).to("cpu", tape.float32)
+    tensor([1., 1.], dtype=tape.float32)
+    """
+    from ops.elementwise import to
+    where = device
+    if args and isinstance(args[0], Tensor):
+        where, dtype = args[0].device, args[0].dtype
+    elif args and isinstance(args[0], (str, _Device, int)):
+        where = args[0]
+        dtype = args[1] if len(args) > 1 else dtype
+    elif args:
+        dtype = args[0]
+    check_device(where)
+    if dtype is None:
+        return self.clone() if copy else self
+    dtype = as_dtype(dtype)
+    if self._rg and state.tape.grad_enabled:
+        refuse_half_grad(dtype)
+    out = to(self, dtype)
+    return self.clone() if copy and out is self else out
+
+
+def _shape_dim(dim, ndim):
+    """`dim` as an index into a shape: PyTorch's size() and stride() refuse
+    any dim of a 0-d tensor, which ops take as dim 0."""
+    if ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    return _norm_dim(dim, ndim)
 
 
 def _norm_dim(dim, ndim):
