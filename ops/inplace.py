@@ -34,15 +34,6 @@ _FILL = defop("fill_", "FillBackward0", 1, vjp=_no_gradient, native=_no_gradient
 
 
 def _check_inplace(t, recording):
-    base = t._indexed_from
-    if base is not None:  # with grad on or off: the write would not reach base
-        if base._rg and base.is_leaf:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
-        raise RuntimeError("in-place operations on the result of indexing a tensor that requires grad "
-                           "are not supported yet: it is a copy here, not a view, so the write would "
-                           "not reach the indexed tensor; assign through the tensor instead "
-                           "(x[key] = new_value)")
     if not recording:
         return
     if t._rg and t.is_leaf:
@@ -105,7 +96,41 @@ def _original(t):
     return record(lookup("clone"), value, (t,), hidden=True)
 
 
+def _through_index(t, compute, args, saves_self):
+    """An in-place op on the result of basic indexing, which is a view in
+    PyTorch. Here it is a view of the indexed tensor's storage only without
+    grad (and not for an element, which NumPy copies): otherwise the op
+    changes t, which is then written into the indexed tensor (base[key] = t,
+    recorded as PyTorch's CopySlices), and so on up a chain of indexing."""
+    (base, key), t._indexed_from = t._indexed_from, None
+    try:
+        recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
+        if recording and base._rg and base.is_leaf:
+            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        if t._base is base:
+            if not recording:  # the write reaches base's storage
+                return _apply(t, compute, *args, saves_self=saves_self)
+            _own_storage(t)
+        _apply(t, compute, *args, saves_self=saves_self)
+    finally:
+        t._indexed_from = (base, key)
+    setitem(base, key, t)
+    return t
+
+
+def _own_storage(t):
+    """Make view t a copy, so that recording a change to it and writing it
+    back to its base are two steps."""
+    vc = t._vc
+    vc.views = [ref for ref in vc.views if ref() is not t]
+    t._vc = t._base = None
+    t._value = np.array(t._value, copy=True)
+
+
 def _apply(t, compute, *args, saves_self=False):
+    if t._indexed_from is not None:
+        return _through_index(t, compute, args, saves_self)
     recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
     _check_inplace(t, recording)
     if recording:
@@ -121,13 +146,11 @@ def _apply(t, compute, *args, saves_self=False):
     was_recorded = t._rg and not t.is_leaf
     with no_grad():
         res = compute(t, *args)
-    _write(t, res)  # a leaf's row, saved by a graph, becomes dirty here
-    if t._rg and t.is_leaf:
-        t._drop_row()  # the next use registers the new value
+    _write(t, res)  # a leaf leaves its row, dirty for the graphs that saved it
     if was_recorded:
-        # keep the history, as PyTorch does: a fresh row whose value is the new one
-        clone = lookup("clone")
-        res = record(clone, t._value, (t,))
+        # keep the history, as PyTorch does: a fresh row whose value is the new
+        # one, hidden, so that t's grad_fn is still its last op's
+        res = record(lookup("clone"), t._value, (t,), hidden=True)
         _rebind(t, res)
     return t
 

@@ -452,11 +452,17 @@ def getitem(x, key):
     key, value, opdef = _indexed(x, key)
     if not (x._rg and state.tape.grad_enabled):
         # advanced indexing gives a copy, in PyTorch too: it shares nothing with x
-        return new_tensor(wrap_value(value)) if opdef is _INDEX else _view_result(opdef, x, value)
+        if opdef is _INDEX:
+            return new_tensor(wrap_value(value))
+        out = _view_result(opdef, x, value)
+        out._indexed_from = (x, key)  # for a write that must reach x (ops.inplace._through_index)
+        return out
     where_ = _region(x.shape, key, opdef)
     if isinstance(where_, tuple):
         out = record(opdef, wrap_value(np.array(value)), (x,), ints=where_)
-        out._indexed_from = x  # a view in PyTorch, a copy here: see ops.inplace._check_inplace
+        # a view in PyTorch, a copy here: an in-place op on it writes it back
+        # (ops.inplace._through_index)
+        out._indexed_from = (x, key)
     else:
         out = _gather(_INDEX, x, where_, np.shape(value))
     return out

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 
 from . import _sweep
+from ._dtypes import float32, float64
 from ._grad_mode import set_grad_enabled
 from ._registry import CONST, LEAF, REGISTRY
 from ._tape import RETAIN, RG, TARGET, state, where
@@ -293,6 +294,9 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             input_grads = _vjp_of(REGISTRY[tp.op[r]])(ctx, g)
             for row, need, gi in zip((ctx._a, ctx._b), ctx.needs, input_grads):
                 if need and gi is not None:
+                    # as PyTorch's engine, a gradient takes its input's dtype
+                    if (gi.dtype == float32) != (tp.m_dt[row] == 1):
+                        gi = gi.to(float32 if tp.m_dt[row] == 1 else float64)
                     _accumulate(grads, row, gi)
     _release(tp, released, retain)
     out = []

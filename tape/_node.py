@@ -72,6 +72,8 @@ def _namespaced_name(self):
 
 
 def node_for(tp, r):
+    while tp.flags[r] & HIDDEN:  # implicit broadcasts and copies are not PyTorch nodes
+        r = int(tp.a0[r])
     name = REGISTRY[tp.op[r]].grad_fn
     cls = _TYPES.get(name)
     if cls is None:
@@ -88,7 +90,7 @@ def node_for(tp, r):
 def _edge(tp, i):
     if i < 0 or not tp.flags[i] & RG:
         return (None, 0)
-    while tp.flags[i] & HIDDEN:  # implicit broadcasts are not PyTorch nodes
+    while tp.flags[i] & HIDDEN:
         i = int(tp.a0[i])
     if tp.op[i] == LEAF and tp.tensor_at(i) is None:
         return (None, 0)

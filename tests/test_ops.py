@@ -212,8 +212,11 @@ def test_native_sweep_matches_retaped(case):
     native = _projected_grads(case, xs)
     with force_retaped():
         retaped = _projected_grads(case, xs)
+    # through float32 rows the re-taped gradients round to float32 (PyTorch's
+    # engine casts a gradient to its input's dtype); the native adjoints stay float64
+    rtol = case.tolerance.get("rtol", 1e-12)
     for n, r in zip(native, retaped):
-        np.testing.assert_allclose(n, r, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(n, r, rtol=rtol, atol=1e-14)
 
 
 def _ops_in_graph(outputs):
