@@ -10,7 +10,7 @@ import numpy as np
 
 from tape import _vecmath
 from tape._dtypes import as_dtype, get_default_dtype
-from tape._record import binary, broadcast_shapes, operand_value, quiet, record, unary, with_constant
+from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
 from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
@@ -254,6 +254,7 @@ def pow(x, exponent):
     >>> tape.pow(tape.tensor(3.0), 2)
     tensor(9.)
     """
+    x, exponent = python_number(x), python_number(exponent)
     if isinstance(x, Tensor) and type(exponent) in _NUMBER:
         return _pow_number(x, exponent)
     if type(x) in _NUMBER and isinstance(exponent, Tensor):
@@ -326,7 +327,12 @@ _NUMBER = (int, float)
 
 
 def _rsub(x, y):
-    return _rsub_number(x, y) if type(y) in _NUMBER else _sub(y, x)
+    y = python_number(y)
+    if type(y) in _NUMBER:
+        if x.dtype == np.bool_:
+            _subtract(y, x._value)  # raises PyTorch's refusal
+        return _rsub_number(x, y)
+    return _sub(y, x)
 
 
 def remainder(x, y):
@@ -369,6 +375,7 @@ def requires_grad(v):
 
 def _rdiv(x, y):
     # c / x is reciprocal(x) * c, as in PyTorch (grad_fn MulBackward0)
+    y = python_number(y)
     return mul(reciprocal(x), y) if type(y) in _NUMBER else div(y, x)
 
 

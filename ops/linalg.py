@@ -4,6 +4,7 @@ Native kernels call BLAS through Numba's np.dot.
 """
 import numpy as np
 
+from tape._dtypes import cpp_type_name, scalar_type_name
 from tape._record import broadcast_shapes, record
 from tape._registry import SAVES_X, SAVES_Y, defop
 from tape._tape import state
@@ -88,9 +89,16 @@ def _product(opdef, x, y, value):
 
 
 def _check_float(name, x, y):
-    if x.dtype != y.dtype:
-        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {x.dtype.name} != "
-                           f"{y.dtype.name}")
+    if x.dtype == y.dtype:
+        return
+    if name == "dot":
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{scalar_type_name(x.dtype)} and {scalar_type_name(y.dtype)}")
+    if name == "mv":
+        vec, mat = scalar_type_name(y.dtype), scalar_type_name(x.dtype)
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {vec}, {mat}, and {vec}")
+    raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: {cpp_type_name(x.dtype)} != "
+                       f"{cpp_type_name(y.dtype)}")
 
 
 def dot(x, y):
@@ -173,12 +181,12 @@ def matmul(x, y):
         return squeeze(mm(unsqueeze(x, 0), y), 0)
     xb = unsqueeze(x, 0) if x.ndim == 1 else x
     yb = unsqueeze(y, -1) if y.ndim == 1 else y
-    if xb.shape[-1] != yb.shape[-2]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{xb.shape[-1]}, {yb.shape[-2]}] but got: [{yb.shape[-2]}, {yb.shape[-1]}].")
     batch = broadcast_shapes(xb.shape[:-2], yb.shape[:-2])
     m, k, n = xb.shape[-2], xb.shape[-1], yb.shape[-1]
     nb = int(np.prod(batch))
+    if k != yb.shape[-2]:  # as bmm of the flattened batch reports it
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {k}] but got: [{nb}, {yb.shape[-2]}].")
     x3 = reshape(expand(xb, batch + (m, k)), (nb, m, k))
     y3 = reshape(expand(yb, batch + (k, n)), (nb, k, n))
     out = reshape(bmm(x3, y3), batch + (m, n))

@@ -3,6 +3,7 @@ family, permutations, and indexing. Each registers a differentiable VJP and
 a native kernel; the native kernels work on flat C-order buffers.
 """
 import functools
+import re
 
 import numpy as np
 
@@ -209,9 +210,9 @@ def view(x, *shape):
 
 
 def flatten(x, start_dim=0, end_dim=-1):
+    s, e = _norm_dim(start_dim, x.ndim), _norm_dim(end_dim, x.ndim)
     if x.ndim == 0:
         return reshape(x, 1)
-    s, e = _norm_dim(start_dim, x.ndim), _norm_dim(end_dim, x.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]
@@ -234,6 +235,8 @@ def unsqueeze(x, dim):
 
 def permute(x, *dims):
     """x with its dimensions reordered (a view)."""
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims)
     if len(dims) != x.ndim:
         raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
@@ -253,9 +256,10 @@ def _swap(x, opdef, d0, d1):
 
 def transpose(x, dim0, dim1):
     """x with dims dim0 and dim1 swapped (a view)."""
+    d0, d1 = _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim)
     if x.ndim == 0:
         return _view_result(_TRANSPOSE, x, x._value, ints=())
-    return _swap(x, _TRANSPOSE, _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim))
+    return _swap(x, _TRANSPOSE, d0, d1)
 
 
 def t(x):
@@ -312,6 +316,13 @@ def broadcast_to(x, shape):
 def _index_key(key):
     if isinstance(key, tuple):
         return tuple(_index_key(k) for k in key)
+    if isinstance(key, slice) and key.step is not None and key.step <= 0:
+        raise ValueError("step must be greater than zero")
+    if isinstance(key, (float, np.floating)):
+        raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
+                         f"Variables are valid indices (got {type(key).__name__})")
+    if isinstance(key, Tensor) and key.dtype.kind == "f":
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     if isinstance(key, Tensor):
         return key._array()
     if isinstance(key, list):
@@ -436,7 +447,7 @@ def _indexed(x, key):
     except IndexError as e:
         if str(e).startswith("too many indices"):
             raise IndexError(f"too many indices for tensor of dimension {x.ndim}") from None
-        raise IndexError(str(e).replace("axis", "dimension")) from None
+        raise IndexError(re.sub(r"\baxis\b", "dimension", str(e))) from None
     return key, value, _getitem_op(key)
 
 

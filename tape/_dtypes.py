@@ -2,7 +2,7 @@
 import numpy as np
 
 __all__ = ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool_",
-           "get_default_dtype", "set_default_dtype", "as_dtype", "scalar_type_name"]
+           "get_default_dtype", "set_default_dtype", "as_dtype", "scalar_type_name", "cpp_type_name"]
 
 # NumPy makes one dtype object per type, so PyTorch's aliases (tape.float,
 # tape.long, ...) are the same objects: `tape.float is tape.float32`
@@ -53,3 +53,13 @@ _SCALAR_TYPE_NAMES = {"float64": "Double", "float32": "Float", "float16": "Half"
 def scalar_type_name(dtype):
     """PyTorch's name of `dtype` in error messages ("Long" for int64)."""
     return _SCALAR_TYPE_NAMES.get(dtype.name, dtype.name)
+
+
+_CPP_TYPE_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Half", "int64": "long int",
+                   "int32": "int", "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+                   "bool": "bool"}
+
+
+def cpp_type_name(dtype):
+    """The C++ name of `dtype`, which some PyTorch errors use ("double" for float64)."""
+    return _CPP_TYPE_NAMES.get(dtype.name, dtype.name)

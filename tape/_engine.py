@@ -397,6 +397,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grad_outputs = _as_list(grad_outputs)
     if not inputs:
         raise RuntimeError("`inputs` argument to `grad()` cannot be empty.")
+    for t in inputs:
+        if not isinstance(t, Tensor):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
+                               f"{type(t).__name__}")
     tp = state.tape
     with _rows_held(tp):
         rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph)

@@ -10,7 +10,7 @@ from ._tape import HIDDEN, RG, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["record", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
-           "operand_value"]
+           "operand_value", "python_number"]
 
 _NUMBER = (float, int)
 
@@ -20,6 +20,12 @@ def value_of(t):
     0-d float64 tensor promotes like NumPy's, not like a Python float)."""
     v = t._value
     return np.float64(v) if type(v) is float else v
+
+
+def python_number(v):
+    """A NumPy scalar operand as the Python number it holds: as in PyTorch, a
+    number operand does not promote a tensor's dtype, and x ** c is PowBackward0."""
+    return v.item() if isinstance(v, np.generic) else v
 
 
 def operand_value(v):
@@ -254,6 +260,7 @@ def binary(opdef, scalar_fn, array_fn):
         return new_tensor(out)
 
     def _mixed(x, y):
+        x, y = python_number(x), python_number(y)
         # a 0-d float64 tensor with a Python number still takes the scalar path
         if type(x) is Tensor and type(x._value) is float and type(y) in _NUMBER:
             return _scalar(x._value, y, x, None, x._rg, False)

@@ -4,6 +4,7 @@ backward still give the right numbers.
 """
 import re
 
+import numpy as np
 import pytest
 
 import tape
@@ -317,3 +318,46 @@ def test_inputs_of_a_failed_op_still_backprop():
     (x * x).sum().backward()
 
     assert x.grad.tolist() == [2.0, 4.0, 6.0]
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: tape.ones(2, 2) @ tape.ones(2, 2, dtype=tape.float32), RuntimeError,
+     "expected m1 and m2 to have the same dtype, but got: double != float"),
+    (lambda: tape.ones(2, 2).mm(tape.ones(2, 2, dtype=tape.int64)), RuntimeError,
+     "expected m1 and m2 to have the same dtype, but got: double != long int"),
+    (lambda: tape.ones(2).dot(tape.ones(2, dtype=tape.float32)), RuntimeError,
+     "dot : expected both vectors to have same dtype, but found Double and Float"),
+    (lambda: tape.ones(2, 2).mv(tape.ones(2, dtype=tape.float32)), RuntimeError,
+     "addmv input tensors must have the same dtype, but got Float, Double, and Float"),
+    (lambda: tape.ones(5, 2, 3) @ tape.ones(5, 4, 4), RuntimeError,
+     "Expected size for first two dimensions of batch2 tensor to be: [5, 3] but got: [5, 4]."),
+    (lambda: tape.tensor(1.0).transpose(0, 1), IndexError,
+     "Dimension out of range (expected to be in range of [-1, 0], but got 1)"),
+    (lambda: tape.tensor(1.0).flatten(1), IndexError,
+     "Dimension out of range (expected to be in range of [-1, 0], but got 1)"),
+    (lambda: tape.tensor(1.0).permute(), TypeError,
+     'permute() missing 1 required positional arguments: "dims"'),
+    (lambda: tape.ones(3)[::-1], ValueError, "step must be greater than zero"),
+    (lambda: tape.ones(2, 3)[0, 1.0], IndexError,
+     "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
+     "indices (got float)"),
+    (lambda: tape.ones(3)[tape.tensor(1.5)], IndexError,
+     "tensors used as indices must be long, int, byte or bool tensors"),
+    (lambda: 1 - tape.tensor([True, False]), RuntimeError,
+     "Subtraction, the `-` operator, with a bool tensor is not supported."),
+    (lambda: tape.autograd.grad(tape.ones(1, requires_grad=True).sum(), [1.0]), RuntimeError,
+     "all inputs have to be Tensors or GradientEdges, but got float"),
+])
+def test_errors_with_pytorchs_type_and_text(call, error, message):
+    with pytest.raises(error, match=re.escape(message)):
+        call()
+    assert_tape_still_works()
+
+
+def test_numpy_scalars_act_as_python_numbers():
+    # as in PyTorch: the graph of a number operand, and no promotion by it
+    x = tape.ones(2, requires_grad=True)
+    assert (x ** np.float64(2)).grad_fn.name() == "PowBackward0"
+    assert (np.float64(2.5) - x).grad_fn.name() == "RsubBackward1"
+    assert (np.float64(2.5) ** x).grad_fn.name() == "PowBackward2"
+    assert (tape.ones(2, dtype=tape.float32) * np.float64(2)).dtype == tape.float32

@@ -1,5 +1,5 @@
 """Properties of indexing, drawn by hypothesis: for any basic key (ints,
-slices with any step, None, ...) on any shape, x[key] and x[key] = v match
+slices with any positive step, None, ...) on any shape, x[key] and x[key] = v match
 NumPy, their gradients are NumPy's scatter and mask, and the native and
 re-taped sweeps agree. Basic indexing is recorded as a strided descriptor
 (ops/shape.py), whose native kernels index memory directly."""
@@ -18,7 +18,16 @@ ARRAY_SHAPES = hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4)
 def shape_and_basic_key(draw):
     shape = draw(ARRAY_SHAPES)
     key = draw(hnp.basic_indices(shape, min_dims=0, allow_newaxis=True, allow_ellipsis=True))
-    return shape, key
+    return shape, _with_positive_steps(key)
+
+
+def _with_positive_steps(key):
+    # PyTorch refuses negative steps ("step must be greater than zero")
+    if isinstance(key, tuple):
+        return tuple(_with_positive_steps(k) for k in key)
+    if isinstance(key, slice) and key.step is not None and key.step < 0:
+        return slice(key.start, key.stop, -key.step)
+    return key
 
 
 def _leaf(shape, seed):
