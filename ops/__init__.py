@@ -8,12 +8,16 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "unsqueeze", "view", "mean", "sum", "bmm", "dot", "matmul", "mm", "mv", "outer", "add_",
            "div_", "fill_", "mul_", "sub_", "zero_", "eq", "ge", "gt", "le", "lt", "ne",
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or",
-           "logical_xor", "logical_not", "all", "any"]
+           "logical_xor", "logical_not", "all", "any", "ceil", "trunc", "round", "tan", "asin", "acos",
+           "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p",
+           "rsqrt"]
 
 from tape import _registry
 
-from ops.elementwise import (abs, add, clamp, clamp_max, clamp_min, clone, cos, div, exp, floor, floor_divide, log, mul, neg, pow,
-                             reciprocal, relu, remainder, sigmoid, sign, sin, sqrt, square, sub, tanh, to, true_divide)
+from ops.elementwise import (abs, acos, acosh, add, asin, asinh, atan, atanh, ceil, clamp, clamp_max, clamp_min, clone,
+                             cos, cosh, div, exp, exp2, expm1, floor, floor_divide, log, log10, log1p, log2, mul, neg,
+                             pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, sin, sinh, sqrt, square,
+                             sub, tan, tanh, to, true_divide, trunc)
 from ops.shape import (broadcast_to, expand, flatten, permute, reshape, squeeze, t, transpose,
                        unsqueeze, view)
 from ops.reduction import mean, sum

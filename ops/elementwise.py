@@ -3,6 +3,7 @@ float64), an array forward (NumPy) and its partial derivatives as
 expressions over `x`, `y`, `out` (a one-element constant operand is `y`),
 from which both the native kernel and the differentiable VJP are made.
 """
+import builtins
 import math
 import operator
 
@@ -18,7 +19,8 @@ from tape._tensor import Tensor, new_tensor, wrap_value
 __all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow", "remainder", "floor_divide",
            "clamp", "clamp_min", "clamp_max",
            "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign", "floor", "square",
-           "clone", "to"]
+           "clone", "to", "ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
+           "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt"]
 
 
 def _sigmoid_scalar(x):
@@ -215,6 +217,39 @@ sign = _unary("sign", "SignBackward0", "0", _sign_scalar, np.sign)
 floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)), _floor_array)
 # relu's partial (PyTorch's threshold_backward); not public
 step = _unary("step", "StepBackward0", "0", lambda x: float(x > 0), lambda x: (x > 0).astype(x.dtype))
+
+
+def _integer_rounding(ufunc):
+    # an integer tensor is already whole: a copy, in its dtype, as in PyTorch
+    return lambda x: ufunc(x) if x.dtype.kind == "f" else x.copy()
+
+
+ceil = _unary("ceil", "CeilBackward0", "0", lambda x: float(math.ceil(x)), _integer_rounding(np.ceil))
+trunc = _unary("trunc", "TruncBackward0", "0", lambda x: float(math.trunc(x)),
+               _integer_rounding(np.trunc))
+# half to even, as Python's round, NumPy's and PyTorch's
+round = _unary("round", "RoundBackward0", "0", lambda x: float(builtins.round(x)),
+               _integer_rounding(np.round))
+
+# the rest of the elementwise functions of one input; each partial is written
+# with the functions that native partials have (sin, cos, exp, log, sqrt, tanh)
+_LN2, _LN10 = math.log(2.0), math.log(10.0)
+tan = _unary("tan", "TanBackward0", "1 + out * out", math.tan, np.tan)
+asin = _unary("asin", "AsinBackward0", "1 / sqrt(1 - x * x)", math.asin, np.arcsin)
+acos = _unary("acos", "AcosBackward0", "-1 / sqrt(1 - x * x)", math.acos, np.arccos)
+atan = _unary("atan", "AtanBackward0", "1 / (1 + x * x)", math.atan, np.arctan)
+sinh = _unary("sinh", "SinhBackward0", "(exp(x) + exp(-x)) * 0.5", math.sinh, np.sinh)
+cosh = _unary("cosh", "CoshBackward0", "(exp(x) - exp(-x)) * 0.5", math.cosh, np.cosh)
+asinh = _unary("asinh", "AsinhBackward0", "1 / sqrt(x * x + 1)", math.asinh, np.arcsinh)
+acosh = _unary("acosh", "AcoshBackward0", "1 / sqrt(x * x - 1)", math.acosh, np.arccosh)
+atanh = _unary("atanh", "AtanhBackward0", "1 / (1 - x * x)", math.atanh, np.arctanh)
+exp2 = _unary("exp2", "Exp2Backward0", f"out * {_LN2!r}", lambda x: 2.0 ** x, np.exp2)
+expm1 = _unary("expm1", "Expm1Backward0", "out + 1", math.expm1, np.expm1)
+log2 = _unary("log2", "Log2Backward0", f"1 / (x * {_LN2!r})", math.log2, np.log2)
+log10 = _unary("log10", "Log10Backward0", f"1 / (x * {_LN10!r})", math.log10, np.log10)
+log1p = _unary("log1p", "Log1PBackward0", "1 / (x + 1)", math.log1p, np.log1p)
+rsqrt = _unary("rsqrt", "RsqrtBackward0", "-0.5 * out * out * out", lambda x: 1.0 / math.sqrt(x),
+               lambda x: 1.0 / np.sqrt(x))
 square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square)
 clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy)
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
@@ -399,6 +434,9 @@ for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__
                    "clamp_max": clamp_max, "clip": clamp,
                    "clone": clone, "to": to}.items():
     setattr(Tensor, _name, _fn)
+for _name in ("ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+              "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt"):
+    setattr(Tensor, _name, globals()[_name])
 Tensor.float = lambda self: to(self, np.float32)
 Tensor.double = lambda self: to(self, np.float64)
 Tensor.long = lambda self: to(self, np.int64)

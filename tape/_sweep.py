@@ -14,13 +14,13 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "5400d21f821e4dc6"
+REGISTRY_DIGEST = "c0916d79ebd6ce88"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -173,59 +173,59 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh)
         if FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh)
-    if o == 33:  # expand
+    if o == 51:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 34:  # view
+    elif o == 52:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 35:  # unsqueeze
+    elif o == 53:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 36:  # squeeze
+    elif o == 54:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 37:  # squeeze_dim
+    elif o == 55:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 38:  # permute
+    elif o == 56:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 39:  # transpose
+    elif o == 57:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 40:  # t
+    elif o == 58:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 41:  # select
+    elif o == 59:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 42:  # slice
+    elif o == 60:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 43:  # alias
+    elif o == 61:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 44:  # index_unsqueeze
+    elif o == 62:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 45:  # strided_scatter
+    elif o == 63:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 46:  # index
+    elif o == 64:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 47:  # index_put
+    elif o == 65:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 48:  # sum
+    elif o == 66:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 49:  # sum_dim
+    elif o == 67:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 50:  # mean
+    elif o == 68:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 51:  # mean_dim
+    elif o == 69:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 52:  # mm
+    elif o == 70:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 53:  # mv
+    elif o == 71:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 54:  # dot
+    elif o == 72:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 55:  # bmm
+    elif o == 73:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 56:  # zero_
+    elif o == 74:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 57:  # fill_
+    elif o == 75:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 59:  # copy_slices
+    elif o == 77:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 60:  # index_put_
+    elif o == 78:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -501,31 +501,103 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
-            elif o == 26:  # square
+            elif o == 26:  # ceil
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 27:  # trunc
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 28:  # round
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 29:  # tan
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 + out * out)
+            elif o == 30:  # asin
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / sqrt(1 - x * x))
+            elif o == 31:  # acos
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-1 / sqrt(1 - x * x))
+            elif o == 32:  # atan
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (1 + x * x))
+            elif o == 33:  # sinh
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
+            elif o == 34:  # cosh
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
+            elif o == 35:  # asinh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / sqrt(x * x + 1))
+            elif o == 36:  # acosh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / sqrt(x * x - 1))
+            elif o == 37:  # atanh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (1 - x * x))
+            elif o == 38:  # exp2
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out * 0.6931471805599453)
+            elif o == 39:  # expm1
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out + 1)
+            elif o == 40:  # log2
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (x * 0.6931471805599453))
+            elif o == 41:  # log10
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (x * 2.302585092994046))
+            elif o == 42:  # log1p
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (x + 1))
+            elif o == 43:  # rsqrt
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-0.5 * out * out * out)
+            elif o == 44:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 27:  # clone
+            elif o == 45:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 28:  # to_copy
+            elif o == 46:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 29:  # clamp
+            elif o == 47:  # clamp
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 30:  # clamp_min
+            elif o == 48:  # clamp_min
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 31:  # clamp_max
+            elif o == 49:  # clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 58:  # copy
+            elif o == 76:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -792,31 +864,103 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
-            elif o == 26:  # square
+            elif o == 26:  # ceil
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 27:  # trunc
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 28:  # round
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0)
+            elif o == 29:  # tan
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 + out * out)
+            elif o == 30:  # asin
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / sqrt(1 - x * x))
+            elif o == 31:  # acos
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-1 / sqrt(1 - x * x))
+            elif o == 32:  # atan
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (1 + x * x))
+            elif o == 33:  # sinh
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
+            elif o == 34:  # cosh
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
+            elif o == 35:  # asinh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / sqrt(x * x + 1))
+            elif o == 36:  # acosh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / sqrt(x * x - 1))
+            elif o == 37:  # atanh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (1 - x * x))
+            elif o == 38:  # exp2
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out * 0.6931471805599453)
+            elif o == 39:  # expm1
+                p = pp
+                if need_a:
+                    sadj[a] += g * (out + 1)
+            elif o == 40:  # log2
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (x * 0.6931471805599453))
+            elif o == 41:  # log10
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (x * 2.302585092994046))
+            elif o == 42:  # log1p
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (x + 1))
+            elif o == 43:  # rsqrt
+                p = pp
+                if need_a:
+                    sadj[a] += g * (-0.5 * out * out * out)
+            elif o == 44:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 27:  # clone
+            elif o == 45:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 28:  # to_copy
+            elif o == 46:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 29:  # clamp
+            elif o == 47:  # clamp
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 30:  # clamp_min
+            elif o == 48:  # clamp_min
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 31:  # clamp_max
+            elif o == 49:  # clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 58:  # copy
+            elif o == 76:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1424,7 +1568,273 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (0)
-    elif o == 26:  # square
+    elif o == 26:  # ceil
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (0)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (0)
+    elif o == 27:  # trunc
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (0)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (0)
+    elif o == 28:  # round
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (0)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (0)
+    elif o == 29:  # tan
+        if into_g:
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (1 + out * out)
+        elif GA.size:
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (1 + out * out)
+    elif o == 30:  # asin
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / sqrt(1 - x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1 / sqrt(1 - x * x))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / sqrt(1 - x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1 / sqrt(1 - x * x))
+    elif o == 31:  # acos
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (-1 / sqrt(1 - x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (-1 / sqrt(1 - x * x))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (-1 / sqrt(1 - x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (-1 / sqrt(1 - x * x))
+    elif o == 32:  # atan
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / (1 + x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1 / (1 + x * x))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / (1 + x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1 / (1 + x * x))
+    elif o == 33:  # sinh
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * ((exp(x) + exp(-x)) * 0.5)
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * ((exp(x) + exp(-x)) * 0.5)
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
+    elif o == 34:  # cosh
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * ((exp(x) - exp(-x)) * 0.5)
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * ((exp(x) - exp(-x)) * 0.5)
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
+    elif o == 35:  # asinh
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / sqrt(x * x + 1))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1 / sqrt(x * x + 1))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / sqrt(x * x + 1))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1 / sqrt(x * x + 1))
+    elif o == 36:  # acosh
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / sqrt(x * x - 1))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1 / sqrt(x * x - 1))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / sqrt(x * x - 1))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1 / sqrt(x * x - 1))
+    elif o == 37:  # atanh
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / (1 - x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1 / (1 - x * x))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / (1 - x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1 / (1 - x * x))
+    elif o == 38:  # exp2
+        if into_g:
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (out * 0.6931471805599453)
+        elif GA.size:
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (out * 0.6931471805599453)
+    elif o == 39:  # expm1
+        if into_g:
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (out + 1)
+        elif GA.size:
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (out + 1)
+    elif o == 40:  # log2
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / (x * 0.6931471805599453))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1 / (x * 0.6931471805599453))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / (x * 0.6931471805599453))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1 / (x * 0.6931471805599453))
+    elif o == 41:  # log10
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / (x * 2.302585092994046))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1 / (x * 2.302585092994046))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / (x * 2.302585092994046))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1 / (x * 2.302585092994046))
+    elif o == 42:  # log1p
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / (x + 1))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1 / (x + 1))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / (x + 1))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1 / (x + 1))
+    elif o == 43:  # rsqrt
+        if into_g:
+            for i in range(n):
+                out = O[i]
+                G[i] = G[i] * (-0.5 * out * out * out)
+        elif GA.size:
+            for i in range(n):
+                out = O[i]
+                GA[i] += G[i] * (-0.5 * out * out * out)
+    elif o == 44:  # square
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1443,21 +1853,21 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 27:  # clone
+    elif o == 45:  # clone
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 28:  # to_copy
+    elif o == 46:  # to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 29:  # clamp
+    elif o == 47:  # clamp
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1500,7 +1910,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 30:  # clamp_min
+    elif o == 48:  # clamp_min
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1543,7 +1953,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 31:  # clamp_max
+    elif o == 49:  # clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1586,7 +1996,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 58:  # copy
+    elif o == 76:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

@@ -185,9 +185,9 @@ class Tensor:
     _grad = None
     _vc = None
     _base = None
-    # the tensor indexed, for a result of indexing recorded for autograd:
-    # such a result is a copy, not a view, so writing into it in place must
-    # not pass for PyTorch's write-through
+    # (tensor, key) for a result of basic indexing: an in-place op on it
+    # writes it back there (ops.inplace._through_index), since it is a copy
+    # where PyTorch has a view
     _indexed_from = None
     __array_priority__ = 1000
 
