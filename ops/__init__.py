@@ -10,12 +10,13 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or",
            "logical_xor", "logical_not", "all", "any", "ceil", "trunc", "round", "tan", "asin", "acos",
            "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p",
-           "rsqrt"]
+           "rsqrt", "maximum", "minimum", "atan2"]
 
 from tape import _registry
 
-from ops.elementwise import (abs, acos, acosh, add, asin, asinh, atan, atanh, ceil, clamp, clamp_max, clamp_min, clone,
-                             cos, cosh, div, exp, exp2, expm1, floor, floor_divide, log, log10, log1p, log2, mul, neg,
+from ops.elementwise import (abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, ceil, clamp, clamp_max, clamp_min, clone,
+                             cos, cosh, div, exp, exp2, expm1, floor, floor_divide, log, log10, log1p, log2, maximum,
+                             minimum, mul, neg,
                              pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, sin, sinh, sqrt, square,
                              sub, tan, tanh, to, true_divide, trunc)
 from ops.shape import (broadcast_to, expand, flatten, permute, reshape, squeeze, t, transpose,

@@ -20,7 +20,7 @@ __all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow"
            "clamp", "clamp_min", "clamp_max",
            "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign", "floor", "square",
            "clone", "to", "ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-           "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt"]
+           "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2"]
 
 
 def _sigmoid_scalar(x):
@@ -231,6 +231,28 @@ trunc = _unary("trunc", "TruncBackward0", "0", lambda x: float(math.trunc(x)),
 round = _unary("round", "RoundBackward0", "0", lambda x: float(builtins.round(x)),
                _integer_rounding(np.round))
 
+def _maximum_scalar(x, y):
+    return (x if x >= y or x != x else y) * 1.0  # nan wins, as in PyTorch
+
+
+def _minimum_scalar(x, y):
+    return (x if x <= y or x != x else y) * 1.0
+
+
+# a tie splits the gradient in halves, as PyTorch's does; `within` is a
+# constant mask, as PyTorch's where() on one is
+maximum = _binary("maximum", "MaximumBackward0",
+                  ("(within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5",
+                   "(within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5"),
+                  _maximum_scalar, np.maximum)
+minimum = _binary("minimum", "MinimumBackward0",
+                  ("(within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5",
+                   "(within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5"),
+                  _minimum_scalar, np.minimum)
+atan2 = _binary("atan2", "Atan2Backward0", ("y / (x * x + y * y)", "-x / (x * x + y * y)"), math.atan2,
+                np.arctan2)
+
+
 # the rest of the elementwise functions of one input; each partial is written
 # with the functions that native partials have (sin, cos, exp, log, sqrt, tanh)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -435,7 +457,7 @@ for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__
                    "clone": clone, "to": to}.items():
     setattr(Tensor, _name, _fn)
 for _name in ("ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-              "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt"):
+              "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2"):
     setattr(Tensor, _name, globals()[_name])
 Tensor.float = lambda self: to(self, np.float32)
 Tensor.double = lambda self: to(self, np.float64)

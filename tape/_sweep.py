@@ -14,13 +14,13 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "c0916d79ebd6ce88"
+REGISTRY_DIGEST = "4cdd5fd377692289"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'maximum', 'minimum', 'atan2', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'sum', 'sum_dim', 'mean', 'mean_dim', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -173,59 +173,59 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh)
         if FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh)
-    if o == 51:  # expand
+    if o == 54:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 52:  # view
+    elif o == 55:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 53:  # unsqueeze
+    elif o == 56:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 54:  # squeeze
+    elif o == 57:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 55:  # squeeze_dim
+    elif o == 58:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 56:  # permute
+    elif o == 59:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 57:  # transpose
+    elif o == 60:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 58:  # t
+    elif o == 61:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 59:  # select
+    elif o == 62:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 60:  # slice
+    elif o == 63:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 61:  # alias
+    elif o == 64:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 62:  # index_unsqueeze
+    elif o == 65:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 63:  # strided_scatter
+    elif o == 66:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 64:  # index
+    elif o == 67:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 65:  # index_put
+    elif o == 68:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 66:  # sum
+    elif o == 69:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 67:  # sum_dim
+    elif o == 70:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 68:  # mean
+    elif o == 71:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 69:  # mean_dim
+    elif o == 72:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 70:  # mm
+    elif o == 73:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 71:  # mv
+    elif o == 74:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 72:  # dot
+    elif o == 75:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 73:  # bmm
+    elif o == 76:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 74:  # zero_
+    elif o == 77:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 75:  # fill_
+    elif o == 78:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # copy_slices
+    elif o == 80:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # index_put_
+    elif o == 81:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -513,91 +513,109 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
-            elif o == 29:  # tan
+            elif o == 29:  # maximum
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                if need_b:
+                    sadj[b] += g * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            elif o == 30:  # minimum
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                if need_b:
+                    sadj[b] += g * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            elif o == 31:  # atan2
+                p = pp
+                if need_a:
+                    sadj[a] += g * (y / (x * x + y * y))
+                if need_b:
+                    sadj[b] += g * (-x / (x * x + y * y))
+            elif o == 32:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 30:  # asin
+            elif o == 33:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 31:  # acos
+            elif o == 34:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 32:  # atan
+            elif o == 35:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 33:  # sinh
+            elif o == 36:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 34:  # cosh
+            elif o == 37:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 35:  # asinh
+            elif o == 38:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 36:  # acosh
+            elif o == 39:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 37:  # atanh
+            elif o == 40:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 38:  # exp2
+            elif o == 41:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 39:  # expm1
+            elif o == 42:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 40:  # log2
+            elif o == 43:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 41:  # log10
+            elif o == 44:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 42:  # log1p
+            elif o == 45:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 43:  # rsqrt
+            elif o == 46:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 44:  # square
+            elif o == 47:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 45:  # clone
+            elif o == 48:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 46:  # to_copy
+            elif o == 49:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 47:  # clamp
+            elif o == 50:  # clamp
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 48:  # clamp_min
+            elif o == 51:  # clamp_min
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 49:  # clamp_max
+            elif o == 52:  # clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 76:  # copy
+            elif o == 79:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -876,91 +894,109 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
-            elif o == 29:  # tan
+            elif o == 29:  # maximum
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                if need_b:
+                    sadj[b] += g * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            elif o == 30:  # minimum
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                if need_b:
+                    sadj[b] += g * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            elif o == 31:  # atan2
+                p = pp
+                if need_a:
+                    sadj[a] += g * (y / (x * x + y * y))
+                if need_b:
+                    sadj[b] += g * (-x / (x * x + y * y))
+            elif o == 32:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 30:  # asin
+            elif o == 33:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 31:  # acos
+            elif o == 34:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 32:  # atan
+            elif o == 35:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 33:  # sinh
+            elif o == 36:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 34:  # cosh
+            elif o == 37:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 35:  # asinh
+            elif o == 38:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 36:  # acosh
+            elif o == 39:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 37:  # atanh
+            elif o == 40:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 38:  # exp2
+            elif o == 41:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 39:  # expm1
+            elif o == 42:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 40:  # log2
+            elif o == 43:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 41:  # log10
+            elif o == 44:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 42:  # log1p
+            elif o == 45:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 43:  # rsqrt
+            elif o == 46:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 44:  # square
+            elif o == 47:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 45:  # clone
+            elif o == 48:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 46:  # to_copy
+            elif o == 49:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 47:  # clamp
+            elif o == 50:  # clamp
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 48:  # clamp_min
+            elif o == 51:  # clamp_min
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 49:  # clamp_max
+            elif o == 52:  # clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 76:  # copy
+            elif o == 79:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1589,7 +1625,199 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (0)
-    elif o == 29:  # tan
+    elif o == 29:  # maximum
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+    elif o == 30:  # minimum
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+    elif o == 31:  # atan2
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (-x / (x * x + y * y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * (-x / (x * x + y * y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (-x / (x * x + y * y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (-x / (x * x + y * y))
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (y / (x * x + y * y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (y / (x * x + y * y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (y / (x * x + y * y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (y / (x * x + y * y))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (y / (x * x + y * y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (y / (x * x + y * y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (y / (x * x + y * y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (y / (x * x + y * y))
+    elif o == 32:  # tan
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1598,7 +1826,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 + out * out)
-    elif o == 30:  # asin
+    elif o == 33:  # asin
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1617,7 +1845,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(1 - x * x))
-    elif o == 31:  # acos
+    elif o == 34:  # acos
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1636,7 +1864,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (-1 / sqrt(1 - x * x))
-    elif o == 32:  # atan
+    elif o == 35:  # atan
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1655,7 +1883,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 + x * x))
-    elif o == 33:  # sinh
+    elif o == 36:  # sinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1674,7 +1902,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
-    elif o == 34:  # cosh
+    elif o == 37:  # cosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1693,7 +1921,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
-    elif o == 35:  # asinh
+    elif o == 38:  # asinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1712,7 +1940,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x + 1))
-    elif o == 36:  # acosh
+    elif o == 39:  # acosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1731,7 +1959,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x - 1))
-    elif o == 37:  # atanh
+    elif o == 40:  # atanh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1750,7 +1978,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 - x * x))
-    elif o == 38:  # exp2
+    elif o == 41:  # exp2
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1759,7 +1987,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * 0.6931471805599453)
-    elif o == 39:  # expm1
+    elif o == 42:  # expm1
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1768,7 +1996,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out + 1)
-    elif o == 40:  # log2
+    elif o == 43:  # log2
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1787,7 +2015,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 0.6931471805599453))
-    elif o == 41:  # log10
+    elif o == 44:  # log10
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1806,7 +2034,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 2.302585092994046))
-    elif o == 42:  # log1p
+    elif o == 45:  # log1p
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1825,7 +2053,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x + 1))
-    elif o == 43:  # rsqrt
+    elif o == 46:  # rsqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1834,7 +2062,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (-0.5 * out * out * out)
-    elif o == 44:  # square
+    elif o == 47:  # square
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1853,21 +2081,21 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 45:  # clone
+    elif o == 48:  # clone
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 46:  # to_copy
+    elif o == 49:  # to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 47:  # clamp
+    elif o == 50:  # clamp
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1910,7 +2138,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 48:  # clamp_min
+    elif o == 51:  # clamp_min
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1953,7 +2181,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 49:  # clamp_max
+    elif o == 52:  # clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1996,7 +2224,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 76:  # copy
+    elif o == 79:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

@@ -111,6 +111,10 @@ ELEMENTWISE_BINARY = [
     ("pow_tensor", lambda x, y: x ** y, np.power, (0.5, -2), (2, 2)),
     ("remainder", lambda x, y: x % y, np.remainder, (2.2, 1.0), (2.8, 1.05)),
     ("remainder_negative", lambda x, y: tape.remainder(x, y), np.remainder, (-2.8, 1.0), (-2.2, 1.05)),
+    # x above y: each input wins one of the two, away from ties
+    ("maximum", lambda x, y: tape.maximum(x, y), np.maximum, (0.5, -2), (2, 0)),
+    ("minimum", lambda x, y: x.minimum(y), np.minimum, (0.5, -2), (2, 0)),
+    ("atan2", lambda x, y: tape.atan2(x, y), np.arctan2, (-2, 0.5), (2, 2)),
 ]
 
 CASES = []
@@ -375,3 +379,11 @@ def test_sum_and_mean_take_numpys_axis_and_keepdims():
     assert x.mean(axis=0).tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
         x.sum((0, -2))
+
+
+def test_maximum_and_minimum_split_a_tie_as_pytorch():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = tape.tensor([1.0, 5.0, 0.0], requires_grad=True)
+    (tape.maximum(x, y) + 10 * tape.minimum(x, y)).sum().backward()
+    assert x.grad.tolist() == [5.5, 10.0, 1.0] and y.grad.tolist() == [5.5, 1.0, 10.0]
+    assert np.isnan(tape.maximum(tape.tensor(1.0), tape.tensor(np.nan)).item())
