@@ -10,7 +10,7 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_and", "logical_or",
            "logical_xor", "logical_not", "all", "any", "ceil", "trunc", "round", "tan", "asin", "acos",
            "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p",
-           "rsqrt", "maximum", "minimum", "atan2"]
+           "rsqrt", "maximum", "minimum", "atan2", "cat", "stack"]
 
 from tape import _registry
 
@@ -19,7 +19,7 @@ from ops.elementwise import (abs, acos, acosh, add, asin, asinh, atan, atan2, at
                              minimum, mul, neg,
                              pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, sin, sinh, sqrt, square,
                              sub, tan, tanh, to, true_divide, trunc)
-from ops.shape import (broadcast_to, expand, flatten, permute, reshape, squeeze, t, transpose,
+from ops.shape import (broadcast_to, cat, expand, flatten, permute, reshape, squeeze, stack, t, transpose,
                        unsqueeze, view)
 from ops.reduction import mean, sum
 from ops.linalg import bmm, dot, matmul, mm, mv, outer

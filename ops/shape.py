@@ -14,7 +14,7 @@ from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 __all__ = ["expand", "broadcast_to", "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute",
-           "transpose", "t", "getitem", "sum_to"]
+           "transpose", "t", "getitem", "sum_to", "cat", "stack"]
 
 
 def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -477,6 +477,112 @@ def getitem(x, key):
     else:
         out = _gather(_INDEX, x, where_, np.shape(value))
     return out
+
+
+# cat and stack join two tensors a row: x then y along dim, ints = (dim, x's
+# size along it); a list is joined pairwise, as a balanced tree
+
+
+def _join_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    d, nx = ints[0], ints[1]
+    inner = 1
+    for k in range(d + 1, osh.size):
+        inner *= osh[k]
+    ix, iy = nx * inner, (osh[d] - nx) * inner
+    for o in range(G.size // max(ix + iy, 1)):
+        start = o * (ix + iy)
+        if GA.size:
+            for j in range(ix):
+                GA[o * ix + j] += G[start + j]
+        if GB.size:
+            for j in range(iy):
+                GB[o * iy + j] += G[start + ix + j]
+
+
+def _join_vjp(ctx, g):
+    d, nx = int(ctx.ints[0]), int(ctx.ints[1])
+    before = (slice(None),) * d
+    return (getitem(g, before + (slice(0, nx),)) if ctx.needs[0] else None,
+            getitem(g, before + (slice(nx, None),)) if ctx.needs[1] else None)
+
+
+_CAT = defop("cat", "CatBackward0", 2, vjp=_join_vjp, native=_join_native)
+_STACK = defop("stack", "StackBackward0", 2, vjp=_join_vjp, native=_join_native)
+
+
+def _join(tensors, dim, opdef):
+    while len(tensors) > 1:
+        pairs = [tensors[i:i + 2] for i in range(0, len(tensors), 2)]
+        last = len(pairs) == 1
+        tensors = [_join_two(*pair, dim, opdef if last else _CAT) if len(pair) == 2 else pair[0]
+                   for pair in pairs]
+    (x,) = tensors
+    return x
+
+
+def _join_two(x, y, dim, opdef):
+    value = wrap_value(np.concatenate([x._array(), y._array()], axis=dim))
+    if not ((x._rg or y._rg) and state.tape.grad_enabled):
+        return new_tensor(value)
+    return record(opdef, value, (x if x._rg else None, y if y._rg else None), ints=(dim, x.shape[dim]))
+
+
+def _tensor_list(name, tensors):
+    if isinstance(tensors, Tensor):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, not Tensor")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got {type(t).__name__}")
+    return tensors
+
+
+def cat(tensors, dim=0):
+    """The tensors joined along an existing dim `dim`.
+
+    >>> import tape
+    >>> tape.cat([tape.ones(1, 2), tape.zeros(1, 2)]).tolist()
+    [[1.0, 1.0], [0.0, 0.0]]
+    """
+    tensors = _tensor_list("cat", tensors)
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    first = tensors[0]
+    d = _norm_dim(dim, first.ndim)
+    for i, t in enumerate(tensors[1:], 1):
+        if t.ndim != first.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
+        for k in range(first.ndim):
+            if k != d and t.shape[k] != first.shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in "
+                                   f"the list.")
+    if len(tensors) == 1:  # a copy, still PyTorch's CatBackward0
+        x = first
+        value = wrap_value(np.array(x._array(), copy=True))
+        if x._rg and state.tape.grad_enabled:
+            return record(_CAT, value, (x, None), ints=(d, x.shape[d]))
+        return new_tensor(value)
+    return _join(tensors, d, _CAT)
+
+
+def stack(tensors, dim=0):
+    """The tensors, all of one shape, joined along a new dim `dim`."""
+    tensors = _tensor_list("stack", tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
+                               f"at entry 0 and {list(t.shape)} at entry {i}")
+    d = _norm_dim(dim, tensors[0].ndim + 1)
+    parts = [unsqueeze(t, d) for t in tensors]
+    if len(parts) == 1:
+        return parts[0]
+    return _join(parts, d, _STACK)
 
 
 for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeeze": squeeze,

@@ -191,6 +191,13 @@ CASES += [
     # exp_ saves its result, so it comes last
     Case("inplace_unary", lambda x: (x * 0.5).cos_().abs_().log_().exp_() * x,
          lambda a: np.exp(np.log(np.abs(np.cos(a * 0.5)))) * a, ((3,),)),
+    Case("cat", lambda x, y: tape.cat([x, y, x], dim=1), lambda a, b: np.concatenate([a, b, a], axis=1),
+         ((2, 3), (2, 2))),
+    Case("cat_one", lambda x: tape.cat([x]), np.copy, ((2, 3),)),
+    Case("stack", lambda x, y: tape.stack([x, y], dim=-1), lambda a, b: np.stack([a, b], axis=-1),
+         ((2, 3), (2, 3))),
+    Case("stack_scalars", lambda x, y: tape.stack([x, y, x * y]), lambda a, b: np.stack([a, b, a * b]),
+         ((), ())),
     Case("to_float32_and_back", lambda x: x.float().double() * x,
          lambda a: a.astype(np.float32).astype(np.float64) * a, ((3,),),
          tolerance=dict(eps=1e-3, atol=1e-3, rtol=1e-3)),
