@@ -1,6 +1,8 @@
 """Reductions: sum and mean, over everything or over `dim` (int or tuple),
 with `keepdim`. The native kernel broadcasts g back, scaled by p (1/n for mean).
 """
+import builtins
+import collections
 import math
 
 import numpy as np
@@ -8,13 +10,13 @@ import numpy as np
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, scalar_type_name
 from tape._record import record
-from tape._registry import defop
+from tape._registry import SAVES_OUT, SAVES_X, defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
-from ops.shape import expand, reshape
+from ops.shape import _gather, _gather_native, _index_vjp, expand, reshape
 
-__all__ = ["sum", "mean"]
+__all__ = ["sum", "mean", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std"]
 
 
 def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -111,5 +113,162 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
     return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
 
 
+def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # the gradient of each output goes in equal parts to the inputs that attain it
+    count = np.zeros(O.size)
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        if X[i] == O[j]:
+            count[j] += 1.0
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        if X[i] == O[j]:
+            GA[i] += G[j] / count[j]
+
+
+def _extreme_vjp(ctx, g):
+    kshape = tuple(ctx.ints)
+    x = ctx.x._array()
+    attained = (x == np.reshape(ctx.out._array(), kshape)).astype(x.dtype)
+    reduced = tuple(k for k, d in enumerate(kshape) if d == 1 and x.shape[k] != 1)
+    share = new_tensor(wrap_value(attained / attained.sum(axis=reduced, keepdims=True)))
+    return (expand(reshape(g, kshape), ctx.x_shape) * share,)
+
+
+_EXTREMES = {name: defop(name, grad_fn, 1, saves=SAVES_X | SAVES_OUT, vjp=_extreme_vjp,
+                         native=_extreme_native)
+             for name, grad_fn in (("amax", "AmaxBackward0"), ("amin", "AminBackward0"),
+                                   ("max_all", "MaxBackward1"), ("min_all", "MinBackward1"))}
+
+
+def _extreme(x, dim, keepdim, ufunc, opdef, name):
+    all_dims = dim is None or not isinstance(dim, (int, np.integer)) and not tuple(dim)
+    a = x._array()
+    if all_dims and a.size == 0:
+        raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
+                           f"Specify the reduction dim with the 'dim' argument.")
+    reduced = tuple(range(x.ndim)) if all_dims else _dims(x, dim) if x.ndim else ()
+    for k in reduced:
+        if x.shape[k] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {k} to have non-zero size.")
+    value = wrap_value(ufunc.reduce(a, axis=reduced if x.ndim else None, keepdims=keepdim))
+    if not (x._rg and state.tape.grad_enabled):
+        return new_tensor(value)
+    kshape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape))
+    return record(opdef, value, (x,), ints=kshape)
+
+
+def amax(input, dim=(), keepdim=False):
+    """The largest element over `dim` (all dims by default); ties share the gradient."""
+    return _extreme(input, dim, keepdim, np.maximum, _EXTREMES["amax"], "amax")
+
+
+def amin(input, dim=(), keepdim=False):
+    """The smallest element over `dim` (all dims by default); ties share the gradient."""
+    return _extreme(input, dim, keepdim, np.minimum, _EXTREMES["amin"], "amin")
+
+
+MaxMin = collections.namedtuple("MaxMin", ["values", "indices"])
+
+
+# max(dim) and min(dim) gather the element at each index, the first that
+# attains the extreme: the gradient goes there alone, as PyTorch's
+_SELECTED = {name: defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
+             for name, grad_fn in (("max_dim", "MaxBackward0"), ("min_dim", "MinBackward0"))}
+
+
+def _selected(x, dim, keepdim, arg, opdef):
+    d = _norm_dim(dim, x.ndim)
+    if x.ndim == 0:
+        index = np.zeros((), np.int64)
+    else:
+        if x.shape[d] == 0:
+            raise IndexError(f"{opdef.name[:3]}(): Expected reduction dim {d} to have non-zero size.")
+        index = arg(x._array(), axis=d, keepdims=True)
+    grids = np.ix_(*[np.arange(n) for n in index.shape])
+    flat = np.ravel_multi_index(tuple(index if k == d else grids[k] for k in range(x.ndim)), x.shape)
+    if not keepdim and x.ndim:
+        index = np.squeeze(index, d)
+    values = _gather(opdef, x, np.asarray(flat, np.int64).reshape(-1), index.shape)
+    return MaxMin(values, new_tensor(wrap_value(np.asarray(index, np.int64))))
+
+
+def max(input, dim=None, keepdim=False):
+    """max() of all elements, max(dim) as (values, indices), or max(other) as maximum."""
+    if isinstance(dim, Tensor):
+        from ops.elementwise import maximum
+        return maximum(input, dim)
+    if dim is None:
+        return _extreme(input, None, False, np.maximum, _EXTREMES["max_all"], "max")
+    return _selected(input, dim, keepdim, np.argmax, _SELECTED["max_dim"])
+
+
+def min(input, dim=None, keepdim=False):
+    """min() of all elements, min(dim) as (values, indices), or min(other) as minimum."""
+    if isinstance(dim, Tensor):
+        from ops.elementwise import minimum
+        return minimum(input, dim)
+    if dim is None:
+        return _extreme(input, None, False, np.minimum, _EXTREMES["min_all"], "min")
+    return _selected(input, dim, keepdim, np.argmin, _SELECTED["min_dim"])
+
+
+# logsumexp, softmax, log_softmax, var and std are compositions of the ops
+# above: their gradients, of any order, are those of the composition
+
+
+def _shifted(x, dim):
+    """(x less its maximum over dim, that maximum): a constant, kept, finite,
+    so that exp does not overflow."""
+    dims = _dims(x, dim) if x.ndim else None
+    m = np.max(x._array(), axis=dims, keepdims=True)
+    m = new_tensor(wrap_value(np.where(np.isfinite(m), m, 0.0)))
+    return x - m, m, dims
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(input), dim)), computed without overflow."""
+    z, m, dims = _shifted(input, dim)
+    total = sum(z.exp(), dims, keepdim=True).log() + m
+    return total if keepdim or dims is None else reshape(total, sum(z, dims).shape)
+
+
+def softmax(input, dim, dtype=None):
+    """exp(input) over its sum along dim."""
+    x = input if dtype is None else input.to(dtype)
+    e = _shifted(x, dim)[0].exp()
+    return e / sum(e, dim if x.ndim else None, keepdim=True)
+
+
+def log_softmax(input, dim, dtype=None):
+    """input less its logsumexp along dim."""
+    x = input if dtype is None else input.to(dtype)
+    return x - logsumexp(x, dim, keepdim=True)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance over dim (all by default), with Bessel's correction unless
+    correction=0 (or unbiased=False)."""
+    if isinstance(dim, bool):  # var(unbiased), PyTorch's older signature
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    dims = _dims(input, dim) if dim is not None else tuple(range(input.ndim))
+    count = math.prod(input.shape[k] for k in dims) if input.ndim else 1
+    centred = input - mean(input, dims if input.ndim else None, keepdim=True)
+    return sum(centred * centred, dims if input.ndim else None, keepdim) / builtins.max(count - correction, 0)
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation: the square root of var."""
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
 Tensor.sum = sum
 Tensor.mean = mean
+Tensor.amax = amax
+Tensor.amin = amin
+Tensor.max = max
+Tensor.min = min
+for _name in ("logsumexp", "softmax", "log_softmax", "var", "std"):
+    setattr(Tensor, _name, globals()[_name])

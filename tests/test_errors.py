@@ -358,6 +358,11 @@ def test_inputs_of_a_failed_op_still_backprop():
     (lambda: tape.stack([tape.ones(2, 3), tape.ones(2, 4)]), RuntimeError,
      "stack expects each tensor to be equal size, but got [2, 3] at entry 0 and [2, 4] at entry 1"),
     (lambda: tape.stack([]), RuntimeError, "stack expects a non-empty TensorList"),
+    (lambda: tape.ones(0).amax(), RuntimeError,
+     "amax(): Expected reduction dim to be specified for input.numel() == 0."),
+    (lambda: tape.ones(0, 3).amax(0), IndexError, "amax(): Expected reduction dim 0 to have non-zero size."),
+    (lambda: tape.where(tape.tensor([1.0, 0.0]), tape.ones(2), 0.0), RuntimeError,
+     "where expected condition to be a boolean tensor, but got a tensor with dtype Double"),
     (lambda: tape.autograd.grad(tape.ones(1, requires_grad=True).sum(), [1.0]), RuntimeError,
      "all inputs have to be Tensors or GradientEdges, but got float"),
 ])

@@ -132,6 +132,23 @@ CASES += [
          ((2, 3),)),
     Case("sum_dims", lambda x: tape.sum(x, (0, 2)), lambda a: a.sum(axis=(0, 2)), ((2, 3, 2),)),
     Case("mean", lambda x: x.mean(), np.mean, ((2, 3),)),
+    # random inputs: no ties, so finite differences see one smooth piece
+    Case("amax", lambda x: x.amax(1), lambda a: a.max(axis=1), ((2, 3),)),
+    Case("amin_dims", lambda x: tape.amin(x, (0, 2), keepdim=True),
+         lambda a: a.min(axis=(0, 2), keepdims=True), ((2, 3, 2),)),
+    Case("max_all", lambda x: x.max(), np.max, ((2, 3),)),
+    Case("min_all", lambda x: tape.min(x), np.min, ((2, 3),)),
+    Case("max_dim", lambda x: x.max(1).values, lambda a: a.max(axis=1), ((2, 3),)),
+    Case("min_dim_keepdim", lambda x: x.min(0, keepdim=True)[0], lambda a: a.min(axis=0, keepdims=True),
+         ((2, 3),)),
+    Case("logsumexp", lambda x: tape.logsumexp(x, 1), lambda a: np.log(np.exp(a).sum(axis=1)), ((2, 3),)),
+    Case("softmax", lambda x: x.softmax(-1), lambda a: np.exp(a) / np.exp(a).sum(-1, keepdims=True),
+         ((2, 3),)),
+    Case("log_softmax", lambda x: tape.log_softmax(x, 0),
+         lambda a: a - np.log(np.exp(a).sum(0, keepdims=True)), ((2, 3),)),
+    Case("var", lambda x: x.var(1), lambda a: a.var(axis=1, ddof=1), ((2, 3),)),
+    Case("std_biased", lambda x: tape.std(x, correction=0), np.std, ((2, 3),)),
+    Case("where", lambda x, y: tape.where(x > 0, x, y), lambda a, b: np.where(a > 0, a, b), ((2, 3), (3,))),
     Case("mean_dim", lambda x: x.mean(0), lambda a: a.mean(0), ((2, 3),)),
     Case("mean_keepdim", lambda x: x.mean(1, keepdim=True), lambda a: a.mean(1, keepdims=True), ((2, 3),)),
     Case("mm", lambda x, y: x @ y, np.matmul, ((2, 3), (3, 4))),
@@ -394,3 +411,30 @@ def test_maximum_and_minimum_split_a_tie_as_pytorch():
     (tape.maximum(x, y) + 10 * tape.minimum(x, y)).sum().backward()
     assert x.grad.tolist() == [5.5, 10.0, 1.0] and y.grad.tolist() == [5.5, 1.0, 10.0]
     assert np.isnan(tape.maximum(tape.tensor(1.0), tape.tensor(np.nan)).item())
+
+
+def test_amax_shares_a_tie_and_max_dim_picks_the_first():
+    x = tape.tensor([[1.0, 3.0, 3.0], [2.0, -1.0, 2.0]], requires_grad=True)
+    x.amax(1).sum().backward()
+    assert x.grad.tolist() == [[0.0, 0.5, 0.5], [0.5, 0.0, 0.5]]
+    x.grad = None
+    values, indices = x.max(1)
+    values.sum().backward()
+    assert indices.tolist() == [1, 0] and x.grad.tolist() == [[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]]
+
+
+def test_softmax_and_logsumexp_do_not_overflow():
+    x = tape.tensor([800.0, 0.0], requires_grad=True)
+    assert tape.logsumexp(x, 0).item() == 800.0
+    p = x.softmax(0)
+    assert p.tolist() == [1.0, 0.0]
+    (p[0] * 2).backward()
+    assert np.isfinite(x.grad.numpy()).all()
+
+
+def test_where_picks_elementwise_and_passes_gradients_where_picked():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    out = tape.where(x > 1.5, x * x, 0.0)
+    out.sum().backward()
+    assert out.tolist() == [0.0, 4.0, 9.0] and x.grad.tolist() == [0.0, 4.0, 6.0]
+    assert [i.tolist() for i in tape.where(tape.tensor([[True, False], [False, True]]))] == [[0, 1], [0, 1]]
