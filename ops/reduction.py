@@ -14,6 +14,7 @@ from tape._registry import SAVES_OUT, SAVES_X, defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
+from ops.elementwise import maximum, minimum
 from ops.shape import _gather, _gather_native, _index_vjp, expand, reshape
 
 __all__ = ["sum", "mean", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std"]
@@ -168,16 +169,13 @@ def amin(input, dim=(), keepdim=False):
     return _extreme(input, dim, keepdim, np.minimum, _EXTREMES["amin"], "amin")
 
 
-MaxMin = collections.namedtuple("MaxMin", ["values", "indices"])
-
-
 # max(dim) and min(dim) gather the element at each index, the first that
 # attains the extreme: the gradient goes there alone, as PyTorch's
 _SELECTED = {name: defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
              for name, grad_fn in (("max_dim", "MaxBackward0"), ("min_dim", "MinBackward0"))}
 
 
-def _selected(x, dim, keepdim, arg, opdef):
+def _selected(x, dim, keepdim, arg, opdef, result):
     d = _norm_dim(dim, x.ndim)
     if x.ndim == 0:
         index = np.zeros((), np.int64)
@@ -190,27 +188,26 @@ def _selected(x, dim, keepdim, arg, opdef):
     if not keepdim and x.ndim:
         index = np.squeeze(index, d)
     values = _gather(opdef, x, np.asarray(flat, np.int64).reshape(-1), index.shape)
-    return MaxMin(values, new_tensor(wrap_value(np.asarray(index, np.int64))))
+    return result(values, new_tensor(wrap_value(np.asarray(index, np.int64))))
 
 
-def max(input, dim=None, keepdim=False):
-    """max() of all elements, max(dim) as (values, indices), or max(other) as maximum."""
-    if isinstance(dim, Tensor):
-        from ops.elementwise import maximum
-        return maximum(input, dim)
-    if dim is None:
-        return _extreme(input, None, False, np.maximum, _EXTREMES["max_all"], "max")
-    return _selected(input, dim, keepdim, np.argmax, _SELECTED["max_dim"])
+def _max_or_min(name, of_two, ufunc, arg):
+    result = collections.namedtuple(name, ["values", "indices"])  # as torch.return_types.max
+
+    def op(input, dim=None, keepdim=False):
+        if isinstance(dim, Tensor):
+            return of_two(input, dim)
+        if dim is None:
+            return _extreme(input, None, False, ufunc, _EXTREMES[name + "_all"], name)
+        return _selected(input, dim, keepdim, arg, _SELECTED[name + "_dim"], result)
+    op.__name__ = name
+    op.__doc__ = (f"{name}() of all elements, {name}(dim) as (values, indices), or "
+                  f"{name}(other) elementwise.")
+    return op
 
 
-def min(input, dim=None, keepdim=False):
-    """min() of all elements, min(dim) as (values, indices), or min(other) as minimum."""
-    if isinstance(dim, Tensor):
-        from ops.elementwise import minimum
-        return minimum(input, dim)
-    if dim is None:
-        return _extreme(input, None, False, np.minimum, _EXTREMES["min_all"], "min")
-    return _selected(input, dim, keepdim, np.argmin, _SELECTED["min_dim"])
+max = _max_or_min("max", maximum, np.maximum, np.argmax)
+min = _max_or_min("min", minimum, np.minimum, np.argmin)
 
 
 # logsumexp, softmax, log_softmax, var and std are compositions of the ops
