@@ -1,19 +1,21 @@
-"""where: elements of one tensor or another by a boolean condition. It is a
-composition of recorded ops (the other operand broadcast and copied, then the
-chosen elements of the first assigned into it), so its gradients of any order
-are theirs: each input gets the gradient where it was chosen."""
+"""Ops that select elements: where (of one tensor or another by a condition),
+split, chunk and unbind (slices), flip, index_select, gather and diagonal
+(elements at computed positions: a gather whose gradient scatters back),
+triu and tril. where, triu and tril compose recorded ops, so their gradients
+of any order are those of the composition."""
 import numpy as np
 
 from tape._dtypes import scalar_type_name
 from tape._record import broadcast_shapes, python_number
+from tape._registry import defop
 from tape._tape import state
-from tape._tensor import Tensor, new_tensor, wrap_value
+from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import clone, to
 from ops.inplace import setitem
-from ops.shape import expand, getitem
+from ops.shape import _gather, _gather_native, _index_vjp, expand, getitem
 
-__all__ = ["where"]
+__all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"]
 
 
 def where(condition, input=None, other=None):
@@ -46,4 +48,129 @@ def _full(v, shape, dtype):
     return expand(to(v, dtype), shape)
 
 
+def split(tensor, split_size_or_sections, dim=0):
+    """Slices of `tensor` along dim: of split_size each (the last may be
+    smaller), or of the given sizes."""
+    d = _norm_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, (list, tuple)):
+        sizes = [int(k) for k in split_size_or_sections]
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                               f"size at dimension {d}), but got split_sizes={sizes}")
+    else:
+        size = int(split_size_or_sections)
+        if size == 0 and n != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        sizes = [min(size, n - start) for start in range(0, n, size)] if size else [0]
+    starts = np.cumsum([0] + sizes[:-1]).tolist()
+    before = (slice(None),) * d
+    return tuple(getitem(tensor, before + (slice(start, start + k),)) for start, k in zip(starts, sizes))
+
+
+def chunk(input, chunks, dim=0):
+    """input split into `chunks` slices of equal size along dim (the last may be smaller)."""
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = input.shape[_norm_dim(dim, input.ndim)]
+    return split(input, max(-(-n // chunks), 1), dim)
+
+
+def unbind(input, dim=0):
+    """The slices of input at each index along dim, without that dim."""
+    d = _norm_dim(dim, input.ndim)
+    return tuple(getitem(input, (slice(None),) * d + (i,)) for i in range(input.shape[d]))
+
+
+def _taken(name, grad_fn):
+    return defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
+
+
+_FLIP = _taken("flip", "FlipBackward0")
+_INDEX_SELECT = _taken("index_select", "IndexSelectBackward0")
+_GATHER = _taken("gather", "GatherBackward0")
+_DIAGONAL = _taken("diagonal", "DiagonalBackward0")
+
+
+def _take(opdef, x, positions):
+    """The elements of x at `positions`, an array of flat indices into x
+    shaped as the result."""
+    return _gather(opdef, x, np.asarray(positions, np.int64).reshape(-1), np.shape(positions))
+
+
+def _flat_positions(x):
+    return np.arange(x.numel()).reshape(x.shape)
+
+
+def flip(input, *dims):
+    """input reversed along dims."""
+    dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    normed = [_norm_dim(d, input.ndim) for d in dims]
+    for k, d in enumerate(normed):
+        if d in normed[:k]:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+    return _take(_FLIP, input, np.flip(_flat_positions(input), normed))
+
+
+def _index_array(name, index):
+    a = index._array() if isinstance(index, Tensor) else np.asarray(index)
+    if a.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}(): Expected dtype int32 or int64 for index")
+    return a
+
+
+def index_select(input, dim, index):
+    """The slices of input at `index` (a vector of ints) along dim."""
+    a = _index_array("index_select", index)
+    if a.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    d = _norm_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    bad = a[(a < 0) | (a >= n)]
+    if bad.size:
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad[0]} axis_dim={n}")
+    return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
+                 if input.ndim else _flat_positions(input))
+
+
+def gather(input, dim, index):
+    """out[i][j] = input[index[i][j]][j] for dim 0, and so on: index has
+    input's number of dims, and sets the result's shape."""
+    a = _index_array("gather", index)
+    d = _norm_dim(dim, input.ndim)
+    if a.ndim != input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    bad = a[(a < 0) | (a >= input.shape[d])]
+    if bad.size:
+        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {d} with size {input.shape[d]}")
+    grid = list(np.indices(a.shape, sparse=True))
+    grid[d] = a
+    return _take(_GATHER, input, _flat_positions(input)[tuple(grid)])
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal (above it for offset > 0) of the planes of dims dim1 and dim2, as the last dim."""
+    d1, d2 = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _take(_DIAGONAL, input, np.diagonal(_flat_positions(input), offset, d1, d2))
+
+
+def _triangle(name, keep):
+    def op(input, diagonal=0):
+        if input.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        rows, cols = input.shape[-2:]
+        return where(keep(np.ones((rows, cols), np.bool_), diagonal), input, 0)
+    op.__name__ = name
+    op.__doc__ = f"input with the elements {'below' if name == 'triu' else 'above'} the diagonal zeroed."
+    return op
+
+
+triu = _triangle("triu", np.triu)
+tril = _triangle("tril", np.tril)
+
+
 Tensor.where = lambda self, condition, other: where(condition, self, other)
+for _name in ("split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"):
+    setattr(Tensor, _name, globals()[_name])
