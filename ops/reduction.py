@@ -17,7 +17,7 @@ from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 from ops.elementwise import maximum, minimum
 from ops.shape import _gather, _gather_native, _index_vjp, expand, reshape
 
-__all__ = ["sum", "mean", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std"]
+__all__ = ["sum", "mean", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum"]
 
 
 def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -261,11 +261,95 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
+def _norm2_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # x / |x| times g, and 0 where the norm is 0, as PyTorch's
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        if O[j] != 0:
+            GA[i] += G[j] * X[i] / O[j]
+
+
+def _norm2_vjp(ctx, g):
+    kshape = tuple(ctx.ints)
+    out = reshape(ctx.out, kshape)
+    zero = new_tensor(wrap_value((out._array() == 0).astype(out.dtype)))  # a constant mask
+    return (ctx.x * (reshape(g, kshape) * (1 - zero) / (out + zero)),)
+
+
+_NORM2 = defop("norm", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_norm2_vjp,
+               native=_norm2_native)
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """The vector p-norm over dim (all dims by default): 2 ("fro"), 1, inf,
+    -inf, 0 or any other number. The 2-norm's gradient is 0 where it is 0."""
+    from ops.elementwise import abs as _abs
+    x = input if dtype is None else input.to(dtype)
+    if p is None or p == "fro" or p == 2:
+        dims = _dims(x, dim) if dim is not None else None
+        a = x._array()
+        reduced = range(x.ndim) if dims is None else dims if x.ndim else ()
+        value = wrap_value(np.sqrt(np.add.reduce(a * a, axis=None if dims is None or not x.ndim else dims,
+                                                 keepdims=keepdim)))
+        if not (x._rg and state.tape.grad_enabled):
+            return new_tensor(value)
+        kshape = tuple(1 if k in reduced else n for k, n in enumerate(x.shape))
+        return record(_NORM2, value, (x,), ints=kshape)
+    if isinstance(p, str):
+        raise RuntimeError(f"linalg.vector_norm: unsupported order {p!r}")
+    if p == math.inf:
+        return amax(_abs(x), () if dim is None else dim, keepdim)
+    if p == -math.inf:
+        return amin(_abs(x), () if dim is None else dim, keepdim)
+    if p == 0:
+        return sum((x != 0).to(x.dtype), dim, keepdim)
+    if p == 1:
+        return sum(_abs(x), dim, keepdim)
+    return sum(_abs(x) ** p, dim, keepdim) ** (1.0 / p)
+
+
+def _cumsum_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # the gradient of a running sum is the running sum of G from the end
+    d = ints[0]
+    n = osh[d]
+    inner = 1
+    for k in range(d + 1, osh.size):
+        inner *= osh[k]
+    for o in range(G.size // (n * inner) if n * inner else 0):
+        for k in range(inner):
+            total = 0.0
+            for t in range(n - 1, -1, -1):
+                i = (o * n + t) * inner + k
+                total += G[i]
+                GA[i] += total
+
+
+def _cumsum_vjp(ctx, g):
+    from ops.selection import flip
+    d = int(ctx.ints[0])
+    return (flip(cumsum(flip(g, d), d), d),)
+
+
+_CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native)
+
+
+def cumsum(input, dim, dtype=None):
+    """The running sum along dim."""
+    x = input if dtype is None else input.to(dtype)
+    d = _norm_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return x.clone()
+    value = wrap_value(np.cumsum(x._array(), axis=d))
+    if not (x._rg and state.tape.grad_enabled):
+        return new_tensor(value)
+    return record(_CUMSUM, value, (x,), ints=(d,))
+
+
 Tensor.sum = sum
 Tensor.mean = mean
 Tensor.amax = amax
 Tensor.amin = amin
 Tensor.max = max
 Tensor.min = min
-for _name in ("logsumexp", "softmax", "log_softmax", "var", "std"):
+for _name in ("logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum"):
     setattr(Tensor, _name, globals()[_name])

@@ -149,6 +149,13 @@ CASES += [
     Case("var", lambda x: x.var(1), lambda a: a.var(axis=1, ddof=1), ((2, 3),)),
     Case("std_biased", lambda x: tape.std(x, correction=0), np.std, ((2, 3),)),
     Case("where", lambda x, y: tape.where(x > 0, x, y), lambda a, b: np.where(a > 0, a, b), ((2, 3), (3,))),
+    Case("norm", lambda x: x.norm(), np.linalg.norm, ((2, 3),)),
+    Case("norm_dim", lambda x: tape.norm(x, 2, 1, keepdim=True), lambda a: np.linalg.norm(a, axis=1, keepdims=True),
+         ((2, 3),)),
+    Case("norm_p3", lambda x: x.norm(3, dim=0), lambda a: (np.abs(a) ** 3).sum(0) ** (1 / 3), ((2, 3),),
+         low=(0.2,)),
+    Case("cumsum", lambda x: x.cumsum(1) * tape.cumsum(x, 0), lambda a: np.cumsum(a, 1) * np.cumsum(a, 0),
+         ((2, 3),)),
     Case("split", lambda x: x.split([1, 2], 1)[1] * x.split(2)[0][:, :2],
          lambda a: a[:, 1:] * a[:2, :2], ((2, 3),)),
     Case("chunk_unbind", lambda x: x.chunk(2, 1)[1] - tape.stack(x.unbind(1)[:2], 1),
@@ -450,3 +457,10 @@ def test_where_picks_elementwise_and_passes_gradients_where_picked():
     out.sum().backward()
     assert out.tolist() == [0.0, 4.0, 9.0] and x.grad.tolist() == [0.0, 4.0, 6.0]
     assert [i.tolist() for i in tape.where(tape.tensor([[True, False], [False, True]]))] == [[0, 1], [0, 1]]
+
+
+def test_the_gradient_of_a_zero_2_norm_is_zero():
+    # PyTorch masks x / |x| where the norm is 0
+    x = tape.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
+    x.norm(dim=1).sum().backward()
+    assert x.grad.tolist() == [[0.6, 0.8], [0.0, 0.0]]
