@@ -243,22 +243,29 @@ def log_softmax(input, dim, dtype=None):
     return x - logsumexp(x, dim, keepdim=True)
 
 
-def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """The variance over dim (all by default), with Bessel's correction unless
-    correction=0 (or unbiased=False)."""
+def _spread(input, dim, unbiased, correction):
+    """(input less its mean over dim, the dims, the divisor: the count less
+    Bessel's correction unless correction=0 or unbiased=False)."""
     if isinstance(dim, bool):  # var(unbiased), PyTorch's older signature
         dim, unbiased = None, dim
     if correction is None:
         correction = 0 if unbiased is False else 1
-    dims = _dims(input, dim) if dim is not None else tuple(range(input.ndim))
+    dims = (_dims(input, dim) if dim is not None else tuple(range(input.ndim))) if input.ndim else None
     count = math.prod(input.shape[k] for k in dims) if input.ndim else 1
-    centred = input - mean(input, dims if input.ndim else None, keepdim=True)
-    return sum(centred * centred, dims if input.ndim else None, keepdim) / builtins.max(count - correction, 0)
+    return input - mean(input, dims, keepdim=True), dims, builtins.max(count - correction, 0)
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance over dim (all by default)."""
+    centred, dims, divisor = _spread(input, dim, unbiased, correction)
+    return sum(centred * centred, dims, keepdim) / divisor
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """The standard deviation: the square root of var."""
-    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
+    """The standard deviation over dim: through the 2-norm, so that its
+    gradient is 0 where it is 0, as PyTorch's."""
+    centred, dims, divisor = _spread(input, dim, unbiased, correction)
+    return norm(centred, 2, dims, keepdim) / math.sqrt(divisor)
 
 
 def _norm2_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):

@@ -62,7 +62,7 @@ def split(tensor, split_size_or_sections, dim=0):
         size = int(split_size_or_sections)
         if size == 0 and n != 0:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-        sizes = [min(size, n - start) for start in range(0, n, size)] if size else [0]
+        sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
     starts = np.cumsum([0] + sizes[:-1]).tolist()
     before = (slice(None),) * d
     return tuple(getitem(tensor, before + (slice(start, start + k),)) for start, k in zip(starts, sizes))
@@ -153,7 +153,11 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     d1, d2 = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return _take(_DIAGONAL, input, np.diagonal(_flat_positions(input), offset, d1, d2))
+    positions = np.diagonal(_flat_positions(input), offset, d1, d2)
+    out = _take(_DIAGONAL, input, positions)
+    # a view in PyTorch: an in-place op on it writes it back (ops.inplace._through_index)
+    out._indexed_from = (input, np.unravel_index(positions, input.shape))
+    return out
 
 
 def _triangle(name, keep):

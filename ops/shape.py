@@ -324,7 +324,8 @@ def _index_key(key):
     if isinstance(key, Tensor) and key.dtype.kind == "f":
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
     if isinstance(key, Tensor):
-        return key._array()
+        # a 0-d integer tensor indexes as its int does (a view in PyTorch)
+        return int(key._value) if key.ndim == 0 and key.dtype.kind in "iu" else key._array()
     if isinstance(key, list):
         return np.asarray([k._array() if isinstance(k, Tensor) else k for k in key])
     return key
@@ -465,7 +466,8 @@ def getitem(x, key):
         # advanced indexing gives a copy, in PyTorch too: it shares nothing with x
         if opdef is _INDEX:
             return new_tensor(wrap_value(value))
-        out = _view_result(opdef, x, value)
+        # NumPy's element is a copy, its other results views
+        out = new_tensor(wrap_value(value)) if np.ndim(value) == 0 else _view_result(opdef, x, value)
         out._indexed_from = (x, key)  # for a write that must reach x (ops.inplace._through_index)
         return out
     where_ = _region(x.shape, key, opdef)

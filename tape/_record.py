@@ -5,6 +5,7 @@ import math
 
 import numpy as np
 
+from ._dtypes import get_default_dtype
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._tape import HIDDEN, RG, state
 from ._tensor import Tensor, new_tensor, wrap_value
@@ -158,6 +159,15 @@ except ImportError:
     _FP_STATE = None
 
 
+def _default_float(out, *operands):
+    """out, in the default dtype where NumPy made a small float from bools or
+    integers (exp of bool or uint8 is float16 there; PyTorch's default dtype)."""
+    if (type(out) is np.ndarray and out.dtype.kind == "f" and out.dtype != get_default_dtype()
+            and all(np.asarray(v).dtype.kind in "biu" for v in operands)):
+        return out.astype(get_default_dtype())
+    return out
+
+
 def quiet(fn, *args):
     """fn(*args) with NumPy's floating-point warnings off."""
     if _FP_STATE is None:
@@ -193,7 +203,7 @@ def unary(opdef, scalar_fn, array_fn):
                 if tp.grad_enabled:
                     return _scalar_row(tp, code, out, x, None, 0.0)
             return new_tensor(out)
-        out = wrap_value(quiet(array_fn, xv))
+        out = _default_float(wrap_value(quiet(array_fn, xv)), xv)
         if x._rg and state.tape.grad_enabled:
             return record(opdef, out, (x,))
         return new_tensor(out)
@@ -276,7 +286,7 @@ def binary(opdef, scalar_fn, array_fn):
         xv = value_of(x) if tx else x
         yv = value_of(y) if ty else y
         try:
-            out = wrap_value(quiet(array_fn, xv, yv))
+            out = _default_float(wrap_value(quiet(array_fn, xv, yv)), xv, yv)
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
             raise

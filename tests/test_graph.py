@@ -898,6 +898,22 @@ def test_in_place_on_an_element_writes_through_chains_of_indexing():
     assert w.tolist() == [[0.0, 2.0], [3.0, 4.0]] and w.is_leaf
 
 
+def test_in_place_on_elements_of_integer_tensors_and_diagonals_writes_through():
+    b = tape.tensor([1, 2, 3])
+    b[1].fill_(7)
+    c = tape.tensor([1.0, 2.0, 3.0])
+    c[tape.tensor(1)].add_(10)  # a 0-d integer tensor indexes as its int
+    m = tape.tensor([[1.0, 2.0], [3.0, 4.0]])
+    m.diagonal().fill_(0)
+    assert b.tolist() == [1, 7, 3] and c.tolist() == [1.0, 12.0, 3.0]
+    assert m.tolist() == [[0.0, 2.0], [3.0, 0.0]]
+    a = tape.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    h = a * 1
+    h.diagonal().mul_(3)
+    (h * h).sum().backward()
+    assert h.tolist() == [[3.0, 2.0], [3.0, 12.0]] and a.grad.tolist() == [[18.0, 4.0], [6.0, 72.0]]
+
+
 def test_in_place_through_indexing_is_differentiable():
     x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
     h = x * 2

@@ -464,3 +464,18 @@ def test_the_gradient_of_a_zero_2_norm_is_zero():
     x = tape.tensor([[3.0, 4.0], [0.0, 0.0]], requires_grad=True)
     x.norm(dim=1).sum().backward()
     assert x.grad.tolist() == [[0.6, 0.8], [0.0, 0.0]]
+
+
+def test_std_of_a_constant_has_zero_gradient():
+    # through the 2-norm, masked at 0 as PyTorch's std backward
+    x = tape.tensor([2.0, 2.0, 2.0], requires_grad=True)
+    x.std().backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_math_on_bools_and_small_integers_gives_the_default_dtype():
+    # NumPy would give float16 (exp of bool or uint8) or float32 (of int16)
+    assert tape.tensor([True, False]).exp().dtype == tape.float64
+    assert tape.tensor([1, 2], dtype=tape.uint8).sqrt().dtype == tape.float64
+    assert tape.tensor([1, 2], dtype=tape.int16).sin().dtype == tape.float64
+    assert tape.tensor([1.0], dtype=tape.float32).exp().dtype == tape.float32
