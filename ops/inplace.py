@@ -4,6 +4,9 @@ tensor, which takes the new row; the rows that saw the old value become dirty
 (see `Tensor.bump_version`), so a backward that needs them raises PyTorch's
 error.
 """
+import sys
+import weakref
+
 import numpy as np
 
 from tape._grad_mode import no_grad
@@ -110,8 +113,10 @@ def _through_index(t, compute, args, saves_self):
                                "in-place operation.")
         if t._base is base:
             if not recording:  # the write reaches base's storage
-                return _apply(t, compute, *args, saves_self=saves_self)
-            _own_storage(t)
+                _apply(t, compute, *args, saves_self=saves_self)
+                _refresh_indexed(base)
+                return t
+            _own_storage(t, base)
         _apply(t, compute, *args, saves_self=saves_self)
     finally:
         t._indexed_from = (base, key)
@@ -119,18 +124,54 @@ def _through_index(t, compute, args, saves_self):
     return t
 
 
-def _own_storage(t):
-    """Make view t a copy, so that recording a change to it and writing it
-    back to its base are two steps."""
+def _own_storage(t, base):
+    """Make view t of base a copy, so that recording a change to it and
+    writing it back are two steps; as a copy, a change to base refreshes it."""
     vc = t._vc
     vc.views = [ref for ref in vc.views if ref() is not t]
     t._vc = t._base = None
     t._value = np.array(t._value, copy=True)
+    if base._indexed_copies is None:
+        base._indexed_copies = []
+    base._indexed_copies.append(weakref.ref(t))
 
 
 def _apply(t, compute, *args, saves_self=False):
     if t._indexed_from is not None:
         return _through_index(t, compute, args, saves_self)
+    _apply_here(t, compute, args, saves_self)
+    _refresh_indexed(t)
+    return t
+
+
+# references to a tensor in _refresh_indexed's loop when nothing else holds
+# it: its local name and getrefcount's argument
+_UNUSED_REFS = 2
+
+
+def _refresh_indexed(t):
+    """The copies that indexing t made (views in PyTorch) take t's new value:
+    each is indexed afresh, in place, so rows that saved its old value become
+    dirty, and while recording its new row reads t's."""
+    copies = t._indexed_copies
+    if not copies:
+        return
+    t._indexed_copies = []
+    for ref in copies:
+        v = ref()
+        if v is None or v._indexed_from is None or v._indexed_from[0] is not t:
+            continue
+        t._indexed_copies.append(ref)
+        if sys.getrefcount(v) <= _UNUSED_REFS + (v._ep is not None and v._ep.tape.owners[v._row] is v):
+            # only the tape holds it: no need of a new value, but graphs that
+            # saved the old one must not use it
+            v.bump_version()
+            continue
+        key = v._indexed_from[1]
+        _apply_here(v, lambda _: t[key], (), False)
+
+
+def _apply_here(t, compute, args, saves_self):
     recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
     _check_inplace(t, recording)
     if recording:
@@ -142,7 +183,7 @@ def _apply(t, compute, *args, saves_self=False):
         res = compute(x, *args)
         _write(t, res)
         _rebind(t, res)
-        return t
+        return
     was_recorded = t._rg and not t.is_leaf
     with no_grad():
         res = compute(t, *args)
@@ -152,7 +193,6 @@ def _apply(t, compute, *args, saves_self=False):
         # one, hidden, so that t's grad_fn is still its last op's
         res = record(lookup("clone"), t._value, (t,), hidden=True)
         _rebind(t, res)
-    return t
 
 
 def add_(t, other, *, alpha=1):
@@ -350,6 +390,7 @@ def setitem(t, key, value):
             and t._indexed_from is None):
         t._value[key] = value._array() if isinstance(value, Tensor) else value
         t.bump_version()
+        _refresh_indexed(t)
         return
     where_ = _region(t.shape, key, opdef)
     _apply(t, lambda x, v: _put(x, where_, shape, v), value)

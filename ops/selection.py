@@ -13,7 +13,7 @@ from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import clone, to
 from ops.inplace import setitem
-from ops.shape import _gather, _gather_native, _index_vjp, expand, getitem
+from ops.shape import _gather, _gather_native, _index_vjp, expand, getitem, indexed_result
 
 __all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"]
 
@@ -154,10 +154,8 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     positions = np.diagonal(_flat_positions(input), offset, d1, d2)
-    out = _take(_DIAGONAL, input, positions)
-    # a view in PyTorch: an in-place op on it writes it back (ops.inplace._through_index)
-    out._indexed_from = (input, np.unravel_index(positions, input.shape))
-    return out
+    return indexed_result(_take(_DIAGONAL, input, positions), input,
+                          np.unravel_index(positions, input.shape))
 
 
 def _triangle(name, keep):

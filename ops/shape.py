@@ -4,6 +4,7 @@ a native kernel; the native kernels work on flat C-order buffers.
 """
 import functools
 import re
+import weakref
 
 import numpy as np
 
@@ -459,6 +460,21 @@ def _region(shape, key, opdef):
     return desc if desc is not None else _flat_index(shape, key)
 
 
+def indexed_result(out, x, key):
+    """Mark `out` as x[key], a view in PyTorch: an in-place op on it writes it
+    back to x (ops.inplace._through_index), and when it is a copy here, one on
+    x refreshes it (ops.inplace._refresh_indexed)."""
+    out._indexed_from = (x, key)
+    if out._base is not x:
+        copies = x._indexed_copies
+        if copies is None:
+            copies = x._indexed_copies = []
+        elif len(copies) % 64 == 63:  # drop the dead now and then
+            copies[:] = [ref for ref in copies if ref() is not None]
+        copies.append(weakref.ref(out))
+    return out
+
+
 def getitem(x, key):
     """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays."""
     key, value, opdef = _indexed(x, key)
@@ -468,14 +484,10 @@ def getitem(x, key):
             return new_tensor(wrap_value(value))
         # NumPy's element is a copy, its other results views
         out = new_tensor(wrap_value(value)) if np.ndim(value) == 0 else _view_result(opdef, x, value)
-        out._indexed_from = (x, key)  # for a write that must reach x (ops.inplace._through_index)
-        return out
+        return indexed_result(out, x, key)
     where_ = _region(x.shape, key, opdef)
     if isinstance(where_, tuple):
-        out = record(opdef, wrap_value(np.array(value)), (x,), ints=where_)
-        # a view in PyTorch, a copy here: an in-place op on it writes it back
-        # (ops.inplace._through_index)
-        out._indexed_from = (x, key)
+        out = indexed_result(record(opdef, wrap_value(np.array(value)), (x,), ints=where_), x, key)
     else:
         out = _gather(_INDEX, x, where_, np.shape(value))
     return out

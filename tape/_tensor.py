@@ -189,6 +189,9 @@ class Tensor:
     # writes it back there (ops.inplace._through_index), since it is a copy
     # where PyTorch has a view
     _indexed_from = None
+    # weak references to the copies that indexing this tensor made, which an
+    # in-place change to it refreshes (ops.inplace._refresh_indexed)
+    _indexed_copies = None
     __array_priority__ = 1000
 
     def __init__(self, *args, device=None):

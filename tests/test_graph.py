@@ -914,6 +914,32 @@ def test_in_place_on_elements_of_integer_tensors_and_diagonals_writes_through():
     assert h.tolist() == [[3.0, 2.0], [3.0, 12.0]] and a.grad.tolist() == [[18.0, 4.0], [6.0, 72.0]]
 
 
+def test_results_of_indexing_follow_an_in_place_change_to_the_tensor():
+    # views in PyTorch: values and gradients as torch 2.13 gives them
+    a = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 1
+    v = b[1:]
+    w = b[:2]
+    w.mul_(10)
+    b.mul_(2)
+    (v * v).sum().backward()
+    assert v.tolist() == [40.0, 6.0] and a.grad.tolist() == [0.0, 1600.0, 24.0]
+    plain = tape.tensor([1.0, 2.0, 3.0])
+    element = plain[1]
+    plain[1] = 5.0
+    assert element.item() == 5.0
+
+
+def test_a_graph_that_saved_an_indexing_result_raises_after_its_tensor_changes():
+    a = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = a * 1
+    v = b[1:]
+    c = v * v
+    b.add_(1)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        c.sum().backward()
+
+
 def test_in_place_through_indexing_is_differentiable():
     x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
     h = x * 2
