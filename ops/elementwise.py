@@ -203,7 +203,7 @@ abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, np.abs)
 
 
 def _sign_scalar(x):
-    return x * 1.0 if x != x else float((x > 0) - (x < 0))  # nan stays nan, as np.sign
+    return float((x > 0) - (x < 0))  # 0 for nan, as PyTorch's
 
 
 def _floor_array(x):
@@ -213,7 +213,7 @@ def _floor_array(x):
 # Piecewise-constant ops: their derivative is 0, and it is recorded, so the
 # create_graph gradients of relu, abs and remainder, whose partials use them,
 # require grad and differentiate to zeros, as PyTorch's do
-sign = _unary("sign", "SignBackward0", "0", _sign_scalar, np.sign)
+sign = _unary("sign", "SignBackward0", "0", _sign_scalar, lambda x: np.nan_to_num(np.sign(x), nan=0.0))
 floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)), _floor_array)
 # relu's partial (PyTorch's threshold_backward); not public
 step = _unary("step", "StepBackward0", "0", lambda x: float(x > 0), lambda x: (x > 0).astype(x.dtype))

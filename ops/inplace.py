@@ -242,6 +242,11 @@ def _inplace_unary(op):
 neg_, exp_, log_, sin_, cos_, tanh_, sigmoid_, relu_, abs_, sqrt_ = (
     _inplace_unary(getattr(elementwise, name))
     for name in ("neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "abs", "sqrt"))
+# the rest of the unary ops' in-place forms, as Tensor methods only
+for _name in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
+              "log2", "log10", "log1p", "rsqrt", "sign", "floor", "ceil", "trunc", "round", "reciprocal",
+              "square"):
+    setattr(Tensor, _name + "_", _inplace_unary(getattr(elementwise, _name)))
 
 
 def _copy_array(x, src):

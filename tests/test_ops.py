@@ -479,3 +479,21 @@ def test_math_on_bools_and_small_integers_gives_the_default_dtype():
     assert tape.tensor([1, 2], dtype=tape.uint8).sqrt().dtype == tape.float64
     assert tape.tensor([1, 2], dtype=tape.int16).sin().dtype == tape.float64
     assert tape.tensor([1.0], dtype=tape.float32).exp().dtype == tape.float32
+
+
+def test_in_place_forms_of_the_unary_ops():
+    x = tape.tensor([0.5, 2.0], requires_grad=True)
+    y = x * 1
+    y.tan_()
+    assert y.grad_fn.name() == "TanBackward0"
+    y.sum().backward()
+    assert np.allclose(x.grad.numpy(), 1 / np.cos([0.5, 2.0]) ** 2)
+    z = tape.tensor([1.4, -2.6])
+    z.round_()
+    z.sign_()
+    assert z.tolist() == [1.0, -1.0]
+
+
+def test_sign_of_nan_is_zero_as_pytorchs():
+    assert tape.sign(tape.tensor([np.nan, 2.0])).tolist() == [0.0, 1.0]
+    assert tape.tensor(np.nan).sign().item() == 0.0
