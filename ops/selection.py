@@ -30,11 +30,11 @@ def where(condition, input=None, other=None):
     x, y = python_number(input), python_number(other)
     xv = x._array() if isinstance(x, Tensor) else x
     yv = y._array() if isinstance(y, Tensor) else y
+    shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))  # PyTorch's error
     value = np.where(mask, xv, yv)
     grad = state.tape.grad_enabled and any(isinstance(t, Tensor) and t._rg for t in (x, y))
     if not grad:
         return new_tensor(wrap_value(value))
-    shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))
     mask = np.broadcast_to(mask, shape)
     out = clone(_full(y, shape, value.dtype))
     setitem(out, mask, getitem(_full(x, shape, value.dtype), mask))

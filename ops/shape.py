@@ -561,6 +561,9 @@ def cat(tensors, dim=0):
     tensors = _tensor_list("cat", tensors)
     if not tensors:
         raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    # PyTorch's legacy rule: empty 1-D tensors are skipped (acc = cat([acc, x]) from tensor([]))
+    joined = [t for t in tensors if t.shape != (0,)]
+    tensors = joined or tensors[:1]
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")

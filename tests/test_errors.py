@@ -369,6 +369,8 @@ def test_inputs_of_a_failed_op_still_backprop():
     (lambda: tape.ones(2, 3).gather(1, tape.tensor([[4]])), RuntimeError,
      "index 4 is out of bounds for dimension 1 with size 3"),
     (lambda: tape.ones(3).triu(), RuntimeError, "triu: input tensor must have at least 2 dimensions"),
+    (lambda: tape.where(tape.tensor([True, False]), tape.ones(3), 0.0), RuntimeError,
+     "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0"),
     (lambda: tape.ones(0).amax(), RuntimeError,
      "amax(): Expected reduction dim to be specified for input.numel() == 0."),
     (lambda: tape.ones(0, 3).amax(0), IndexError, "amax(): Expected reduction dim 0 to have non-zero size."),

@@ -497,3 +497,14 @@ def test_in_place_forms_of_the_unary_ops():
 def test_sign_of_nan_is_zero_as_pytorchs():
     assert tape.sign(tape.tensor([np.nan, 2.0])).tolist() == [0.0, 1.0]
     assert tape.tensor(np.nan).sign().item() == 0.0
+
+
+def test_cat_skips_empty_1d_tensors_as_pytorch():
+    # the accumulate-from-tensor([]) idiom
+    x = tape.ones(2, 3, requires_grad=True)
+    assert tape.cat([x, tape.tensor([])]).shape == (2, 3)
+    acc = tape.tensor([])
+    for i in range(3):
+        acc = tape.cat([acc, x[0, i:i + 1] * i])
+    acc.sum().backward()
+    assert acc.tolist() == [0.0, 1.0, 2.0] and x.grad.tolist() == [[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]]
