@@ -42,6 +42,9 @@ def _check_inplace(t, recording):
     if t._rg and t.is_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     views = t._vc.other_views(t) if t._vc is not None else []
+    if t._base is not None and t._base._rg and t._base.is_leaf:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
     if (t._base is not None and (t._rg or t._base._rg)) or any(v._rg for v in views):
         raise RuntimeError("in-place operations on a tensor that shares storage with a view, while "
                            "recording for autograd, are not supported yet; use the out-of-place op")

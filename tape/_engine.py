@@ -94,8 +94,8 @@ def _raise_sweep_error(tp, status, bad):
             "Trying to backward through the graph a second time (or directly access saved tensors "
             "after they have already been freed). Saved intermediate values of the graph are freed "
             "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
-            f"backward through the graph a second time or if you need to access saved tensors after "
-            f"calling backward. (The node was {name}.)")
+            "backward through the graph a second time or if you need to access saved tensors after "
+            "calling backward.")
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
     # as PyTorch, name the op that made the tensor, unless it is a leaf or a constant

@@ -496,7 +496,7 @@ class Tensor:
     def _scalar(self, kind):
         if self.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self._rg:
+        if self._rg and kind is float:  # PyTorch warns for float() only
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
                           "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
         return kind(self.item())

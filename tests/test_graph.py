@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import threading
+import warnings
 
 import numpy as np
 import pytest
@@ -1235,6 +1236,31 @@ def test_float_of_a_tensor_that_requires_grad_warns():
 
     with pytest.warns(UserWarning, match="Converting a tensor with requires_grad=True to a scalar"):
         assert float(x) == 2.0
+
+
+def test_int_and_bool_of_a_tensor_that_requires_grad_do_not_warn():
+    # as PyTorch: only float() warns
+    x = tape.tensor(2.0, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert int(x) == 2 and bool(x)
+
+
+def test_second_backward_error_is_pytorchs_text_exactly():
+    x = tape.tensor(2.0, requires_grad=True)
+    y = x.exp()
+    y.backward()
+    with pytest.raises(RuntimeError) as caught:
+        y.backward()
+    assert str(caught.value).endswith("if you need to access saved tensors after calling backward.")
+
+
+def test_in_place_on_a_view_of_a_leaf_raises_pytorchs_error():
+    x = tape.ones(2, 3, requires_grad=True)
+    for view in (x.permute(1, 0), x.view(6)):
+        with pytest.raises(RuntimeError, match="a view of a leaf Variable that requires grad is being "
+                                               "used in an in-place operation."):
+            view.mul_(2)
 
 
 def test_backward_needs_one_gradient_per_tensor():
