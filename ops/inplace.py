@@ -5,7 +5,6 @@ tensor, which takes the new row; the rows that saw the old value become dirty
 error.
 """
 import sys
-import weakref
 
 import numpy as np
 
@@ -18,7 +17,7 @@ from tape._tensor import Tensor, new_tensor, wrap_value
 from ops import elementwise
 from ops.elementwise import add, div, mul, requires_grad, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gather, _strided_view,
-                       reshape, strided_offsets)
+                       register_copy, reshape, strided_offsets)
 
 __all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_", "clamp_", "neg_", "exp_", "log_", "sin_", "cos_",
            "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "setitem"]
@@ -42,12 +41,17 @@ def _check_inplace(t, recording):
     if t._rg and t.is_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
     views = t._vc.other_views(t) if t._vc is not None else []
-    if t._base is not None and t._base._rg and t._base.is_leaf:
-        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
-                           "operation.")
+    if t._base is not None:
+        _refuse_view_of_leaf(t._base)
     if (t._base is not None and (t._rg or t._base._rg)) or any(v._rg for v in views):
         raise RuntimeError("in-place operations on a tensor that shares storage with a view, while "
                            "recording for autograd, are not supported yet; use the out-of-place op")
+
+
+def _refuse_view_of_leaf(base):
+    if base._rg and base.is_leaf:
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
 
 
 def _write(t, res):
@@ -111,9 +115,8 @@ def _through_index(t, compute, args, saves_self):
     (base, key), t._indexed_from = t._indexed_from, None
     try:
         recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
-        if recording and base._rg and base.is_leaf:
-            raise RuntimeError("a view of a leaf Variable that requires grad is being used in an "
-                               "in-place operation.")
+        if recording:
+            _refuse_view_of_leaf(base)
         if t._base is base:
             if not recording:  # the write reaches base's storage
                 _apply(t, compute, *args, saves_self=saves_self)
@@ -134,9 +137,7 @@ def _own_storage(t, base):
     vc.views = [ref for ref in vc.views if ref() is not t]
     t._vc = t._base = None
     t._value = np.array(t._value, copy=True)
-    if base._indexed_copies is None:
-        base._indexed_copies = []
-    base._indexed_copies.append(weakref.ref(t))
+    register_copy(base, t)
 
 
 def _apply(t, compute, *args, saves_self=False):

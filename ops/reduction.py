@@ -63,6 +63,12 @@ def _dims(x, dim):
     return tuple(sorted(out))
 
 
+def _kept_shape(shape, reduced):
+    """`shape` with the `reduced` dims kept as 1s: the row's ints of a
+    reduction, by which its native kernel broadcasts g back."""
+    return tuple(1 if k in reduced else d for k, d in enumerate(shape))
+
+
 def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     dims = _dims(x, dim)
     a = x._array()
@@ -84,7 +90,7 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     value = wrap_value(value)
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
-    kshape = tuple(1 if k in reduced else d for k, d in enumerate(shape))
+    kshape = _kept_shape(shape, reduced)
     p = 1.0 / count if mean and count else 1.0
     return record(ops_all if dims is None else ops_dim, value, (x,), p=p, ints=kshape)
 
@@ -155,7 +161,7 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
     value = wrap_value(ufunc.reduce(a, axis=reduced if x.ndim else None, keepdims=keepdim))
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
-    kshape = tuple(1 if k in reduced else d for k, d in enumerate(x.shape))
+    kshape = _kept_shape(x.shape, reduced)
     return record(opdef, value, (x,), ints=kshape)
 
 
@@ -300,7 +306,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
                                                  keepdims=keepdim)))
         if not (x._rg and state.tape.grad_enabled):
             return new_tensor(value)
-        kshape = tuple(1 if k in reduced else n for k, n in enumerate(x.shape))
+        kshape = _kept_shape(x.shape, reduced)
         return record(_NORM2, value, (x,), ints=kshape)
     if isinstance(p, str):
         raise RuntimeError(f"linalg.vector_norm: unsupported order {p!r}")

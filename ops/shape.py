@@ -466,13 +466,19 @@ def indexed_result(out, x, key):
     x refreshes it (ops.inplace._refresh_indexed)."""
     out._indexed_from = (x, key)
     if out._base is not x:
-        copies = x._indexed_copies
-        if copies is None:
-            copies = x._indexed_copies = []
-        elif len(copies) % 64 == 63:  # drop the dead now and then
-            copies[:] = [ref for ref in copies if ref() is not None]
-        copies.append(weakref.ref(out))
+        register_copy(x, out)
     return out
+
+
+def register_copy(x, copy):
+    """Note `copy` among the copies of x's elements that an in-place change
+    to x refreshes (ops.inplace._refresh_indexed)."""
+    copies = x._indexed_copies
+    if copies is None:
+        copies = x._indexed_copies = []
+    elif len(copies) % 64 == 63:  # drop the dead now and then
+        copies[:] = [ref for ref in copies if ref() is not None]
+    copies.append(weakref.ref(copy))
 
 
 def getitem(x, key):

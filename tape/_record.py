@@ -304,33 +304,26 @@ def binary(opdef, scalar_fn, array_fn):
     return op
 
 
-def _within(x, lo, hi):
-    # 1 where lo <= x <= hi, else 0: a constant in a partial (PyTorch's clamp
-    # gradient is a where() on a mask, not differentiable in it)
-    if type(x) is Tensor:
-        v = x._array()
-        return new_tensor(wrap_value(((v >= lo) & (v <= hi)).astype(v.dtype)))
-    return 1.0 if lo <= x <= hi else 0.0
+def _constant_mask(predicate):
+    """A 0/1 mask in a partial, a constant (not differentiable in its
+    arguments): `predicate` of tensors' values and numbers, in the dtype of
+    the first tensor, or a float when all are numbers."""
+    def mask(*args):
+        if not any(type(a) is Tensor for a in args):
+            return 1.0 if predicate(*args) else 0.0
+        values = [a._array() if type(a) is Tensor else a for a in args]
+        dtype = next(v.dtype for v in values if isinstance(v, np.ndarray))
+        return new_tensor(wrap_value(predicate(*values).astype(dtype)))
+    return mask
 
 
-def _zero_base(base, exponent):
-    # 1 where base == 0 and exponent >= 0, else 0: a constant in a partial.
-    # There PyTorch takes the exponent's gradient of a power to be 0, where
-    # out * log(base) would be 0 * -inf; log(base + zero_base) makes it so.
-    if type(base) is Tensor or type(exponent) is Tensor:
-        b = base._array() if type(base) is Tensor else base
-        e = exponent._array() if type(exponent) is Tensor else exponent
-        dtype = b.dtype if type(base) is Tensor else e.dtype
-        return new_tensor(wrap_value(((b == 0) & (e >= 0)).astype(dtype)))
-    return 1.0 if base == 0 and exponent >= 0 else 0.0
-
-
-def _is_zero(v):
-    # 1 where v == 0, else 0: a constant in a partial
-    if type(v) is Tensor:
-        a = v._array()
-        return new_tensor(wrap_value((a == 0).astype(a.dtype)))
-    return 1.0 if v == 0 else 0.0
+# 1 where lo <= x <= hi (PyTorch's clamp gradient is a where() on a mask)
+_within = _constant_mask(lambda x, lo, hi: (x >= lo) & (x <= hi))
+# 1 where base == 0 and exponent >= 0: there PyTorch takes the exponent's
+# gradient of a power to be 0, where out * log(base) would be 0 * -inf;
+# log(base + zero_base) makes it so
+_zero_base = _constant_mask(lambda base, exponent: (base == 0) & (exponent >= 0))
+_is_zero = _constant_mask(lambda v: v == 0)
 
 
 def _on_tensor_or_number(op, math_fn):
