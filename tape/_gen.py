@@ -230,14 +230,10 @@ def _pointer_intrinsic(dtype):
 
 _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
+_i64_at = _pointer_intrinsic(types.int64)
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
-
-
-@_jit
-def address(a):
-    return a.ctypes.data
 
 
 @_jit
@@ -291,11 +287,13 @@ def sign(x):
 
 @_jit
 def _value(r, ptr, numel, ndim, dt, sval):
+    # ptr[r] is the address of the array's data pointer (Note [Tape layout])
     if ndim[r] == 0:
         return sval[r:r + 1]
+    data = _i64_at(ptr[r])[0]
     if dt[r] == 0:
-        return carray(_f64_at(ptr[r]), (numel[r],))
-    return carray(_f32_at(ptr[r]), (numel[r],)).astype(np.float64)
+        return carray(_f64_at(data), (numel[r],))
+    return carray(_f32_at(data), (numel[r],)).astype(np.float64)
 
 
 @_jit
