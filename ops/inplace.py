@@ -133,6 +133,7 @@ def _through_index(t, compute, args, saves_self):
 def _own_storage(t, base):
     """Make view t of base a copy, so that recording a change to it and
     writing it back are two steps; as a copy, a change to base refreshes it."""
+    t.keep_recorded_value()
     vc = t._vc
     vc.views = [ref for ref in vc.views if ref() is not t]
     t._vc = t._base = None

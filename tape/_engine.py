@@ -75,11 +75,12 @@ def _size(shape):
 
 def _root_rows(tp, outputs):
     rows = []
+    ep = tp.ep
     for i, t in enumerate(outputs):
         if not t._rg:
             raise RuntimeError(f"element {i} of tensors does not require grad and does not have a "
                                f"grad_fn")
-        rows.append(tp.adopt(t))
+        rows.append(t._row if t._ep is ep else tp.adopt(t))
     return np.array(rows, np.int64)
 
 
@@ -171,24 +172,33 @@ def _release(tp, released, retain):
 
 
 def _native(tp, roots, seeds, target_rows, retain):
-    flat = [np.asarray(s._value, np.float64).reshape(-1) for s in seeds]
-    seed_off = np.zeros(len(seeds), np.int64)
-    if len(seeds) > 1:
+    if len(seeds) == 1:
+        v = seeds[0]._value
+        flat = _ONE if type(v) is float and v == 1.0 else np.asarray(v, np.float64).reshape(-1)
+        seed_off = _FIRST
+    else:
+        flat = [np.asarray(s._value, np.float64).reshape(-1) for s in seeds]
+        seed_off = np.zeros(len(seeds), np.int64)
         seed_off[1:] = np.cumsum([f.size for f in flat])[:-1]
-    caps, flat_grads, offsets, _, released = _sweep_call(
-        tp, roots, seed_off, np.concatenate(flat) if len(flat) > 1 else flat[0], retain,
-        target_rows is not None, True)
+        flat = np.concatenate(flat)
+    caps, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
+                                                         target_rows is not None, True)
     _release(tp, released, retain)
     rows = caps.tolist()
     grads = []
-    for r, ndim, dt, lo, hi in zip(rows, tp.ndim[caps].tolist(), tp.dt[caps].tolist(),
-                                   offsets.tolist(), offsets[1:].tolist()):
-        if ndim == 0 and dt == 0:
+    ndims, dts = tp.m_ndim, tp.m_dt
+    for r, lo, hi in zip(rows, offsets.tolist(), offsets[1:].tolist()):
+        if ndims[r] == 0 and dts[r] == 0:
             grads.append(new_tensor(float(flat_grads[lo])))
         else:
             g = flat_grads[lo:hi].reshape(tp.shape(r))
-            grads.append(new_tensor(g if dt == 0 else g.astype(np.float32)))
+            grads.append(new_tensor(g if dts[r] == 0 else g.astype(np.float32)))
     return rows, grads
+
+
+# the seed of one output whose gradient is 1, and its offset (the sweep only reads them)
+_ONE = np.ones(1)
+_FIRST = np.zeros(1, np.int64)
 
 
 def _row_tensor(tp, r):

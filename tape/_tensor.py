@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from ._dtypes import as_dtype, float16, float64, get_default_dtype, scalar_type_name
-from ._tape import DIRTY, RETAIN, state, where
+from ._tape import DATA_FIELD, DIRTY, RETAIN, state, where
 from ._registry import LEAF
 from . import _format
 
@@ -407,6 +407,24 @@ class Tensor:
             raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
         self._set_storage(value._value)
 
+    def keep_recorded_value(self):
+        """Before this tensor lets go of its array: the rows that recorded the
+        array (its own, and constants' rows in its version counter) keep it,
+        so their graphs read the value they saved, as PyTorch's saved tensors
+        keep their storage (the tape holds the tensor, not the array)."""
+        value = self._value
+        if type(value) is not np.ndarray:
+            return
+        address = id(value) + DATA_FIELD
+        named = [(self._ep, self._row)] if self._ep is not None else []
+        if self._vc is not None:
+            named += self._vc.rows
+        for ep, r in named:
+            r = int(ep.remap[r]) if ep.remap is not None else r
+            tp = ep.tape
+            if r >= 0 and tp.m_ptr[r] == address:
+                tp.keep.setdefault(r, value)
+
     def _drop_row(self):
         """Stop naming a row (a leaf about to change, or detach_). Graphs that
         use the row keep it, with the value it had; it no longer counts as
@@ -442,6 +460,7 @@ class Tensor:
 
         A registered leaf row keeps the old value; the next use registers afresh.
         """
+        self.keep_recorded_value()
         if self.is_leaf:
             self._drop_row()
         self._value = value

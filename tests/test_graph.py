@@ -2,6 +2,7 @@
 next_functions, leaves, the options of backward and autograd.grad, detach and
 .data, grad modes, version counters and recorded in-place ops, dtypes, printing.
 """
+import gc
 import math
 import re
 import subprocess
@@ -535,6 +536,35 @@ def test_data_write_through_leaves_a_usable_leaf():
         p.data -= 0.1 * p.grad
 
     assert (p.item(), p.grad.item()) == pytest.approx((1.92, 4.8))
+
+
+def _overwrite_freed_memory():
+    gc.collect()
+    return [np.full(1000, 7.0) for _ in range(100)]
+
+
+def test_data_replaced_after_use_leaves_the_graph_its_saved_value():
+    # the graph read freed memory here once: the tape held the tensor, whose array went
+    w = tape.ones(1000, requires_grad=True)
+    c = tape.full((1000,), 3.0)
+    y = (w * c).sum()
+    c.data = tape.full((1000,), 5.0)
+    junk = _overwrite_freed_memory()
+
+    y.backward()
+
+    assert len(junk) and w.grad.tolist() == [3.0] * 1000
+
+
+def test_data_of_a_saved_result_replaced_leaves_the_graph_its_saved_value():
+    x = tape.ones(1000, requires_grad=True)
+    e = x.exp()  # exp saves its result
+    e.data = tape.zeros(1000)
+    junk = _overwrite_freed_memory()
+
+    e.sum().backward()
+
+    assert len(junk) and x.grad.tolist() == pytest.approx([math.e] * 1000)
 
 
 # -- grad modes ---------------------------------------------------------------------
