@@ -16,31 +16,26 @@ __all__ = ["dot", "mv", "mm", "bmm", "matmul", "outer"]
 
 
 # The forward products call np.dot, not @: the same BLAS call and result,
-# 0.7 us sooner on small matrices (np.matmul's ufunc machinery).
-#
-# Every product below is np.dot of two C-contiguous matrices, so Numba
-# compiles one BLAS specialisation for all of them (each extra layout
-# combination costs seconds of cold compile).
+# 0.7 us sooner on small matrices (np.matmul's ufunc machinery). The native
+# VJPs accumulate each product into the adjoint with one BLAS call
+# (`add_product`, in the generated sweep), transposes as flags.
 
 def _mm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k, n = xsh[0], xsh[1], ysh[1]
     G2 = G.reshape((m, n))
     if GA.size:
-        GA2 = GA.reshape((m, k))
-        GA2 += np.dot(G2, np.ascontiguousarray(Y.reshape((k, n)).T))
+        add_product(GA.reshape((m, k)), G2, False, Y.reshape((k, n)), True)
     if GB.size:
-        GB2 = GB.reshape((k, n))
-        GB2 += np.dot(np.ascontiguousarray(X.reshape((m, k)).T), G2)
+        add_product(GB.reshape((k, n)), X.reshape((m, k)), True, G2, False)
 
 
 def _mv_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k = xsh[0], xsh[1]
     G2 = G.reshape((m, 1))
     if GA.size:
-        GA2 = GA.reshape((m, k))
-        GA2 += np.dot(G2, Y.reshape((1, k)))
+        add_product(GA.reshape((m, k)), G2, False, Y.reshape((1, k)), False)
     if GB.size:
-        GB += np.dot(np.ascontiguousarray(X.reshape((m, k)).T), G2).reshape(k)
+        add_product(GB.reshape((k, 1)), X.reshape((m, k)), True, G2, False)
 
 
 def _dot_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -58,11 +53,9 @@ def _bmm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     Y3 = Y.reshape((b, k, n))
     for i in range(b):
         if GA.size:
-            GA3 = GA.reshape((b, m, k))
-            GA3[i] += np.dot(G3[i], np.ascontiguousarray(Y3[i].T))
+            add_product(GA.reshape((b, m, k))[i], G3[i], False, Y3[i], True)
         if GB.size:
-            GB3 = GB.reshape((b, k, n))
-            GB3[i] += np.dot(np.ascontiguousarray(X3[i].T), G3[i])
+            add_product(GB.reshape((b, k, n))[i], X3[i], True, G3[i], False)
 
 
 def _need(ctx, k, fn):

@@ -232,6 +232,35 @@ _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
 _i64_at = _pointer_intrinsic(types.int64)
 
+# BLAS dgemm through Numba's helper library, which its np.dot calls: with the
+# transposes as flags and beta 1 it accumulates into an adjoint in place,
+# where np.dot needs transposed copies and a temporary for each product
+_xxgemm = types.ExternalFunction("numba_xxgemm", types.intc(
+    types.char, types.char, types.char, types.intp, types.intp, types.intp,
+    types.CPointer(types.float64), types.CPointer(types.float64), types.intp,
+    types.CPointer(types.float64), types.intp, types.CPointer(types.float64),
+    types.CPointer(types.float64), types.intp))
+_NO_TRANSPOSE, _TRANSPOSE = ord("N"), ord("T")
+
+
+@_jit
+def add_product(C, A, ta, B, tb):
+    """C += op(A) @ op(B) for C-contiguous float64 matrices, op transposing
+    where ta or tb. BLAS is column-major, where row-major C is C^T, so this
+    asks for C^T += op(B)^T op(A)^T."""
+    p, q = C.shape
+    k = A.shape[0] if ta else A.shape[1]
+    if p == 0 or q == 0 or k == 0:
+        return
+    one = np.ones(1)  # alpha and beta
+    status = _xxgemm(np.int8(ord("d")), np.int8(_TRANSPOSE if tb else _NO_TRANSPOSE),
+                     np.int8(_TRANSPOSE if ta else _NO_TRANSPOSE), q, p, k,
+                     _f64_at(one.ctypes.data), _f64_at(B.ctypes.data), B.shape[1],
+                     _f64_at(A.ctypes.data), A.shape[1], _f64_at(one.ctypes.data),
+                     _f64_at(C.ctypes.data), q)
+    if status != 0:
+        raise RuntimeError("BLAS (scipy.linalg.cython_blas) is not available")
+
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
 

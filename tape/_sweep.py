@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "90895021feedabd6"
+REGISTRY_DIGEST = "1398013bc133c123"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -49,6 +49,35 @@ def _pointer_intrinsic(dtype):
 _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
 _i64_at = _pointer_intrinsic(types.int64)
+
+# BLAS dgemm through Numba's helper library, which its np.dot calls: with the
+# transposes as flags and beta 1 it accumulates into an adjoint in place,
+# where np.dot needs transposed copies and a temporary for each product
+_xxgemm = types.ExternalFunction("numba_xxgemm", types.intc(
+    types.char, types.char, types.char, types.intp, types.intp, types.intp,
+    types.CPointer(types.float64), types.CPointer(types.float64), types.intp,
+    types.CPointer(types.float64), types.intp, types.CPointer(types.float64),
+    types.CPointer(types.float64), types.intp))
+_NO_TRANSPOSE, _TRANSPOSE = ord("N"), ord("T")
+
+
+@_jit
+def add_product(C, A, ta, B, tb):
+    """C += op(A) @ op(B) for C-contiguous float64 matrices, op transposing
+    where ta or tb. BLAS is column-major, where row-major C is C^T, so this
+    asks for C^T += op(B)^T op(A)^T."""
+    p, q = C.shape
+    k = A.shape[0] if ta else A.shape[1]
+    if p == 0 or q == 0 or k == 0:
+        return
+    one = np.ones(1)  # alpha and beta
+    status = _xxgemm(np.int8(ord("d")), np.int8(_TRANSPOSE if tb else _NO_TRANSPOSE),
+                     np.int8(_TRANSPOSE if ta else _NO_TRANSPOSE), q, p, k,
+                     _f64_at(one.ctypes.data), _f64_at(B.ctypes.data), B.shape[1],
+                     _f64_at(A.ctypes.data), A.shape[1], _f64_at(one.ctypes.data),
+                     _f64_at(C.ctypes.data), q)
+    if status != 0:
+        raise RuntimeError("BLAS (scipy.linalg.cython_blas) is not available")
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
@@ -2444,11 +2473,9 @@ def _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k, n = xsh[0], xsh[1], ysh[1]
     G2 = G.reshape((m, n))
     if GA.size:
-        GA2 = GA.reshape((m, k))
-        GA2 += np.dot(G2, np.ascontiguousarray(Y.reshape((k, n)).T))
+        add_product(GA.reshape((m, k)), G2, False, Y.reshape((k, n)), True)
     if GB.size:
-        GB2 = GB.reshape((k, n))
-        GB2 += np.dot(np.ascontiguousarray(X.reshape((m, k)).T), G2)
+        add_product(GB.reshape((k, n)), X.reshape((m, k)), True, G2, False)
 
 
 @_jit
@@ -2456,10 +2483,9 @@ def _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k = xsh[0], xsh[1]
     G2 = G.reshape((m, 1))
     if GA.size:
-        GA2 = GA.reshape((m, k))
-        GA2 += np.dot(G2, Y.reshape((1, k)))
+        add_product(GA.reshape((m, k)), G2, False, Y.reshape((1, k)), False)
     if GB.size:
-        GB += np.dot(np.ascontiguousarray(X.reshape((m, k)).T), G2).reshape(k)
+        add_product(GB.reshape((k, 1)), X.reshape((m, k)), True, G2, False)
 
 
 @_jit
@@ -2479,11 +2505,9 @@ def _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     Y3 = Y.reshape((b, k, n))
     for i in range(b):
         if GA.size:
-            GA3 = GA.reshape((b, m, k))
-            GA3[i] += np.dot(G3[i], np.ascontiguousarray(Y3[i].T))
+            add_product(GA.reshape((b, m, k))[i], G3[i], False, Y3[i], True)
         if GB.size:
-            GB3 = GB.reshape((b, k, n))
-            GB3[i] += np.dot(np.ascontiguousarray(X3[i].T), G3[i])
+            add_product(GB.reshape((b, k, n))[i], X3[i], True, G3[i], False)
 
 
 @_jit
