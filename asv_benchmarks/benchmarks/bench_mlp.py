@@ -53,6 +53,25 @@ class MLP(Benchmark):
         _loss(self.x, self.layers, self.target).backward()
 
 
+class MLPAfterForwardOnlyPasses(Benchmark):
+    """W3 forward and backward with 500 graphs dropped without backward still
+    on the tape (an evaluation pass with grad enabled): a backward must not
+    pay for garbage it does not walk (it once rescanned all of it)."""
+
+    params = [BACKENDS]
+    param_names = ["backend"]
+
+    def setup(self, backend):
+        lib = import_backend(backend)
+        warm_up(lib, workload)
+        self.x, self.layers, self.target = _inputs(lib)
+        for _ in range(500):
+            _loss(self.x, self.layers, self.target)
+
+    def time_forward_backward(self, backend):
+        _loss(self.x, self.layers, self.target).backward()
+
+
 class MLPRatio(RatioBenchmark):
     workload = staticmethod(workload)
 
