@@ -227,6 +227,42 @@ class Tape:
         """Append a row for `owner` (a Tensor whose value is `value`); return the row.
         The caller has reserved room."""
         r = self.n
+        if flags != RG:
+            self.m_flags[r] = flags
+        if ints is not None:
+            self.m_ia[r] = self.push_ints(ints)
+            self.m_ian[r] = len(ints)
+        if type(value) is not float and value.ndim:
+            if value.dtype is not _FLOAT64 or not value.flags.c_contiguous:
+                value = self._keep_float(r, value)
+            return self.append_array(op, value, owner, a0, a1, c, p)
+        self._new_row(op, a0, a1, c, p)
+        if type(value) is float:
+            self.m_sval[r] = value
+        else:
+            self.m_sval[r] = float(value)
+            if value.dtype is not _FLOAT64:
+                self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
+        self.owners.append(owner)
+        return r
+
+    def append_array(self, op, value, owner, a0, a1, c, p):
+        """`append` for a float64 or float32 C-contiguous array, which record
+        calls directly for the common result (no ints, default flags)."""
+        r = self._new_row(op, a0, a1, c, p)
+        self.m_ptr[r] = id(value) + DATA_FIELD
+        self.m_numel[r] = value.size
+        shape = value.shape
+        self.m_ndim[r] = len(shape)
+        off = self.tuple_offsets.get(shape)
+        self.m_shp[r] = self.push_ints(shape) if off is None else off
+        self.held_bytes += value.nbytes
+        self.held_rows.append(r)
+        self.owners.append(owner)
+        return r
+
+    def _new_row(self, op, a0, a1, c, p):
+        r = self.n
         self.n = r + 1
         if op > CONST:
             self.tensor_rows += 1
@@ -240,54 +276,6 @@ class Tape:
             self.m_c[r] = c
         if p != 1.0:
             self.m_p[r] = p
-        if flags != RG:
-            self.m_flags[r] = flags
-        if ints is not None:
-            self.m_ia[r] = self.push_ints(ints)
-            self.m_ian[r] = len(ints)
-        if type(value) is float:
-            self.m_sval[r] = value
-        elif value.ndim == 0:
-            self.m_sval[r] = float(value)
-            if value.dtype is not _FLOAT64:
-                self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
-        else:
-            if value.dtype is not _FLOAT64 or not value.flags.c_contiguous:
-                value = self._keep_float(r, value)
-            self.m_ptr[r] = id(value) + DATA_FIELD
-            self.m_numel[r] = value.size
-            self.m_ndim[r] = value.ndim
-            shape = value.shape
-            off = self.tuple_offsets.get(shape)
-            self.m_shp[r] = self.push_ints(shape) if off is None else off
-            self.held_bytes += value.nbytes
-            self.held_rows.append(r)
-        self.owners.append(owner)
-        return r
-
-    def append_array(self, op, value, owner, a0, a1, c, p):
-        """`append` for the common result: a float64 C-contiguous array, with
-        no ints and the default flags (half the cost of the general case)."""
-        r = self.n
-        self.n = r + 1
-        self.tensor_rows += 1
-        self.m_op[r] = op
-        self.m_a0[r] = a0
-        if a1 != -1:
-            self.m_a1[r] = a1
-        if c:
-            self.m_c[r] = c
-        if p != 1.0:
-            self.m_p[r] = p
-        self.m_ptr[r] = id(value) + DATA_FIELD
-        self.m_numel[r] = value.size
-        shape = value.shape
-        self.m_ndim[r] = len(shape)
-        off = self.tuple_offsets.get(shape)
-        self.m_shp[r] = self.push_ints(shape) if off is None else off
-        self.held_bytes += value.nbytes
-        self.held_rows.append(r)
-        self.owners.append(owner)
         return r
 
     def _keep_float(self, r, value):

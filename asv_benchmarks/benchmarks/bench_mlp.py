@@ -58,18 +58,14 @@ class MLPAfterForwardOnlyPasses(Benchmark):
     on the tape (an evaluation pass with grad enabled): a backward must not
     pay for garbage it does not walk (it once rescanned all of it)."""
 
-    params = [BACKENDS]
-    param_names = ["backend"]
+    params = MLP.params
+    param_names = MLP.param_names
+    time_forward_backward = MLP.time_forward_backward
 
     def setup(self, backend):
-        lib = import_backend(backend)
-        warm_up(lib, workload)
-        self.x, self.layers, self.target = _inputs(lib)
+        MLP.setup(self, backend)
         for _ in range(500):
             _loss(self.x, self.layers, self.target)
-
-    def time_forward_backward(self, backend):
-        _loss(self.x, self.layers, self.target).backward()
 
 
 class MLPRatio(RatioBenchmark):
