@@ -320,7 +320,11 @@ class Tape:
     def _roots(self):
         n = self.n
         released = (self.ndim[:n] > 0) & (self.ptr[:n] == 0)  # owners[r] is None there
-        roots = np.flatnonzero((_owner_refs(self.owners) > _DEAD_REFS) & ~released).tolist()
+        # a constant's row (one per use) lives only while a row that used it
+        # does: its owner is the constant, which outlives it (a training
+        # loop's input kept one row per iteration, never dropped)
+        owned = (_owner_refs(self.owners) > _DEAD_REFS) & ~released & (self.op[:n] != CONST)
+        roots = np.flatnonzero(owned).tolist()
         for node in self.nodes:
             roots.append(node.row())
         self.retained = {r: ref for r, ref in self.retained.items() if ref() is not None}

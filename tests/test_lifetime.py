@@ -171,6 +171,21 @@ def test_loss_held_across_iterations_does_not_grow_the_heap(training_loop):
     assert training_loop.compactions >= 2 and training_loop.heap_growth < HEAP_GROWTH_BOUND
 
 
+def test_a_constant_used_every_step_leaves_no_rows_behind():
+    # each use of a constant gets a row; the rows lived as long as the
+    # constant, so a fixed batch kept one row per training step, forever
+    def run():
+        tp = tape._tape.state.tape
+        batch = tape.tensor(np.ones((8, 4)))
+        w = tape.tensor(np.ones(4), requires_grad=True)
+        for _ in range(500):
+            ((batch @ w) ** 2).mean().backward()
+        tp.compact()
+        return tp.n
+
+    assert _in_fresh_thread(run) < 10
+
+
 # -- very long graphs ---------------------------------------------------------------
 
 CHAIN_LENGTH = 1_000_000
