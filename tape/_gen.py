@@ -248,6 +248,8 @@ def add_product(C, A, ta, B, tb):
     """C += op(A) @ op(B) for C-contiguous float64 matrices, op transposing
     where ta or tb. BLAS is column-major, where row-major C is C^T, so this
     asks for C^T += op(B)^T op(A)^T."""
+    if not (C.flags.c_contiguous and A.flags.c_contiguous and B.flags.c_contiguous):
+        raise ValueError("add_product takes C-contiguous matrices")
     p, q = C.shape
     k = A.shape[0] if ta else A.shape[1]
     if p == 0 or q == 0 or k == 0:

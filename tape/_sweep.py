@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "1398013bc133c123"
+REGISTRY_DIGEST = "59ab725739751e64"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -66,6 +66,8 @@ def add_product(C, A, ta, B, tb):
     """C += op(A) @ op(B) for C-contiguous float64 matrices, op transposing
     where ta or tb. BLAS is column-major, where row-major C is C^T, so this
     asks for C^T += op(B)^T op(A)^T."""
+    if not (C.flags.c_contiguous and A.flags.c_contiguous and B.flags.c_contiguous):
+        raise ValueError("add_product takes C-contiguous matrices")
     p, q = C.shape
     k = A.shape[0] if ta else A.shape[1]
     if p == 0 or q == 0 or k == 0:
