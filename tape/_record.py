@@ -14,7 +14,6 @@ __all__ = ["record", "unary", "binary", "with_constant", "quiet", "broadcast_sha
            "operand_value", "python_number"]
 
 _NUMBER = (float, int)
-_FLOAT64 = np.dtype(np.float64)
 
 
 def value_of(t):
@@ -70,13 +69,9 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     out = Tensor.__new__(Tensor)
     out._value = value
     out._rg = True
-    if (type(value) is np.ndarray and value.dtype is _FLOAT64 and value.ndim
-            and ints is None and not hidden and value.flags.c_contiguous):
-        r = tp.append_array(opdef.code, value, out, a, b, c, p)
-    else:
-        # a 0-d result's token is its float (Note [Tape layout])
-        r = tp.append(opdef.code, value, value if type(value) is float else out, a, b, c, p, ints,
-                      RG | HIDDEN if hidden else RG)
+    # a 0-d result's token is its float (Note [Tape layout])
+    r = tp.append(opdef.code, value, value if type(value) is float else out, a, b, c, p, ints,
+                  RG | HIDDEN if hidden else RG)
     out._row = r
     out._ep = ep
     saves_for = opdef.saves_for

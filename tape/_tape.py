@@ -11,7 +11,7 @@ import numpy as np
 from . import _sweep
 from ._registry import CONST, LEAF
 
-__all__ = ["Tape", "Epoch", "state", "where", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"]
+__all__ = ["Tape", "Epoch", "state", "where", "current_row", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"]
 
 # Note [Tape layout]
 # ~~~~~~~~~~~~~~~~~~
@@ -108,6 +108,12 @@ class Epoch:
     def __init__(self, tape):
         self.tape = tape
         self.remap = None
+
+
+def current_row(ep, r):
+    """(tape, row) for row r of epoch ep in its tape's current numbering
+    (row -1 once compaction dropped it)."""
+    return ep.tape, (int(ep.remap[r]) if ep.remap is not None else r)
 
 
 def where(t):
@@ -227,42 +233,6 @@ class Tape:
         """Append a row for `owner` (a Tensor whose value is `value`); return the row.
         The caller has reserved room."""
         r = self.n
-        if flags != RG:
-            self.m_flags[r] = flags
-        if ints is not None:
-            self.m_ia[r] = self.push_ints(ints)
-            self.m_ian[r] = len(ints)
-        if type(value) is not float and value.ndim:
-            if value.dtype is not _FLOAT64 or not value.flags.c_contiguous:
-                value = self._keep_float(r, value)
-            return self.append_array(op, value, owner, a0, a1, c, p)
-        self._new_row(op, a0, a1, c, p)
-        if type(value) is float:
-            self.m_sval[r] = value
-        else:
-            self.m_sval[r] = float(value)
-            if value.dtype is not _FLOAT64:
-                self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
-        self.owners.append(owner)
-        return r
-
-    def append_array(self, op, value, owner, a0, a1, c, p):
-        """`append` for a float64 or float32 C-contiguous array, which record
-        calls directly for the common result (no ints, default flags)."""
-        r = self._new_row(op, a0, a1, c, p)
-        self.m_ptr[r] = id(value) + DATA_FIELD
-        self.m_numel[r] = value.size
-        shape = value.shape
-        self.m_ndim[r] = len(shape)
-        off = self.tuple_offsets.get(shape)
-        self.m_shp[r] = self.push_ints(shape) if off is None else off
-        self.held_bytes += value.nbytes
-        self.held_rows.append(r)
-        self.owners.append(owner)
-        return r
-
-    def _new_row(self, op, a0, a1, c, p):
-        r = self.n
         self.n = r + 1
         if op > CONST:
             self.tensor_rows += 1
@@ -276,6 +246,29 @@ class Tape:
             self.m_c[r] = c
         if p != 1.0:
             self.m_p[r] = p
+        if flags != RG:
+            self.m_flags[r] = flags
+        if ints is not None:
+            self.m_ia[r] = self.push_ints(ints)
+            self.m_ian[r] = len(ints)
+        if type(value) is float:
+            self.m_sval[r] = value
+        elif value.ndim == 0:
+            self.m_sval[r] = float(value)
+            if value.dtype is not _FLOAT64:
+                self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
+        else:
+            if value.dtype is not _FLOAT64 or not value.flags.c_contiguous:
+                value = self._keep_float(r, value)
+            self.m_ptr[r] = id(value) + DATA_FIELD
+            self.m_numel[r] = value.size
+            shape = value.shape
+            self.m_ndim[r] = len(shape)
+            off = self.tuple_offsets.get(shape)
+            self.m_shp[r] = self.push_ints(shape) if off is None else off
+            self.held_bytes += value.nbytes
+            self.held_rows.append(r)
+        self.owners.append(owner)
         return r
 
     def _keep_float(self, r, value):

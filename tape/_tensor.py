@@ -8,7 +8,7 @@ import weakref
 import numpy as np
 
 from ._dtypes import as_dtype, float16, float64, get_default_dtype, scalar_type_name
-from ._tape import DATA_FIELD, DIRTY, RETAIN, state, where
+from ._tape import DATA_FIELD, DIRTY, RETAIN, current_row, state, where
 from ._registry import LEAF
 from . import _format
 
@@ -420,8 +420,7 @@ class Tensor:
         if self._vc is not None:
             named += self._vc.rows
         for ep, r in named:
-            r = int(ep.remap[r]) if ep.remap is not None else r
-            tp = ep.tape
+            tp, r = current_row(ep, r)
             if r >= 0 and tp.m_ptr[r] == address:
                 tp.keep.setdefault(r, value)
 
@@ -474,9 +473,9 @@ class Tensor:
         if tp is not None:
             tp.flags[r] |= DIRTY
         for ep, r in vc.rows:
-            r = int(ep.remap[r]) if ep.remap is not None else r
+            row_tape, r = current_row(ep, r)
             if r >= 0:
-                ep.tape.flags[r] |= DIRTY
+                row_tape.flags[r] |= DIRTY
         vc.rows = []
         vc.n += 1
         # a leaf changed through itself or a view (under no_grad) leaves its
