@@ -224,12 +224,30 @@ def process_seconds(source):
     return seconds
 
 
-def process_output(source):
-    """The first line that ``python -c source`` prints, as a float."""
-    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True)
+def _run_process(source, env=None):
+    """What ``python -c source`` prints; RuntimeError if it fails."""
+    done = subprocess.run([sys.executable, "-c", source], capture_output=True, text=True, env=env)
     if done.returncode != 0:
         raise RuntimeError(f"benchmark subprocess failed ({done.returncode}):\n{done.stderr}")
-    return float(done.stdout.split()[0])
+    return done.stdout
+
+
+def process_output(source):
+    """The first line that ``python -c source`` prints, as a float."""
+    return float(_run_process(source).split()[0])
+
+
+def warm_up_process(source):
+    """Run ``python -c source`` once, unrecorded, with bytecode writing on.
+
+    A warm start is a user's second run: Numba's cache and Python's bytecode
+    cache (the .pyc files) are both there. Where PYTHONDONTWRITEBYTECODE is set,
+    as on this project's machines, Python never writes tape's, so every sample
+    would compile its 8,700 lines of source again (0.12 s), which an installed
+    package such as torch, compiled by pip, does not pay; this run writes them.
+    """
+    _run_process(source, {key: value for key, value in os.environ.items()
+                          if key != "PYTHONDONTWRITEBYTECODE"})
 
 
 def interleaved_process_medians(sources, measure=process_seconds, rounds=PROCESS_ROUNDS,
@@ -237,12 +255,12 @@ def interleaved_process_medians(sources, measure=process_seconds, rounds=PROCESS
     """Median of ``measure(source)`` for each source in ``sources``, run in turn.
 
     One fresh process per sample, alternating between the sources round after
-    round. With ``warm``, a first, unrecorded round warms the file cache and
-    Numba's cache.
+    round. With ``warm``, a first, unrecorded round warms the file cache,
+    Numba's cache and Python's bytecode cache (see warm_up_process).
     """
     if warm:
         for source in sources.values():
-            measure(source)
+            warm_up_process(source)
     samples = {name: [] for name in sources}
     for _ in range(rounds):
         for name, source in sources.items():
