@@ -10,7 +10,7 @@ from . import _sweep
 from ._dtypes import float32, float64
 from ._grad_mode import set_grad_enabled
 from ._registry import CONST, LEAF, REGISTRY
-from ._tape import RETAIN, RG, TARGET, state, where
+from ._tape import DATA_FIELD, RETAIN, RG, TARGET, state, where
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped"]
@@ -123,11 +123,13 @@ class _rows_held:
         self.tp.sweeping -= 1
 
 
-def _run(outputs, grad_outputs, targets, retain_graph, create_graph):
+def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=False):
     """Sweep from `outputs`; return (captured rows, their gradients as Tensors).
 
     `targets` are the tensors whose gradients autograd.grad returns; None
-    means backward(): capture every reached leaf and retained tensor.
+    means backward(): capture every reached leaf and retained tensor. With
+    `into_grad` (backward() without `inputs`), a native sweep accumulates
+    them into `.grad` itself and returns no rows.
     """
     _check_sweep_module()
     tp = state.tape
@@ -146,7 +148,7 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph):
     try:
         if create_graph or force_retaped.active:
             return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
-        return _native(tp, roots, seeds, target_rows, retain_graph)
+        return _native(tp, roots, seeds, target_rows, retain_graph, into_grad)
     finally:
         if target_rows is not None:
             tp.flags[target_rows] &= ~np.uint8(TARGET)
@@ -171,7 +173,7 @@ def _release(tp, released, retain):
     tp.release_dead()
 
 
-def _native(tp, roots, seeds, target_rows, retain):
+def _native(tp, roots, seeds, target_rows, retain, into_grad):
     if len(seeds) == 1:
         v = seeds[0]._value
         flat = _ONE if type(v) is float and v == 1.0 else np.asarray(v, np.float64).reshape(-1)
@@ -185,15 +187,47 @@ def _native(tp, roots, seeds, target_rows, retain):
                                                          target_rows is not None, True)
     _release(tp, released, retain)
     rows = caps.tolist()
-    grads = []
-    ndims, dts = tp.m_ndim, tp.m_dt
-    for r, lo, hi in zip(rows, offsets.tolist(), offsets[1:].tolist()):
-        if ndims[r] == 0 and dts[r] == 0:
-            grads.append(new_tensor(float(flat_grads[lo])))
-        else:
-            g = flat_grads[lo:hi].reshape(tp.shape(r))
-            grads.append(new_tensor(g if dts[r] == 0 else g.astype(np.float32)))
-    return rows, grads
+    spans = offsets.tolist()
+    if into_grad:
+        _add_into_grads(tp, rows, flat_grads, offsets, spans)
+        return (), ()
+    return rows, [_flat_grad(tp, r, flat_grads, spans[k], spans[k + 1]) for k, r in enumerate(rows)]
+
+
+def _flat_grad(tp, r, flat_grads, lo, hi):
+    """Row r's gradient, flat_grads[lo:hi] from the native sweep, as a Tensor."""
+    if tp.m_ndim[r] == 0 and tp.m_dt[r] == 0:
+        return new_tensor(float(flat_grads[lo]))
+    g = flat_grads[lo:hi].reshape(tp.shape(r))
+    return new_tensor(g if tp.m_dt[r] == 0 else g.astype(np.float32))
+
+
+def _add_into_grads(tp, rows, flat_grads, offsets, spans):
+    """backward()'s accumulation of a native sweep's gradients into the
+    `.grad` of the leaves and retained tensors it reached. Every `.grad` that
+    already holds a C-contiguous float64 array of the gradient's size is added
+    into in place, by one native call: a NumPy add per tensor, with a Tensor
+    and a view made for it, was a quarter of a small MLP's backward. A first
+    gradient, a float32 or 0-d one, goes through _accumulate_grad."""
+    ops = tp.m_op
+    dest = [0] * len(rows)
+    rest = []
+    for k, r in enumerate(rows):
+        owner = tp.tensor_at(r) if ops[r] == LEAF else _retained_tensor(tp, r)
+        if owner is None:
+            continue
+        grad = owner._grad
+        if grad is not None:
+            value = grad._value
+            if (type(value) is np.ndarray and value.dtype == float64 and value.flags.c_contiguous
+                    and value.size == spans[k + 1] - spans[k]):
+                dest[k] = id(value) + DATA_FIELD
+                continue
+        rest.append((owner, k, r))
+    if len(rest) < len(rows):
+        _sweep.add_into(flat_grads, offsets, np.array(dest, np.int64))
+    for owner, k, r in rest:
+        _accumulate_grad(owner, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1]), False)
 
 
 # the seed of one output whose gradient is 1, and its offset (the sweep only reads them)
@@ -372,7 +406,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         warnings.warn(_CREATE_GRAPH_WARNING.pop(), UserWarning, stacklevel=3)
     tp = state.tape
     with _rows_held(tp):
-        rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph)
+        rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
+                           into_grad=inputs is None)
         if inputs is not None:
             receivers = {where(t)[1]: t for t in inputs}
         for r, g in zip(rows, grads):

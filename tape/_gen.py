@@ -389,6 +389,22 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         adj.pop(r)
 
 
+# not nogil: it writes into the .grad arrays of tensors that another thread's
+# backward may be adding into as well
+@njit(cache=True, error_model="numpy")
+def add_into(flat, offsets, dest):
+    """Add flat[offsets[k]:offsets[k + 1]] into the array named by dest[k], the
+    address of a C-contiguous float64 array's data pointer (as in the ptr
+    column), for each k where it is not 0."""
+    for k in range(dest.size):
+        if dest[k] != 0:
+            lo = offsets[k]
+            n = offsets[k + 1] - lo
+            out = carray(_f64_at(_i64_at(dest[k])[0]), (n,))
+            for j in range(n):
+                out[j] += flat[lo + j]
+
+
 @_jit
 def reachable(a0, a1, n, roots):
     """Rows reachable from `roots` along input edges, ascending (for compaction)."""

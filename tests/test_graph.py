@@ -501,6 +501,28 @@ def test_assigned_grad_accumulates():
     assert p.grad.item() == 7.5
 
 
+def test_backward_adds_into_the_grad_tensor_in_place():
+    # as PyTorch's AccumulateGrad: the same .grad Tensor, its values updated,
+    # whatever layout and dtype it has
+    w = tape.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    v = tape.tensor([1.0, 2.0], dtype=tape.float32, requires_grad=True)
+    h = tape.tensor([1.0, 2.0], requires_grad=True) * 1
+    h.retain_grad()
+    w.grad = tape.tensor([[10.0, 30.0], [20.0, 40.0]]).t()  # not contiguous
+    v.grad = tape.tensor([1.0, 1.0], dtype=tape.float32)
+    (w * w).sum().backward()
+    (v * v).sum().backward()
+    (h * h).sum().backward(retain_graph=True)
+    grads = (w.grad, v.grad, h.grad)
+    (w * w).sum().backward()
+    (v * v).sum().backward()
+    (h * 3).sum().backward()
+    assert (w.grad, v.grad, h.grad) == grads  # the same Tensors
+    assert w.grad.tolist() == [[14.0, 28.0], [42.0, 56.0]]
+    assert v.grad.dtype == tape.float32 and v.grad.tolist() == [5.0, 9.0]
+    assert h.grad.tolist() == [5.0, 7.0]
+
+
 def test_grad_can_be_assigned_none():
     p = tape.tensor([1.0, 2.0], requires_grad=True)
     (p * p).sum().backward()
