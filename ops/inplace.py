@@ -83,7 +83,10 @@ def _rebind(t, res):
     tp, r = where(res)
     tp.owners[r] = t._value if type(t._value) is float else t
     if type(res._value) is not float:
-        tp.keep[r] = res._value
+        # a value the row could not read in place (not C-contiguous) is kept
+        # as the contiguous copy that the row points to; replacing that copy
+        # left the row reading freed memory
+        tp.keep.setdefault(r, res._value)
     t._ep, t._row, t._rg = tp.ep, r, True
     if t._vc is not None:
         t._vc.add_row(tp.ep, r)
@@ -189,15 +192,18 @@ def _apply_here(t, compute, args, saves_self):
         _write(t, res)
         _rebind(t, res)
         return
-    was_recorded = t._rg and not t.is_leaf
+    views = t._vc.other_views(t) if t._vc is not None else []
     with no_grad():
         res = compute(t, *args)
     _write(t, res)  # a leaf leaves its row, dirty for the graphs that saved it
-    if was_recorded:
-        # keep the history, as PyTorch does: a fresh row whose value is the new
-        # one, hidden, so that t's grad_fn is still its last op's
-        res = record(lookup("clone"), t._value, (t,), hidden=True)
-        _rebind(t, res)
+    # keep the history, as PyTorch does: t, and each view of its storage, if
+    # recorded, takes a fresh row whose value is the new one, hidden, so that
+    # its grad_fn is still its last op's; its old row is dirty for the graphs
+    # that saved it, not for the ops that use it from now on (W.T kept across
+    # a training loop's no_grad updates of W)
+    for v in (t, *views):
+        if v._rg and not v.is_leaf:
+            _rebind(v, record(lookup("clone"), v._value, (v,), hidden=True))
 
 
 def add_(t, other, *, alpha=1):

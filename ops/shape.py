@@ -153,13 +153,15 @@ _SCATTER = defop("index_put", "IndexPutBackward0", 1, vjp=_scatter_vjp, native=_
 
 
 def _view_result(opdef, x, value, ints=None):
-    """Record a view op: the result shares x's storage and version counter."""
+    """Record a view op: the result shares x's storage and version counter,
+    unless NumPy had to copy (reshape of a transpose), as in PyTorch."""
     value = wrap_value(value)
     if x._rg and state.tape.grad_enabled:
         out = record(opdef, value, (x,), ints=ints)
     else:
         out = new_tensor(value)
-    if type(value) is np.ndarray and type(x._value) is np.ndarray:
+    if (type(value) is np.ndarray and type(x._value) is np.ndarray
+            and np.may_share_memory(value, x._value)):
         x._share_storage(out)
     return out
 

@@ -830,6 +830,64 @@ def test_modifying_a_value_no_backward_needs_is_allowed():
     assert x.grad.tolist() == [6.0, 6.0]
 
 
+@pytest.mark.parametrize("make_view", [lambda w: w.T, lambda w: w.view(4), lambda w: w.reshape(4),
+                                       lambda w: w.unsqueeze(0), lambda w: w.expand(2, 2, 2),
+                                       lambda w: w.permute(1, 0), lambda w: w.flatten()])
+def test_view_kept_across_no_grad_updates_of_its_base(make_view):
+    # a training loop that keeps W.T: each use after an update saves the
+    # view's new value, so it is not "modified since it was saved"
+    w = tape.ones(2, 2, requires_grad=True)
+    v = make_view(w)
+    for _ in range(3):
+        (v * v).sum().backward()
+        with tape.no_grad():
+            w.sub_(0.1 * w.grad)
+            w.grad.zero_()
+    scale = v.numel() // w.numel()  # expand sees each element twice
+    expected = (1 - 0.2 * scale) ** 3
+    np.testing.assert_allclose(w.detach().numpy(), np.full((2, 2), expected))
+    assert v.grad_fn is not None and v.grad_fn.name() == make_view(w).grad_fn.name()
+
+
+def test_view_used_before_a_no_grad_update_still_raises():
+    w = tape.ones(2, 2, requires_grad=True)
+    v = w.T
+    out = (v * v).sum()
+    with tape.no_grad():
+        w.mul_(2)
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
+
+
+def test_copying_reshape_has_its_own_version_counter():
+    # reshape of a transpose copies: a change to the copy is not one to x
+    x = tape.tensor([[1.0, 2.0], [3.0, 4.0]])
+    w = tape.ones(2, 2, requires_grad=True)
+    out = (x * w).sum()
+    r = x.T.reshape(4)
+    r.add_(1)
+
+    out.backward()
+
+    assert x._version == 0 and r._version == 1
+    assert w.grad.tolist() == [[1.0, 2.0], [3.0, 4.0]]
+    assert x.reshape(4)._version == x._version  # a true view shares it
+
+
+def test_non_contiguous_result_changed_under_no_grad_keeps_its_value():
+    # its fresh row reads a contiguous copy, which once was dropped and read freed
+    x = tape.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    y = (x * 1).T
+    with tape.no_grad():
+        y.mul_(2)
+    reused = [np.full((3, 2), 777.0) for _ in range(50)]
+
+    (y * y).sum().backward()
+
+    assert reused and x.grad.tolist() == [[4.0, 8.0, 12.0], [16.0, 20.0, 24.0]]
+
+
 def test_gradient_through_augmented_assignments_on_a_0d_result():
     x = tape.tensor(1.0, requires_grad=True)
     y = x * 2
