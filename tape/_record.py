@@ -92,19 +92,23 @@ _SAVES_NOTHING = (0, 0)
 
 
 def _operand(t, read):
-    """(input, c) of an elementwise row for operand t (a Tensor or a number)
-    that does not require grad: None when no needed partial reads it (no
-    row), its float in c when it has one element (stride 0), else a constant
-    row. An operand of fewer elements than the result (a bias over a batch)
-    keeps its shape: the sweep broadcasts it (Note [Tape layout])."""
+    """(input, c) of an elementwise row for operand t (a Tensor, a number or
+    an array) that does not require grad: None when no needed partial reads
+    it (no row); a Tensor's constant row, so that an in-place change to it
+    before backward raises PyTorch's error; else its float in c when it has
+    one element (stride 0), or a constant row. An operand of fewer elements
+    than the result (a bias over a batch) keeps its shape: the sweep
+    broadcasts it (Note [Tape layout])."""
     if not read:
         return None, 0.0
+    if type(t) is Tensor:
+        return t, 0.0
     if type(t) in _NUMBER:
         return None, float(t)
-    value = value_of(t) if type(t) is Tensor else np.asarray(t)
-    if np.size(value) == 1:
-        return None, float(np.reshape(value, -1)[0])
-    return (t if type(t) is Tensor else new_tensor(value)), 0.0
+    value = np.asarray(t)
+    if value.size == 1:
+        return None, float(value.reshape(-1)[0])
+    return new_tensor(value), 0.0
 
 
 def _broadcast_input(t, shape):
@@ -264,9 +268,11 @@ def binary(opdef, scalar_fn, array_fn):
             if tp.grad_enabled:
                 if rgx and rgy:
                     return _scalar_row(tp, code, out, x, y, 0.0)
+                # a constant that the partial reads is a row when it is a
+                # Tensor (see _operand); a number rides in c
                 if rgx:
-                    return _scalar_row(tp, code, out, x, None, yv)
-                return _scalar_row(tp, code, out, None, y, xv)
+                    return _scalar_row(tp, code, out, x, y if reads_y else None, yv)
+                return _scalar_row(tp, code, out, x if reads_x else None, y, xv)
         return new_tensor(out)
 
     def _mixed(x, y):
@@ -300,6 +306,8 @@ def binary(opdef, scalar_fn, array_fn):
         b, cb = (y, 0.0) if rgy else _operand(y, reads & SAVES_Y)
         return record(opdef, out, (a, b), c=ca or cb)
     saves_for = opdef.saves_for
+    reads_y = saves_for[0] & SAVES_Y
+    reads_x = saves_for[1] & SAVES_X
     op.__name__ = opdef.name
     return op
 

@@ -148,6 +148,32 @@ def test_constant_saved_for_backward_then_modified_in_place(use):
     assert_tape_still_works()
 
 
+@pytest.mark.parametrize("constant", [lambda: tape.tensor(2.0), lambda: tape.tensor([2.0]),
+                                      lambda: tape.tensor([2.0, 3.0])[0]])
+@pytest.mark.parametrize("x", [lambda: tape.ones(3, requires_grad=True),
+                               lambda: tape.tensor(1.0, requires_grad=True)])
+def test_one_element_constant_saved_then_modified_in_place(constant, x):
+    # as for larger constants: a one-element one is a row of the graph, not a
+    # number copied into it, so the change is caught (PyTorch raises too)
+    w, c = x(), constant()
+    out = (w * c).sum()
+    c.mul_(2.0)
+
+    with pytest.raises(RuntimeError, match=MODIFIED_IN_PLACE):
+        out.backward()
+    assert_tape_still_works()
+
+
+def test_one_element_constant_modified_where_no_partial_reads_it():
+    w, c = tape.ones(3, requires_grad=True), tape.tensor(2.0)
+    out = (w + c).sum()
+    c.mul_(2.0)
+
+    out.backward()
+
+    assert w.grad.tolist() == [1.0, 1.0, 1.0]
+
+
 def test_quotient_changed_in_place_still_backprops():
     # division saves its operands, not its result, as in PyTorch
     a = tape.tensor([1.0, 2.0], requires_grad=True)
