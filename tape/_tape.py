@@ -138,6 +138,9 @@ class Tape:
         self.retained = {}
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
+        # names the current epoch without keeping it alive (Tensor._const_row):
+        # each live old epoch is remapped at every compaction
+        self.ep_ref = weakref.ref(self.ep)
         self.old_epochs = []
         self.pool = np.zeros(1 << 12, np.int64)
         self.npool = 0
@@ -297,11 +300,21 @@ class Tape:
             if t._vc is not None:
                 t._vc.add_row(self.ep, r)
             return r
-        # a constant's row is private (its tensor keeps no row: each use gets
-        # one), but its version counter names the row, so an in-place change
-        # to the constant makes the VJP that saved it raise, as in PyTorch
+        # a constant's row is private to the graphs that use it (its tensor
+        # keeps no row and is not a root, as a leaf is), but its version
+        # counter names the row, so an in-place change to the constant makes
+        # the VJP that saved it raise, as in PyTorch. One row serves every use
+        # while the constant is unchanged (same epoch, not dirty, its value
+        # not replaced: keep_recorded_value forgets the row): a fixed input
+        # batch costs a row per use otherwise
+        cached = t._const_row
+        if cached is not None:
+            ep_ref, r = cached
+            if ep_ref is self.ep_ref and not self.m_flags[r] & DIRTY and self.owners[r] is t:
+                return r
         r = self.append(CONST, t._value, t, flags=0)
         t._version_counter().add_row(self.ep, r)
+        t._const_row = (self.ep_ref, r)
         return r
 
     # -- lifetime ------------------------------------------------------------
@@ -371,6 +384,7 @@ class Tape:
                 alive.append(ep)
         self.old_epochs = [weakref.ref(ep) for ep in alive]
         self.ep = Epoch(self)
+        self.ep_ref = weakref.ref(self.ep)
 
     def release(self, rows):
         """Drop the values of `rows` (row numbers) whose Tensors are dead and

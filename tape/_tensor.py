@@ -185,6 +185,8 @@ class Tensor:
     _grad = None
     _vc = None
     _base = None
+    # (weak reference to the epoch, row) of the row that a constant's uses share (Tape.adopt)
+    _const_row = None
     # (tensor, key) for a result of basic indexing: an in-place op on it
     # writes it back there (ops.inplace._through_index), since it is a copy
     # where PyTorch has a view
@@ -412,6 +414,7 @@ class Tensor:
         array (its own, and constants' rows in its version counter) keep it,
         so their graphs read the value they saved, as PyTorch's saved tensors
         keep their storage (the tape holds the tensor, not the array)."""
+        self._const_row = None  # its uses from now on read the new value
         value = self._value
         if type(value) is not np.ndarray:
             return

@@ -186,6 +186,40 @@ def test_a_constant_used_every_step_leaves_no_rows_behind():
     assert _in_fresh_thread(run) < 10
 
 
+def test_a_constant_takes_one_row_for_all_its_uses():
+    def run():
+        tp = tape._tape.state.tape
+        batch = tape.tensor(np.ones((8, 4)))
+        w = tape.tensor(np.ones(4), requires_grad=True)
+        (batch @ w).sum().backward()
+        before = tp.n
+        (batch @ w).sum().backward()
+        return tp.n - before  # the product and the sum only
+
+    assert _in_fresh_thread(run) == 2
+
+
+def test_a_constant_changed_between_uses_gives_each_graph_its_value():
+    c = tape.tensor([1.0, 2.0])
+    w = tape.ones(2, requires_grad=True)
+    first = (w * c).sum()
+    c.data = tape.tensor([10.0, 20.0])  # not an in-place change: no error
+    second = (w * c).sum()
+    first.backward()
+    assert w.grad.tolist() == [1.0, 2.0]
+    w.grad = None
+    second.backward()
+    assert w.grad.tolist() == [10.0, 20.0]
+    third = (w * c).sum()
+    c.mul_(2.0)
+    fourth = (w * c).sum()
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        third.backward()
+    w.grad = None
+    fourth.backward()
+    assert w.grad.tolist() == [20.0, 40.0]
+
+
 # -- very long graphs ---------------------------------------------------------------
 
 CHAIN_LENGTH = 1_000_000
