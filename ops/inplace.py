@@ -179,8 +179,19 @@ def _refresh_indexed(t):
         _apply_here(v, lambda _: t[key], (), False)
 
 
+def _check_overlap(t):
+    """PyTorch's refusal to write into an expanded tensor, before anything
+    changes (NumPy's broadcast view is read-only: a ValueError, late)."""
+    v = t._value
+    if type(v) is np.ndarray and any(s == 0 and d > 1 for s, d in zip(v.strides, v.shape)):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location. Please clone() the tensor before "
+                           "performing the operation.")
+
+
 def _apply_here(t, compute, args, saves_self):
     recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
+    _check_overlap(t)
     _check_inplace(t, recording)
     if recording:
         # a constant's old value must survive the write for the VJP that saved it
@@ -402,6 +413,7 @@ def setitem(t, key, value):
     elif not isinstance(value, (int, float, bool, np.number)):
         raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")
     recording = state.tape.grad_enabled and (t._rg or requires_grad(value))
+    _check_overlap(t)
     if (not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg
             and t._indexed_from is None):
         t._value[key] = value._array() if isinstance(value, Tensor) else value

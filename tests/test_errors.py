@@ -174,6 +174,18 @@ def test_one_element_constant_modified_where_no_partial_reads_it():
     assert w.grad.tolist() == [1.0, 1.0, 1.0]
 
 
+@pytest.mark.parametrize("write", [lambda x: x.add_(1), lambda x: x.zero_(),
+                                   lambda x: x.__setitem__(0, 1.0), lambda x: x.mul_(x)])
+def test_in_place_on_an_expanded_tensor(write):
+    x = tape.zeros(3).expand(2, 3)
+
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers "
+                                           "to a single memory location"):
+        write(x)
+    assert x._version == 0 and x.tolist() == [[0.0] * 3] * 2
+    assert_tape_still_works()
+
+
 def test_quotient_changed_in_place_still_backprops():
     # division saves its operands, not its result, as in PyTorch
     a = tape.tensor([1.0, 2.0], requires_grad=True)
