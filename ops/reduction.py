@@ -80,9 +80,9 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     reduced = range(len(shape)) if dims is None else dims if shape else ()
     count = math.prod(shape[k] for k in reduced)
     # np.add.reduce is np.sum without its Python wrapper, and np.mean is that
-    # sum over the count (an empty mean is left to np.mean: nan, with its warning)
+    # sum over the count; an empty mean is nan, without NumPy's warnings, as in PyTorch
     if mean and not count:
-        value = np.mean(a, axis=axis, keepdims=keepdim)
+        value = np.full(np.add.reduce(a, axis=axis, keepdims=keepdim).shape, np.nan, a.dtype)
     else:
         value = np.add.reduce(a, axis=axis, keepdims=keepdim)
         if mean:

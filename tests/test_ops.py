@@ -1,5 +1,6 @@
 """Every op, from one table: forward against NumPy, gradcheck at orders 1 and 2,
 and the native sweep against the re-taped sweep (Note [Tape layout])."""
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -422,6 +423,18 @@ def test_sum_and_mean_take_numpys_axis_and_keepdims():
     assert x.mean(axis=0).tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(RuntimeError, match="dim 0 appears multiple times in the list of dims"):
         x.sum((0, -2))
+
+
+def test_mean_of_nothing_is_nan_without_warnings():
+    x = tape.zeros(2, 0, requires_grad=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isnan(tape.zeros(0).mean().item())
+        m = x.mean(1)
+        assert np.isnan(m.numpy(force=True)).all() and m.shape == (2,)
+        assert tape.zeros(0, dtype=tape.float32).mean().dtype == tape.float32
+    m.sum().backward()
+    assert x.grad.shape == (2, 0)
 
 
 def test_maximum_and_minimum_split_a_tie_as_pytorch():
