@@ -216,7 +216,9 @@ def _floor_array(x):
 sign = _unary("sign", "SignBackward0", "0", _sign_scalar, lambda x: np.nan_to_num(np.sign(x), nan=0.0))
 floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)), _floor_array)
 # relu's partial (PyTorch's threshold_backward); not public
-step = _unary("step", "StepBackward0", "0", lambda x: float(x > 0), lambda x: (x > 0).astype(x.dtype))
+# 1 at nan, where relu's backward (its one use) keeps the gradient in PyTorch
+step = _unary("step", "StepBackward0", "0", lambda x: float(not x <= 0),
+              lambda x: (~(x <= 0)).astype(x.dtype))
 
 
 def _integer_rounding(ufunc):

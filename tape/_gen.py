@@ -269,7 +269,8 @@ OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
 
 @_jit
 def step(x):
-    return 1.0 if x > 0 else 0.0
+    # 1 at nan: PyTorch's relu backward zeroes the gradient where out <= 0 only
+    return 0.0 if x <= 0 else 1.0
 
 
 @_jit_inline
@@ -313,7 +314,8 @@ def is_zero(v):
 
 @_jit
 def sign(x):
-    return 1.0 if x > 0 else (-1.0 if x < 0 else 0.0 * x)
+    # 0 at nan, as PyTorch's sgn (abs backward)
+    return 1.0 if x > 0 else (-1.0 if x < 0 else (0.0 * x if x == 0 else 0.0))
 
 
 @_jit

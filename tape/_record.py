@@ -347,7 +347,7 @@ def elementwise_vjp(opdef):
     functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh")}
     # a constant operand is a float: its step, sign and floor are floats
-    functions.update(step=_on_tensor_or_number(ops.elementwise.step, lambda v: float(v > 0)),
+    functions.update(step=_on_tensor_or_number(ops.elementwise.step, lambda v: float(not v <= 0)),
                      sign=_on_tensor_or_number(ops.sign, lambda v: float((v > 0) - (v < 0))),
                      floor=_on_tensor_or_number(ops.floor, lambda v: float(math.floor(v))),
                      within=_within, zero_base=_zero_base, is_zero=_is_zero)

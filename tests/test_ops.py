@@ -1,5 +1,6 @@
 """Every op, from one table: forward against NumPy, gradcheck at orders 1 and 2,
 and the native sweep against the re-taped sweep (Note [Tape layout])."""
+import contextlib
 import warnings
 from dataclasses import dataclass, field
 
@@ -435,6 +436,20 @@ def test_mean_of_nothing_is_nan_without_warnings():
         assert tape.zeros(0, dtype=tape.float32).mean().dtype == tape.float32
     m.sum().backward()
     assert x.grad.shape == (2, 0)
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_relu_and_abs_gradients_at_nan_are_pytorchs(retaped):
+    # relu keeps the gradient where its output is not <= 0; abs's is sgn, 0 at nan
+    x = tape.tensor([float("nan"), 0.0, -1.0, 2.0], requires_grad=True)
+    s = tape.tensor(float("nan"), requires_grad=True)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        (relu,) = tape.autograd.grad(x.relu().sum(), x)
+        (abs_,) = tape.autograd.grad(x.abs().sum(), x)
+        (relu_0d, abs_0d) = tape.autograd.grad(s.relu() + s.abs(), s), tape.autograd.grad(s.abs(), s)
+    assert relu.tolist() == [1.0, 0.0, 0.0, 1.0]
+    assert abs_.tolist() == [0.0, 0.0, -1.0, 1.0]
+    assert relu_0d[0].item() == 1.0 and abs_0d[0].item() == 0.0
 
 
 def test_maximum_and_minimum_split_a_tie_as_pytorch():
