@@ -4,6 +4,7 @@ a native kernel; the native kernels work on flat C-order buffers.
 """
 import functools
 import re
+import warnings
 import weakref
 
 import numpy as np
@@ -274,7 +275,22 @@ def t(x):
     return _swap(x, _T, 0, 1)
 
 
+# PyTorch's deprecation warnings for x.T off matrices (0-D, and the other
+# dims), each given once per process as PyTorch gives them
+_T_DEPRECATED = (
+    "Tensor.T is deprecated on 0-D tensors. This function is the identity in these cases.",
+    "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
+    "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
+    "or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.")
+_T_WARNED = set()
+
+
 def _T_property(x):
+    if x.ndim != 2:
+        kind = int(x.ndim != 0)
+        if kind not in _T_WARNED:
+            _T_WARNED.add(kind)
+            warnings.warn(_T_DEPRECATED[kind], UserWarning, stacklevel=2)
     return permute(x, tuple(range(x.ndim - 1, -1, -1)))
 
 

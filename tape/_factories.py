@@ -117,6 +117,10 @@ def from_numpy(ndarray):
     """A tensor sharing memory with `ndarray`."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if ndarray.dtype.kind not in "fiub":
+        raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. The "
+                        "only supported types are: float64, float32, float16, int64, int32, int16, "
+                        "int8, uint64, uint32, uint16, uint8, and bool.")
     if ndarray.ndim == 0 and ndarray.dtype == np.float64:
         return new_tensor(float(ndarray))
     return new_tensor(ndarray)
@@ -132,6 +136,10 @@ def _size(dims, size=None, negative=None):
         dims = (size,)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
+    for d in dims:
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+            raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
+                            f"{type(d).__name__}")
     shape = tuple(int(d) for d in dims)
     for d in shape:
         if d < 0:

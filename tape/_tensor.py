@@ -390,7 +390,8 @@ class Tensor:
         return t
 
     def detach_(self):
-        if self._base is not None and self._rg and not self.is_leaf:
+        # the results of basic indexing are views in PyTorch (copies kept in step here)
+        if (self._base is not None or self._indexed_from is not None) and self._rg and not self.is_leaf:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
         self._drop_row()
         self._rg = False

@@ -430,3 +430,23 @@ def test_numpy_scalars_act_as_python_numbers():
     assert (np.float64(2.5) - x).grad_fn.name() == "RsubBackward1"
     assert (np.float64(2.5) ** x).grad_fn.name() == "PowBackward2"
     assert (tape.ones(2, dtype=tape.float32) * np.float64(2)).dtype == tape.float32
+
+
+def test_factory_sizes_must_be_ints():
+    for make in (lambda: tape.zeros(2.0), lambda: tape.ones(2, 3.0), lambda: tape.empty((2, 1.5))):
+        with pytest.raises(TypeError, match="must be tuple of ints, but found element of type float"):
+            make()
+    assert tape.ones(np.int64(2), 3).shape == (2, 3)
+
+
+def test_from_numpy_refuses_object_arrays():
+    with pytest.raises(TypeError, match="can't convert np.ndarray of type numpy.object_"):
+        tape.from_numpy(np.array([1, None]))
+
+
+@pytest.mark.parametrize("view", [lambda b: b.view(2, 2), lambda b: b[0:2], lambda b: b[0]])
+def test_detach_in_place_refuses_views(view):
+    b = tape.ones(4, requires_grad=True) * 1
+    with pytest.raises(RuntimeError, match="Can't detach views in-place. Use detach\\(\\) instead."):
+        view(b).detach_()
+    assert_tape_still_works()

@@ -2,6 +2,8 @@
 and layout queries, casts, new_* factories, bitwise and logical ops, factory
 keywords, repr wrapping and the legacy constructor. Expected values are
 PyTorch 2.13's (with float64 as its default dtype)."""
+import warnings
+
 import numpy as np
 import pytest
 
@@ -400,3 +402,16 @@ def test_legacy_constructor_follows_the_default_dtype():
 def test_legacy_constructor_refuses_a_number():
     with pytest.raises(TypeError, match=r"new\(\): data must be a sequence \(got float\)"):
         tape.Tensor(2.5)
+
+
+
+def test_T_off_matrices_warns_once_as_pytorch(monkeypatch):
+    from ops import shape
+    monkeypatch.setattr(shape, "_T_WARNED", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert tape.ones(3).T.shape == (3,) and tape.ones(2, 3, 4).T.shape == (4, 3, 2)
+        assert tape.tensor(1.0).T.shape == ()
+        assert tape.ones(2, 3).T.shape == (3, 2)
+    assert [str(w.message)[:24] for w in caught] == ["The use of `x.T` on tens",
+                                                      "Tensor.T is deprecated o"]
