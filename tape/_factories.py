@@ -1,6 +1,7 @@
 """Making tensors: `tensor`, `as_tensor`, `from_numpy` and the factories,
 with PyTorch's dtype rules (Python floats take the default dtype).
 """
+import operator
 import warnings
 
 import numpy as np
@@ -126,6 +127,15 @@ def from_numpy(ndarray):
     return new_tensor(ndarray)
 
 
+def _size_index(d):
+    """A dimension: an int, or what stands for one (a 0-d integer tensor), not a float."""
+    try:
+        return operator.index(d)
+    except TypeError:
+        raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
+                        f"{type(d).__name__}") from None
+
+
 def _size(dims, size=None, negative=None):
     """The shape from a factory's arguments: ints, or one tuple or list, or
     PyTorch's `size=` keyword; a negative dimension raises `negative`, or
@@ -136,11 +146,7 @@ def _size(dims, size=None, negative=None):
         dims = (size,)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = dims[0]
-    for d in dims:
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
-            raise TypeError(f"argument 'size' must be tuple of ints, but found element of type "
-                            f"{type(d).__name__}")
-    shape = tuple(int(d) for d in dims)
+    shape = tuple(_size_index(d) for d in dims)
     for d in shape:
         if d < 0:
             raise RuntimeError(negative or f"Trying to create tensor with negative dimension {d}: "

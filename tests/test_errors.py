@@ -437,6 +437,7 @@ def test_factory_sizes_must_be_ints():
         with pytest.raises(TypeError, match="must be tuple of ints, but found element of type float"):
             make()
     assert tape.ones(np.int64(2), 3).shape == (2, 3)
+    assert tape.zeros(tape.tensor(3)).shape == (3,)  # a 0-d integer tensor stands for an int
 
 
 def test_from_numpy_refuses_object_arrays():
