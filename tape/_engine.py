@@ -222,6 +222,7 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
             if (type(value) is np.ndarray and value.dtype == float64 and value.flags.c_contiguous
                     and value.size == spans[k + 1] - spans[k]):
                 dest[k] = id(value) + DATA_FIELD
+                _changing_in_place(grad)
                 continue
         rest.append((owner, k, r))
     if len(rest) < len(rows):
@@ -357,6 +358,7 @@ def _accumulate_grad(t, g, create_graph):
     grad = t._grad
     if grad is not None and not create_graph:
         # in place, as PyTorch's AccumulateGrad; += casts to the grad's dtype
+        _changing_in_place(grad)
         value = grad._value
         if type(value) is float:
             grad._value += float(g._value)
@@ -366,6 +368,15 @@ def _accumulate_grad(t, g, create_graph):
     if g.dtype != t.dtype:
         g = g.to(t.dtype)
     t._grad = g if grad is None else grad + g
+
+
+def _changing_in_place(grad):
+    """As PyTorch's in-place accumulation bumps `.grad`'s version, the graphs
+    that saved `.grad` (as a constant, or through a view) raise rather than
+    read its new values. One that no graph or view has seen has no version
+    counter yet, and needs none to be bumped."""
+    if grad._vc is not None or grad._ep is not None:
+        grad.bump_version()
 
 
 def _retained_tensor(tp, r):

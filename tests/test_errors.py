@@ -186,6 +186,23 @@ def test_in_place_on_an_expanded_tensor(write):
     assert_tape_still_works()
 
 
+@pytest.mark.parametrize("x", [lambda: tape.tensor([1.0, 2.0], requires_grad=True),
+                               lambda: tape.tensor(1.0, requires_grad=True)])
+def test_grad_saved_by_a_graph_then_accumulated_into(x):
+    # accumulation changes .grad in place, as in PyTorch: a graph that saved
+    # it raises rather than read the new values
+    x, w = x(), tape.tensor(3.0, requires_grad=True)
+    (x * x).sum().backward()
+    penalty = (w * x.grad).sum()
+    (x * x).sum().backward()
+
+    with pytest.raises(RuntimeError, match=MODIFIED_IN_PLACE):
+        penalty.backward()
+    (w * x.grad).sum().backward()  # saved after the change: fine
+    assert w.grad.item() == float(x.grad.sum().item())
+    assert_tape_still_works()
+
+
 def test_quotient_changed_in_place_still_backprops():
     # division saves its operands, not its result, as in PyTorch
     a = tape.tensor([1.0, 2.0], requires_grad=True)
