@@ -326,9 +326,9 @@ class Tape:
     def _roots(self):
         n = self.n
         released = (self.ndim[:n] > 0) & (self.ptr[:n] == 0)  # owners[r] is None there
-        # a constant's row (one per use) lives only while a row that used it
-        # does: its owner is the constant, which outlives it (a training
-        # loop's input kept one row per iteration, never dropped)
+        # a constant's row (shared by its uses, see adopt) lives only while a
+        # row that used it does: its owner is the constant, which outlives it
+        # (a training loop's input kept its rows forever)
         owned = (_owner_refs(self.owners) > _DEAD_REFS) & ~released & (self.op[:n] != CONST)
         roots = np.flatnonzero(owned).tolist()
         for node in self.nodes:
