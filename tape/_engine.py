@@ -432,6 +432,17 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 _accumulate_grad(owner, g, create_graph)
 
 
+def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate d(self)/d(leaf) into each leaf's `.grad`; see `tape.autograd.backward`."""
+    backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+
+
+# a method defined here, not in _tensor: an import inside it ran importlib's
+# Python code on every call (microseconds, measured)
+_tensor_backward.__name__, _tensor_backward.__qualname__ = "backward", "Tensor.backward"
+Tensor.backward = _tensor_backward
+
+
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of `outputs` with respect to `inputs`, as a tuple, without

@@ -574,12 +574,7 @@ class Tensor:
     def __reduce__(self):
         raise TypeError("pickling tape tensors is not supported yet; use t.detach().numpy()")
 
-    # -- autograd entry points -------------------------------------------------
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate d(self)/d(leaf) into each leaf's `.grad`; see `tape.autograd.backward`."""
-        from ._engine import backward
-        backward([self], None if gradient is None else [gradient], retain_graph, create_graph,
-                 inputs)
+    # Tensor.backward is attached by tape._engine, which imports this module
 
 
 def refuse_half_grad(dtype):
