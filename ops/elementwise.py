@@ -31,6 +31,8 @@ def _sigmoid_scalar(x):
 
 
 def _sigmoid_array(x):
+    if x.dtype.kind != "f":  # -x of a bool raises, of a uint8 wraps around
+        x = x.astype(get_default_dtype())
     return 1.0 / (1.0 + np.exp(-x))
 
 
@@ -196,7 +198,8 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", _sigmoid_scal
 # scalar forwards must return a new float object, never their input: the
 # float is the row's liveness token (Note [Tape layout])
 # relu saves its result, as PyTorch does
-relu = _unary("relu", "ReluBackward0", "step(out)", lambda x: x * 1.0 if x > 0 else math.fabs(x * 0.0),
+relu = _unary("relu", "ReluBackward0", "step(out)",
+              lambda x: x * 1.0 if x > 0 or x != x else math.fabs(0.0),
               _relu_array)
 sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt)
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, np.abs)

@@ -356,9 +356,10 @@ def _put_vjp(ctx, g, where_, shape):
     gx = _put(g, where_, shape, 0.0) if ctx.needs[0] else None
     if not ctx.needs[1]:
         return (gx, None)
+    # the value's gradient in its own shape: index_put's region is flat
     if isinstance(where_, tuple):
-        return (gx, _strided_gather(_SLICE, g, where_, shape))
-    return (gx, _gather(_INDEX, g, where_, shape))
+        return (gx, _strided_gather(_SLICE, g, where_, ctx.y_shape))
+    return (gx, _gather(_INDEX, g, where_, ctx.y_shape))
 
 
 _COPY_SLICES = defop("copy_slices", "CopySlices", 2, vjp=_copy_slices_vjp, native=_copy_slices_native)
@@ -374,7 +375,8 @@ def _put(x, where_, shape, v):
         _strided_view(value, where_, shape)[...] = v_value  # value is C-contiguous: a view into it
         opdef, ints = _COPY_SLICES, where_ + tuple(shape)
     else:
-        value.reshape(-1)[where_] = np.reshape(v_value, -1) if isinstance(v, Tensor) else v_value
+        # v fits the region by broadcasting (an array that needs no grad is not expanded by _fit)
+        value.reshape(-1)[where_] = np.broadcast_to(v_value, shape).reshape(-1)
         opdef, ints = _INDEX_PUT, where_
     rgv = isinstance(v, Tensor) and v._rg
     if not ((x._rg or rgv) and state.tape.grad_enabled):

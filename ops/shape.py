@@ -346,8 +346,70 @@ def _index_key(key):
         # a 0-d integer tensor indexes as its int does (a view in PyTorch)
         return int(key._value) if key.ndim == 0 and key.dtype.kind in "iu" else key._array()
     if isinstance(key, list):
+        if not key:  # no positions, not NumPy's float array
+            return np.zeros(0, np.int64)
         return np.asarray([k._array() if isinstance(k, Tensor) else k for k in key])
     return key
+
+
+def _is_int(k):
+    return isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_))
+
+
+def _select_first(key, shape):
+    """`key` as NumPy must read it to index as PyTorch does where ints and
+    index arrays mix. PyTorch takes an int's dim away first (a select), then
+    indexes with the arrays, whose dims stand where the arrays do when they
+    are adjacent: x[0, :, [1, 2]] is x[0][:, [1, 2]]. NumPy counts the int
+    among the arrays and, the slice splitting them, puts their dims first,
+    which transposes the result. Where the two differ, every dim is indexed
+    by an array here (a slice by its range, shaped along its own result dim),
+    which both read alike."""
+    if not isinstance(key, tuple) or not any(map(_is_int, key)):
+        return key
+    parts = []
+    for k in key:  # a mask indexes as the positions of its True elements
+        if isinstance(k, np.ndarray) and k.dtype == np.bool_ and k.ndim:
+            parts.extend(k.nonzero())
+        else:
+            parts.append(k)
+    if (not any(isinstance(k, np.ndarray) and k.ndim for k in parts)
+            or any(isinstance(k, (bool, np.bool_)) or isinstance(k, np.ndarray) and not k.ndim for k in parts)):
+        return key
+    used = len([k for k in parts if k is not None and k is not Ellipsis])
+    if used > len(shape):
+        return key  # NumPy raises PyTorch's error
+    ellipsis = [i for i, k in enumerate(parts) if k is Ellipsis]
+    if ellipsis:
+        at = ellipsis[0]
+        parts[at:at + 1] = [slice(None)] * (len(shape) - used)
+    advanced = [i for i, k in enumerate(parts) if isinstance(k, np.ndarray) or _is_int(k)]
+    arrays = [i for i in advanced if isinstance(parts[i], np.ndarray)]
+    group = [i for i in range(arrays[0], arrays[-1] + 1) if i not in advanced]
+    if advanced == list(range(advanced[0], advanced[-1] + 1)) or group:
+        return key  # NumPy's order is PyTorch's: one adjacent group, or arrays apart
+    batch = np.broadcast_shapes(*(parts[i].shape for i in arrays))
+    # each part's place among the result dims in PyTorch's order: a slice or
+    # None has one, the arrays share theirs, at the first array's place
+    places, dims = [], 0
+    for i, k in enumerate(parts):
+        places.append(dims)
+        if i == arrays[0]:
+            dims += len(batch)
+        elif not (isinstance(k, np.ndarray) or _is_int(k)):
+            dims += 1
+    lead = places[arrays[0]] + len(batch)
+    rewritten, d = [], 0
+    for k, place in zip(parts, places):
+        if k is None:
+            continue  # its result dim is the 1 that every index array has there
+        if isinstance(k, np.ndarray):
+            k = k.reshape((1,) * (lead - k.ndim) + k.shape + (1,) * (dims - lead))
+        elif isinstance(k, slice):
+            k = np.arange(*k.indices(shape[d])).reshape((1,) * place + (-1,) + (1,) * (dims - place - 1))
+        rewritten.append(k)
+        d += 1
+    return tuple(rewritten)
 
 
 def _getitem_op(key):
@@ -456,7 +518,7 @@ def _scatter(g, flat_index, shape, unique):
 def _indexed(x, key):
     """(key normalised, x's value at it as NumPy indexes it, the op that
     records it), with PyTorch's errors; what getitem and setitem share."""
-    key = _index_key(key)
+    key = _select_first(_index_key(key), x.shape)
     if x.ndim == 0 and isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")

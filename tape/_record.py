@@ -163,12 +163,15 @@ except ImportError:
     _FP_STATE = None
 
 
-def _default_float(out, *operands):
-    """out, in the default dtype where NumPy made a small float from bools or
-    integers (exp of bool or uint8 is float16 there; PyTorch's default dtype)."""
+def _default_float(out, fn, *operands):
+    """fn(*operands), computed as `out`; where NumPy made a float of another
+    dtype from bools or integers (sin of int8 is float16 there, exact to three
+    digits), fn again on the operands in the default dtype, which is what
+    PyTorch computes in."""
     if (type(out) is np.ndarray and out.dtype.kind == "f" and out.dtype != get_default_dtype()
             and all(np.asarray(v).dtype.kind in "biu" for v in operands)):
-        return out.astype(get_default_dtype())
+        dtype = get_default_dtype()
+        return wrap_value(quiet(fn, *(np.asarray(v, dtype) for v in operands)))
     return out
 
 
@@ -207,7 +210,7 @@ def unary(opdef, scalar_fn, array_fn):
                 if tp.grad_enabled:
                     return _scalar_row(tp, code, out, x, None, 0.0)
             return new_tensor(out)
-        out = _default_float(wrap_value(quiet(array_fn, xv)), xv)
+        out = _default_float(wrap_value(quiet(array_fn, xv)), array_fn, xv)
         if x._rg and state.tape.grad_enabled:
             return record(opdef, out, (x,))
         return new_tensor(out)
@@ -292,7 +295,7 @@ def binary(opdef, scalar_fn, array_fn):
         xv = value_of(x) if tx else x
         yv = value_of(y) if ty else y
         try:
-            out = _default_float(wrap_value(quiet(array_fn, xv, yv)), xv, yv)
+            out = _default_float(wrap_value(quiet(array_fn, xv, yv)), array_fn, xv, yv)
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
             raise

@@ -1225,6 +1225,37 @@ def test_numpy_refuses_a_tensor_that_requires_grad(convert):
         convert(t)
 
 
+@pytest.mark.parametrize("op, dtype", [(tape.sin, tape.bool), (tape.exp, tape.int8), (tape.sin, tape.int16),
+                                       (tape.log, tape.uint8), (tape.sigmoid, tape.uint8),
+                                       (tape.sigmoid, tape.bool), (tape.sqrt, tape.int32)])
+def test_float_functions_of_integers_compute_in_the_default_dtype(op, dtype):
+    # NumPy computes sin of a bool or int8 in float16 (0.8413 for sin(1)), and
+    # -x of a uint8 wraps around; PyTorch computes in its default dtype
+    values = [1, 2] if dtype != tape.bool else [True, False]
+
+    out = op(tape.tensor(values, dtype=dtype))
+
+    expected = op(tape.tensor([float(v) for v in values]))
+    assert out.dtype == tape.float64 and out.tolist() == expected.tolist()
+
+
+def test_true_division_of_small_integers_is_exact_to_float64():
+    out = tape.tensor([1, 2], dtype=tape.int8) / tape.tensor([3, 3], dtype=tape.int8)
+
+    assert out.dtype == tape.float64 and out.tolist() == [1 / 3, 2 / 3]
+
+
+@pytest.mark.parametrize("make", [lambda v: tape.tensor(v, requires_grad=True),
+                                  lambda v: tape.tensor([v], requires_grad=True)])
+def test_relu_of_minus_infinity_is_zero_with_zero_gradient(make):
+    x = make(-math.inf)
+
+    y = tape.relu(x)
+    y.sum().backward()
+
+    assert y.tolist() in (0.0, [0.0]) and x.grad.tolist() in (0.0, [0.0])
+
+
 def test_sum_of_a_bool_tensor_is_int64():
     total = tape.tensor([True, False, True]).sum()
 

@@ -4,6 +4,7 @@ NumPy, their gradients are NumPy's scatter and mask, and the native and
 re-taped sweeps agree. Basic indexing is recorded as a strided descriptor
 (ops/shape.py), whose native kernels index memory directly."""
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -88,3 +89,80 @@ def test_setitem_and_its_gradients_match_numpy(shape_key, seed):
     kept[key] = False
     np.testing.assert_allclose(gx.numpy(), np.where(kept, 2 * a, 0.0), rtol=1e-12)
     np.testing.assert_allclose(gv.numpy(), 8 * v.detach().numpy(), rtol=1e-12)
+
+
+# PyTorch takes an int's dim away first, then indexes with the arrays; NumPy
+# counts the int among the arrays. Each case: the key, PyTorch's select as a
+# NumPy view, and the rest of the key, which NumPy and PyTorch read alike.
+MIXED_KEYS = [
+    ((0, slice(None), [1, 1, 3]), lambda a: a[0], (slice(None), [1, 1, 3])),
+    ((1, slice(None), slice(None), [0, 2]), lambda a: a[1], (slice(None), slice(None), [0, 2])),
+    (([0, 1], slice(None), 0), lambda a: a[:, :, 0], ([0, 1], slice(None))),
+    ((0, None, slice(None), [1, 2]), lambda a: a[0], (None, slice(None), [1, 2])),
+    ((0, slice(1, 3), None, [1, 2], slice(None, None, 2)), lambda a: a[0],
+     (slice(1, 3), None, [1, 2], slice(None, None, 2))),
+    ((Ellipsis, 0, [1, 2]), lambda a: a[:, :, 0], (Ellipsis, [1, 2])),
+    ((0, Ellipsis, [1, 2]), lambda a: a[0], (Ellipsis, [1, 2])),
+    ((0, slice(None), [[1], [2]]), lambda a: a[0], (slice(None), [[1], [2]])),
+    (([0, 1], 0, slice(None), [1, 2]), lambda a: a[:, 0], ([0, 1], slice(None), [1, 2])),
+    ((0, slice(None), [True, False, True, True]), lambda a: a[0], (slice(None), [True, False, True, True])),
+    ((-1, slice(2, None), [0, -1]), lambda a: a[-1], (slice(2, None), [0, -1])),
+    ((0, slice(None), []), lambda a: a[0], (slice(None), np.zeros(0, np.int64))),
+]
+
+
+@pytest.mark.parametrize("key, select, rest", MIXED_KEYS)
+def test_ints_mixed_with_index_arrays_select_first_as_pytorch_does(key, select, rest):
+    a = np.arange(120.0).reshape(2, 3, 4, 5)
+    expected = select(a)[rest]
+    w = np.random.default_rng(0).uniform(-1, 1, expected.shape)
+    x = tape.tensor(a, requires_grad=True)
+
+    out = x[key]
+    (out * tape.tensor(w)).sum().backward()
+    z = tape.zeros(2, 3, 4, 5)
+    z[key] = tape.tensor(w)
+
+    grad, written = np.zeros_like(a), np.zeros_like(a)
+    np.add.at(select(grad), rest, w)
+    select(written)[rest] = w
+    assert out.shape == expected.shape and np.array_equal(out.detach().numpy(), expected)
+    assert np.array_equal(x.grad.numpy(), grad)
+    assert np.array_equal(z.numpy(), written)
+
+
+def test_known_value_of_an_int_and_a_list_split_by_a_slice():
+    x = tape.tensor(np.arange(24.0).reshape(2, 3, 4))
+
+    assert x[0, :, [1, 1, 3]].tolist() == [[1, 1, 3], [5, 5, 7], [9, 9, 11]]
+
+
+@pytest.mark.parametrize("value_requires_grad", [False, True])
+@pytest.mark.parametrize("key", [[0, 2], [True, False, True]])
+def test_index_put_broadcasts_its_value_while_recording(key, value_requires_grad):
+    x = tape.ones(3, 4, requires_grad=True)
+    v = tape.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=value_requires_grad)
+    z = x * 1
+    z[tape.tensor(key)] = v * 2 if value_requires_grad else v
+
+    gx, *gv = tape.autograd.grad((z * z).sum(), [x] + ([v] if value_requires_grad else []))
+
+    scale = 2.0 if value_requires_grad else 1.0
+    assert z.tolist() == [[scale * k for k in (1, 2, 3, 4)], [1.0] * 4, [scale * k for k in (1, 2, 3, 4)]]
+    assert gx.tolist() == [[0.0] * 4, [2.0] * 4, [0.0] * 4]
+    if value_requires_grad:  # two rows of 2 * (2 v) * 2
+        assert gv[0].tolist() == [16.0, 32.0, 48.0, 64.0]
+
+
+def test_index_put_of_a_broadcast_value_differentiates_twice():
+    # PyTorch's figures for the same script
+    x = tape.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0], [9.0, 10.0, 11.0, 12.0]],
+                    requires_grad=True)
+    z = x * 1
+    z[tape.tensor([0, 2])] = x[1] ** 2
+
+    (g,) = tape.autograd.grad((z * z).sum(), x, create_graph=True)
+    (h,) = tape.autograd.grad(g.sum(), x)
+
+    assert g.tolist() == [[0.0] * 4, [1010.0, 1740.0, 2758.0, 4112.0], [0.0] * 4]
+    assert h.tolist() == [[0.0] * 4, [602.0, 866.0, 1178.0, 1538.0], [0.0] * 4]
