@@ -244,18 +244,23 @@ def _minimum_scalar(x, y):
     return (x if x <= y or x != x else y) * 1.0
 
 
-# a tie splits the gradient in halves, as PyTorch's does; `within` is a
-# constant mask, as PyTorch's where() on one is
+# PyTorch's gradient: all of g to the larger input, to both where one is nan,
+# half to each on a tie (inf == inf too); `within` is a constant mask, as
+# PyTorch's where() on one is. within(x, -inf, y) is x <= y, within(x, y, y) x == y
 maximum = _binary("maximum", "MaximumBackward0",
-                  ("(within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5",
-                   "(within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5"),
+                  ("1 - within(x, -1e309, y) + 0.5 * within(x, y, y)",
+                   "1 - within(y, -1e309, x) + 0.5 * within(y, x, x)"),
                   _maximum_scalar, np.maximum)
 minimum = _binary("minimum", "MinimumBackward0",
-                  ("(within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5",
-                   "(within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5"),
+                  ("1 - within(x, y, 1e309) + 0.5 * within(x, y, y)",
+                   "1 - within(y, x, 1e309) + 0.5 * within(y, x, x)"),
                   _minimum_scalar, np.minimum)
-atan2 = _binary("atan2", "Atan2Backward0", ("y / (x * x + y * y)", "-x / (x * x + y * y)"), math.atan2,
-                np.arctan2)
+# PyTorch takes 1 / (x^2 + y^2) to be 0 where it is inf: the gradient at the
+# origin (or where the squares underflow) is 0, not nan
+atan2 = _binary("atan2", "Atan2Backward0",
+                ("y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y))",
+                 "-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y))"),
+                math.atan2, np.arctan2)
 
 
 # the rest of the elementwise functions of one input; each partial is written
@@ -406,7 +411,17 @@ def remainder(x, y):
     """
     if type(x) is Tensor and type(y) in _NUMBER:
         return _remainder_number(x, y)
+    if type(x) in _NUMBER and type(y) is Tensor:
+        out = wrap_value(quiet(_remainder_array, x, y._value))
+        if y._rg and state.tape.grad_enabled:
+            return record(_RREMAINDER, out, (None, y))
+        return new_tensor(out)
     return _remainder(x, y)
+
+
+# a number % a tensor: PyTorch records it with a node whose backward raises
+_RREMAINDER = defop("rremainder", "NotImplemented", 2,
+                    not_differentiable="derivative for aten::remainder is not implemented")
 
 
 # PyTorch records x // y with a node whose backward raises

@@ -74,6 +74,8 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     a = x._array()
     if dtype is not None:
         a = a.astype(as_dtype(dtype))
+    elif a.dtype.kind == "u":  # NumPy sums unsigned ints as uint64, PyTorch as int64
+        a = a.astype(np.int64)
     axis = None if dims is None or x.ndim == 0 else dims
     shape = x.shape
     # a 0-d tensor takes dim 0 or -1, which reduces nothing
@@ -236,17 +238,26 @@ def logsumexp(input, dim, keepdim=False):
     return total if keepdim or dims is None else reshape(total, sum(z, dims).shape)
 
 
+def _one_dim(name, dim):
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
+
+
 def softmax(input, dim, dtype=None):
     """exp(input) over its sum along dim."""
+    _one_dim("softmax", dim)
     x = input if dtype is None else input.to(dtype)
     e = _shifted(x, dim)[0].exp()
     return e / sum(e, dim if x.ndim else None, keepdim=True)
 
 
 def log_softmax(input, dim, dtype=None):
-    """input less its logsumexp along dim."""
+    """input less its logsumexp along dim, as (input - max) - log(sum(exp(input - max))):
+    adding the max back first would round large logits (1e10 + 1) to its ulp."""
+    _one_dim("log_softmax", dim)
     x = input if dtype is None else input.to(dtype)
-    return x - logsumexp(x, dim, keepdim=True)
+    z, _, dims = _shifted(x, dim)
+    return z - sum(z.exp(), dims, keepdim=True).log()
 
 
 def _spread(input, dim, unbiased, correction):
@@ -352,7 +363,8 @@ def cumsum(input, dim, dtype=None):
     d = _norm_dim(dim, x.ndim)
     if x.ndim == 0:
         return x.clone()
-    value = wrap_value(np.cumsum(x._array(), axis=d))
+    a = x._array()
+    value = wrap_value(np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None))
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
     return record(_CUMSUM, value, (x,), ints=(d,))

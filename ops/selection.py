@@ -128,7 +128,7 @@ def index_select(input, dim, index):
     n = input.shape[d] if input.ndim else 1
     bad = a[(a < 0) | (a >= n)]
     if bad.size:
-        raise RuntimeError(f"INDICES element is out of DATA bounds, id={bad[0]} axis_dim={n}")
+        raise IndexError("index out of range in self")
     return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
                  if input.ndim else _flat_positions(input))
 

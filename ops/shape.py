@@ -342,6 +342,11 @@ def _index_key(key):
                          f"Variables are valid indices (got {type(key).__name__})")
     if isinstance(key, Tensor) and key.dtype.kind == "f":
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    if isinstance(key, Tensor) and key.dtype == np.uint8:
+        # a mask, as in PyTorch (NumPy would take the bytes for positions)
+        warnings.warn("indexing with dtype tape.uint8 is now deprecated, please use a dtype tape.bool "
+                      "instead.", UserWarning, stacklevel=4)
+        return key._array().astype(np.bool_)
     if isinstance(key, Tensor):
         # a 0-d integer tensor indexes as its int does (a view in PyTorch)
         return int(key._value) if key.ndim == 0 and key.dtype.kind in "iu" else key._array()

@@ -470,7 +470,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                                f"{type(t).__name__}")
     tp = state.tape
     with _rows_held(tp):
-        rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph)
+        # no outputs: every input is unused, as in PyTorch
+        rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph) if outputs else ((), ())
         by_row = dict(zip(rows, grads))
         located = [where(t) for t in inputs]
         # as PyTorch's retains_grad hooks, which fire in autograd.grad too;

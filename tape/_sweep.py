@@ -14,13 +14,13 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "3d8f318162e7a90e"
+REGISTRY_DIGEST = "59abc13e1b2938f0"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'maximum', 'minimum', 'atan2', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'norm', 'cumsum', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_', 'flip', 'index_select', 'gather', 'diagonal')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'maximum', 'minimum', 'atan2', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'norm', 'cumsum', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_', 'flip', 'index_select', 'gather', 'diagonal')
 
 
 
@@ -204,87 +204,87 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh)
         if FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh)
-    if o == 54:  # expand
+    if o == 55:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 55:  # view
+    elif o == 56:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 56:  # unsqueeze
+    elif o == 57:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 57:  # squeeze
+    elif o == 58:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 58:  # squeeze_dim
+    elif o == 59:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 59:  # permute
+    elif o == 60:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 60:  # transpose
+    elif o == 61:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 61:  # t
+    elif o == 62:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 62:  # select
+    elif o == 63:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 63:  # slice
+    elif o == 64:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 64:  # alias
+    elif o == 65:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 65:  # index_unsqueeze
+    elif o == 66:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 66:  # strided_scatter
+    elif o == 67:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 67:  # index
+    elif o == 68:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 68:  # index_put
+    elif o == 69:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 69:  # cat
+    elif o == 70:  # cat
         _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 70:  # stack
+    elif o == 71:  # stack
         _vjp_stack(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 71:  # sum
+    elif o == 72:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 72:  # sum_dim
+    elif o == 73:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 73:  # mean
+    elif o == 74:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 74:  # mean_dim
+    elif o == 75:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 75:  # amax
+    elif o == 76:  # amax
         _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 76:  # amin
+    elif o == 77:  # amin
         _vjp_amin(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # max_all
+    elif o == 78:  # max_all
         _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # min_all
+    elif o == 79:  # min_all
         _vjp_min_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 79:  # max_dim
+    elif o == 80:  # max_dim
         _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 80:  # min_dim
+    elif o == 81:  # min_dim
         _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 81:  # norm
+    elif o == 82:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 82:  # cumsum
+    elif o == 83:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 83:  # mm
+    elif o == 84:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 84:  # mv
+    elif o == 85:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 85:  # dot
+    elif o == 86:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 86:  # bmm
+    elif o == 87:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 87:  # zero_
+    elif o == 88:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # fill_
+    elif o == 89:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # copy_slices
+    elif o == 91:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # index_put_
+    elif o == 92:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # flip
+    elif o == 93:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # index_select
+    elif o == 94:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # gather
+    elif o == 95:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # diagonal
+    elif o == 96:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -591,21 +591,21 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 29:  # maximum
                 p = pp
                 if need_a:
-                    sadj[a] += g * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
                 if need_b:
-                    sadj[b] += g * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
             elif o == 30:  # minimum
                 p = pp
                 if need_a:
-                    sadj[a] += g * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
                 if need_b:
-                    sadj[b] += g * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
             elif o == 31:  # atan2
                 p = pp
                 if need_a:
-                    sadj[a] += g * (y / (x * x + y * y))
+                    sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
-                    sadj[b] += g * (-x / (x * x + y * y))
+                    sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             elif o == 32:  # tan
                 p = pp
                 if need_a:
@@ -690,7 +690,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 89:  # copy
+            elif o == 90:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -972,21 +972,21 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 29:  # maximum
                 p = pp
                 if need_a:
-                    sadj[a] += g * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
                 if need_b:
-                    sadj[b] += g * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
             elif o == 30:  # minimum
                 p = pp
                 if need_a:
-                    sadj[a] += g * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
                 if need_b:
-                    sadj[b] += g * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
             elif o == 31:  # atan2
                 p = pp
                 if need_a:
-                    sadj[a] += g * (y / (x * x + y * y))
+                    sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
-                    sadj[b] += g * (-x / (x * x + y * y))
+                    sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             elif o == 32:  # tan
                 p = pp
                 if need_a:
@@ -1071,7 +1071,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 89:  # copy
+            elif o == 90:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1706,192 +1706,192 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
     elif o == 30:  # minimum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * ((within(x - y, 0, 1e309) + 1 - within(y - x, 0, 1e309)) * 0.5)
+                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * ((within(y - x, 0, 1e309) + 1 - within(x - y, 0, 1e309)) * 0.5)
+                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
     elif o == 31:  # atan2
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * (-x / (x * x + y * y))
+                    GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * (-x / (x * x + y * y))
+                    GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * (-x / (x * x + y * y))
+                    GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * (-x / (x * x + y * y))
+                    GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (y / (x * x + y * y))
+                    G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (y / (x * x + y * y))
+                    G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (y / (x * x + y * y))
+                    G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (y / (x * x + y * y))
+                    G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (y / (x * x + y * y))
+                    GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (y / (x * x + y * y))
+                    GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (y / (x * x + y * y))
+                    GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (y / (x * x + y * y))
+                    GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
     elif o == 32:  # tan
         if into_g:
             for i in range(n):
@@ -2299,7 +2299,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 89:  # copy
+    elif o == 90:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

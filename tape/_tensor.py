@@ -228,6 +228,8 @@ class Tensor:
     def dim(self):
         return self.ndim
 
+    ndimension = dim
+
     def size(self, dim=None):
         if dim is None:
             return self.shape
@@ -408,6 +410,9 @@ class Tensor:
     def data(self, value):
         if not isinstance(value, Tensor):
             raise TypeError(f"data must be a Tensor, not {type(value).__name__}")
+        if self._rg and value.dtype.kind not in "fc":
+            raise RuntimeError("data set to a tensor that requires gradients must be floating point "
+                               "or complex dtype")
         self._set_storage(value._value)
 
     def keep_recorded_value(self):

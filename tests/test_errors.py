@@ -468,3 +468,40 @@ def test_detach_in_place_refuses_views(view):
     with pytest.raises(RuntimeError, match="Can't detach views in-place. Use detach\\(\\) instead."):
         view(b).detach_()
     assert_tape_still_works()
+
+
+def test_a_number_remainder_a_tensor_records_but_cannot_be_differentiated():
+    x = tape.tensor(1.5, requires_grad=True)
+
+    y = 2 % x
+
+    assert y.item() == 0.5 and y.requires_grad and type(y.grad_fn).__name__ == "NotImplemented"
+    with pytest.raises(RuntimeError, match="derivative for aten::remainder is not implemented"):
+        y.backward()
+
+
+def test_grad_of_no_outputs_finds_every_input_unused():
+    x = tape.tensor(1.0, requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="index 0 appears to not have been used in the graph"):
+        tape.autograd.grad([], x)
+    assert tape.autograd.grad([], [x], allow_unused=True) == (None,)
+
+
+def test_data_of_a_tensor_requiring_grad_must_stay_floating_point():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="data set to a tensor that requires gradients must be floating"):
+        x.data = tape.tensor([5, 6])
+    assert x.dtype == tape.float64 and x.tolist() == [1.0, 2.0]
+
+
+def test_index_select_out_of_range_is_an_index_error():
+    with pytest.raises(IndexError, match="index out of range in self"):
+        tape.zeros(3).index_select(0, tape.tensor([5]))
+
+
+@pytest.mark.parametrize("op", [tape.softmax, tape.log_softmax])
+def test_softmax_takes_one_dim(op):
+    with pytest.raises(TypeError, match=r"argument 'dim' \(position 2\) must be int, not tuple"):
+        op(tape.zeros(2, 2), (0, 1))

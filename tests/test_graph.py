@@ -1256,6 +1256,33 @@ def test_relu_of_minus_infinity_is_zero_with_zero_gradient(make):
     assert y.tolist() in (0.0, [0.0]) and x.grad.tolist() in (0.0, [0.0])
 
 
+def test_sums_of_unsigned_integers_are_int64():
+    x = tape.tensor([200, 100], dtype=tape.uint8)
+
+    assert (x.sum().dtype, x.sum().item()) == (tape.int64, 300)
+    assert (x.cumsum(0).dtype, x.cumsum(0).tolist()) == (tape.int64, [200, 300])
+
+
+def test_a_uint8_index_is_a_mask_with_pytorchs_deprecation_warning():
+    x = tape.tensor([[0, 1], [2, 3], [4, 5]])
+
+    with pytest.warns(UserWarning, match="indexing with dtype tape.uint8 is now deprecated"):
+        picked = x[tape.tensor([1, 0, 1], dtype=tape.uint8)]
+
+    assert picked.tolist() == [[0, 1], [4, 5]]
+
+
+def test_log_softmax_keeps_the_precision_of_large_logits():
+    # PyTorch's figures: the max is taken away before the log-sum, not added back
+    assert tape.log_softmax(tape.tensor([1e10, 1e10 + 1]), 0).tolist() == [-1.3132616875182228,
+                                                                          -0.31326168751822286]
+    assert tape.log_softmax(tape.tensor([1e16, 1e16]), 0).tolist() == [-math.log(2)] * 2
+
+
+def test_ndimension_is_dim():
+    assert tape.zeros(2, 3).ndimension() == 2
+
+
 def test_sum_of_a_bool_tensor_is_int64():
     total = tape.tensor([True, False, True]).sum()
 
