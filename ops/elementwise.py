@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from tape import _vecmath
-from tape._dtypes import as_dtype, get_default_dtype
+from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
 from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
 from tape._registry import defop
 from tape._tape import state
@@ -36,8 +36,21 @@ def _sigmoid_array(x):
     return 1.0 / (1.0 + np.exp(-x))
 
 
+def _refusing_bool(array_fn, error):
+    """array_fn, raising PyTorch's `error` for a bool tensor (NumPy computes one)."""
+    def forward(x):
+        if x.dtype == np.bool_:
+            raise error
+        return array_fn(x)
+    return forward
+
+
 def _relu_array(x):
     return np.maximum(x, 0).astype(x.dtype, copy=False)
+
+
+def _not_for_bool(kernel, fn):
+    return _refusing_bool(fn, NotImplementedError(f'"{kernel}" not implemented for \'Bool\''))
 
 
 # below this many elements NumPy's ufunc call is as fast as the kernel, and a
@@ -152,7 +165,7 @@ def _pow_array(x, c):
 # x ** c, c - x and c ** x for a number c, which is the constant operand `y`;
 # the y == 0 branch keeps every order of x ** n finite at x = 0 (no 0 * inf)
 _pow_number = _with_constant("pow_scalar", "PowBackward0", "0.0 if y == 0 else y * x ** (y - 1)",
-                             operator.pow, _pow_array)
+                             lambda x, c: math.sqrt(x) if c == 0.5 else x ** c, _pow_array)
 _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
                               lambda x, c: c - x)
 # a power's gradient for its exponent is 0 where the base is 0 and the
@@ -200,9 +213,9 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", _sigmoid_scal
 # relu saves its result, as PyTorch does
 relu = _unary("relu", "ReluBackward0", "step(out)",
               lambda x: x * 1.0 if x > 0 or x != x else math.fabs(0.0),
-              _relu_array)
+              _refusing_bool(_relu_array, RuntimeError("Boolean inputs not supported for relu")))
 sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt)
-abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, np.abs)
+abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, _not_for_bool("abs_cpu", np.abs))
 
 
 def _sign_scalar(x):
@@ -216,8 +229,14 @@ def _floor_array(x):
 # Piecewise-constant ops: their derivative is 0, and it is recorded, so the
 # create_graph gradients of relu, abs and remainder, whose partials use them,
 # require grad and differentiate to zeros, as PyTorch's do
-sign = _unary("sign", "SignBackward0", "0", _sign_scalar, lambda x: np.nan_to_num(np.sign(x), nan=0.0))
-floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)), _floor_array)
+def _sign_array(x):
+    # the sign of a bool is itself, as in PyTorch (NumPy has no loop for it)
+    return x.copy() if x.dtype == np.bool_ else np.nan_to_num(np.sign(x), nan=0.0)
+
+
+sign = _unary("sign", "SignBackward0", "0", _sign_scalar, _sign_array)
+floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)),
+               _not_for_bool("floor_vml_cpu", _floor_array))
 # relu's partial (PyTorch's threshold_backward); not public
 # 1 at nan, where relu's backward (its one use) keeps the gradient in PyTorch
 step = _unary("step", "StepBackward0", "0", lambda x: float(not x <= 0),
@@ -229,12 +248,29 @@ def _integer_rounding(ufunc):
     return lambda x: ufunc(x) if x.dtype.kind == "f" else x.copy()
 
 
-ceil = _unary("ceil", "CeilBackward0", "0", lambda x: float(math.ceil(x)), _integer_rounding(np.ceil))
+ceil = _unary("ceil", "CeilBackward0", "0", lambda x: float(math.ceil(x)),
+              _not_for_bool("ceil_vml_cpu", _integer_rounding(np.ceil)))
 trunc = _unary("trunc", "TruncBackward0", "0", lambda x: float(math.trunc(x)),
-               _integer_rounding(np.trunc))
+               _not_for_bool("trunc_vml_cpu", _integer_rounding(np.trunc)))
 # half to even, as Python's round, NumPy's and PyTorch's
-round = _unary("round", "RoundBackward0", "0", lambda x: float(builtins.round(x)),
-               _integer_rounding(np.round))
+_round = _unary("round", "RoundBackward0", "0", lambda x: float(builtins.round(x)),
+                _not_for_bool("round_vml_cpu", _integer_rounding(np.round)))
+# to `decimals` places as PyTorch computes it, x * 10**d rounded, over 10**d
+# (NumPy's formula too; Python's round(x, d) rounds the exact decimal instead)
+def _round_to(x, decimals):
+    if x.dtype.kind != "f":
+        raise NotImplementedError(f'"round_cpu" not implemented for \'{scalar_type_name(x.dtype)}\'')
+    return np.round(x, int(decimals))
+
+
+_round_decimals = _with_constant("round_decimals", "RoundBackward1", "0",
+                                 lambda x, d: float(np.round(x, int(d))), _round_to)
+
+
+def round(input, *, decimals=0):
+    """Round half to even, to `decimals` decimal places."""
+    return _round(input) if decimals == 0 else _round_decimals(input, decimals)
+
 
 def _maximum_scalar(x, y):
     return (x if x >= y or x != x else y) * 1.0  # nan wins, as in PyTorch

@@ -146,6 +146,9 @@ def bmm(x, y):
 
 def outer(x, y):
     """Outer product of two 1-D tensors."""
+    for name, t in (("self", x), ("vec2", y)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
     return unsqueeze(x, 1) * unsqueeze(y, 0)
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from tape._broadcast import bcast_index, trailing_block
-from tape._dtypes import as_dtype, scalar_type_name
+from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
 from tape._record import record
 from tape._registry import SAVES_OUT, SAVES_X, defop
 from tape._tape import state
@@ -233,6 +233,8 @@ def _shifted(x, dim):
 
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input), dim)), computed without overflow."""
+    if input.dtype.kind not in "fc":  # of integers and bools too, as PyTorch's
+        input = input.to(get_default_dtype())
     z, m, dims = _shifted(input, dim)
     total = sum(z.exp(), dims, keepdim=True).log() + m
     return total if keepdim or dims is None else reshape(total, sum(z, dims).shape)
@@ -243,10 +245,20 @@ def _one_dim(name, dim):
         raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
 
 
+def _softmax_input(name, input, dim, dtype):
+    """input in `dtype`, once dim is known to be one int; PyTorch has no
+    softmax kernel for integers."""
+    _one_dim(name, dim)
+    x = input if dtype is None else input.to(dtype)
+    if x.dtype.kind not in "fc":
+        kernel = "lastdim_kernel_impl" if x.ndim == 0 or _norm_dim(dim, x.ndim) == x.ndim - 1 else "kernel_impl"
+        raise NotImplementedError(f'"{name}_{kernel}" not implemented for \'{scalar_type_name(x.dtype)}\'')
+    return x
+
+
 def softmax(input, dim, dtype=None):
     """exp(input) over its sum along dim."""
-    _one_dim("softmax", dim)
-    x = input if dtype is None else input.to(dtype)
+    x = _softmax_input("softmax", input, dim, dtype)
     e = _shifted(x, dim)[0].exp()
     return e / sum(e, dim if x.ndim else None, keepdim=True)
 
@@ -254,8 +266,7 @@ def softmax(input, dim, dtype=None):
 def log_softmax(input, dim, dtype=None):
     """input less its logsumexp along dim, as (input - max) - log(sum(exp(input - max))):
     adding the max back first would round large logits (1e10 + 1) to its ulp."""
-    _one_dim("log_softmax", dim)
-    x = input if dtype is None else input.to(dtype)
+    x = _softmax_input("log_softmax", input, dim, dtype)
     z, _, dims = _shifted(x, dim)
     return z - sum(z.exp(), dims, keepdim=True).log()
 
@@ -263,6 +274,8 @@ def log_softmax(input, dim, dtype=None):
 def _spread(input, dim, unbiased, correction):
     """(input less its mean over dim, the dims, the divisor: the count less
     Bessel's correction unless correction=0 or unbiased=False)."""
+    if input.dtype.kind not in "fc":
+        raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):  # var(unbiased), PyTorch's older signature
         dim, unbiased = None, dim
     if correction is None:
@@ -309,6 +322,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     -inf, 0 or any other number. The 2-norm's gradient is 0 where it is 0."""
     from ops.elementwise import abs as _abs
     x = input if dtype is None else input.to(dtype)
+    if x.dtype.kind not in "fc":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {scalar_type_name(x.dtype)}")
     if p is None or p == "fro" or p == 2:
         dims = _dims(x, dim) if dim is not None else None
         a = x._array()
@@ -359,6 +375,7 @@ _CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_
 
 def cumsum(input, dim, dtype=None):
     """The running sum along dim."""
+    _one_dim("cumsum", dim)
     x = input if dtype is None else input.to(dtype)
     d = _norm_dim(dim, x.ndim)
     if x.ndim == 0:

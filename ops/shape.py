@@ -175,6 +175,9 @@ def _shape_arg(shape):
 
 def _infer_shape(shape, numel):
     shape = list(shape)
+    for i, s in enumerate(shape):
+        if s < -1:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape {shape}")
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = int(np.prod([s for s in shape if s != -1]))

@@ -64,11 +64,17 @@ def _infer_dtype(data):
     return np.asarray(data).dtype
 
 
-def _unwrap(data):
+def _unwrap(data, inside=False):
+    """data with its tensors as arrays; a tensor inside a sequence is an
+    element, as PyTorch reads it (through item(): one element only)."""
     if isinstance(data, Tensor):
+        if inside:
+            if data.numel() != 1:
+                raise ValueError("only one element tensors can be converted to Python scalars")
+            return data._array().reshape(())
         return data._array()
     if isinstance(data, (list, tuple)):
-        return [_unwrap(d) for d in data]
+        return [_unwrap(d, True) for d in data]
     return data
 
 

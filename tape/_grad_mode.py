@@ -141,6 +141,6 @@ class inference_mode(_Mode):
         return self.__class__(self.mode)
 
     def _apply(self):
-        if self.mode:
-            state.tape.grad_enabled = False
+        # inference_mode(False) turns grad mode on, even inside no_grad, as PyTorch's
+        state.tape.grad_enabled = not self.mode
         state.tape.inference = self.mode

@@ -505,3 +505,41 @@ def test_index_select_out_of_range_is_an_index_error():
 def test_softmax_takes_one_dim(op):
     with pytest.raises(TypeError, match=r"argument 'dim' \(position 2\) must be int, not tuple"):
         op(tape.zeros(2, 2), (0, 1))
+
+
+BOOL = tape.tensor([True, False])
+LONG = tape.tensor([1, 2])
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: tape.relu(BOOL), RuntimeError, "Boolean inputs not supported for relu"),
+    (lambda: tape.abs(BOOL), NotImplementedError, "\"abs_cpu\" not implemented for 'Bool'"),
+    (lambda: tape.floor(BOOL), NotImplementedError, "\"floor_vml_cpu\" not implemented for 'Bool'"),
+    (lambda: tape.ceil(BOOL), NotImplementedError, "\"ceil_vml_cpu\" not implemented for 'Bool'"),
+    (lambda: tape.round(BOOL), NotImplementedError, "\"round_vml_cpu\" not implemented for 'Bool'"),
+    (lambda: tape.trunc(BOOL), NotImplementedError, "\"trunc_vml_cpu\" not implemented for 'Bool'"),
+    (lambda: tape.round(LONG, decimals=1), NotImplementedError, "\"round_cpu\" not implemented for 'Long'"),
+    (lambda: tape.softmax(LONG, 0), NotImplementedError,
+     "\"softmax_lastdim_kernel_impl\" not implemented for 'Long'"),
+    (lambda: tape.softmax(tape.ones(2, 2, dtype=tape.int64), 0), NotImplementedError,
+     "\"softmax_kernel_impl\" not implemented for 'Long'"),
+    (lambda: tape.log_softmax(LONG, 0), NotImplementedError,
+     "\"log_softmax_lastdim_kernel_impl\" not implemented for 'Long'"),
+    (lambda: tape.norm(LONG), RuntimeError,
+     "linalg.vector_norm: Expected a floating point or complex tensor as input. Got Long"),
+    (lambda: LONG.var(), RuntimeError, "std and var only support floating point and complex dtypes"),
+    (lambda: LONG.std(), RuntimeError, "std and var only support floating point and complex dtypes"),
+    (lambda: tape.outer(tape.ones(2, 3), tape.ones(4)), RuntimeError,
+     "outer: Expected 1-D argument self, but got 2-D"),
+    (lambda: tape.outer(tape.ones(3), tape.ones(2, 4)), RuntimeError,
+     "outer: Expected 1-D argument vec2, but got 2-D"),
+    (lambda: tape.ones(24).reshape(-2, 12), RuntimeError,
+     r"invalid shape dimension -2 at index 0 of shape \[-2, 12\]"),
+    (lambda: tape.ones(24).view(4, -3), RuntimeError, r"invalid shape dimension -3 at index 1 of shape \[4, -3\]"),
+    (lambda: tape.ones(2).cumsum((0,)), TypeError, "argument 'dim' \\(position 2\\) must be int, not tuple"),
+    (lambda: tape.tensor([tape.tensor([1.0, 3.0]), tape.tensor([2.0, 4.0])]), ValueError,
+     "only one element tensors can be converted to Python scalars"),
+])
+def test_dtype_and_argument_errors_with_pytorchs_type_and_text(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -1279,6 +1279,43 @@ def test_log_softmax_keeps_the_precision_of_large_logits():
     assert tape.log_softmax(tape.tensor([1e16, 1e16]), 0).tolist() == [-math.log(2)] * 2
 
 
+def test_round_to_decimals_as_pytorch_computes_it():
+    x = tape.tensor([1.2345, -2.675, 3.5], requires_grad=True)
+
+    y = tape.round(x, decimals=2)
+    y.sum().backward()
+
+    # PyTorch's figures: x * 100 rounded half to even, over 100 (not Python's decimal rounding)
+    assert y.tolist() == [1.23, -2.68, 3.5] and type(y.grad_fn).__name__ == "RoundBackward1"
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+    assert x.round(decimals=-1).tolist() == [0.0, -0.0, 0.0]
+    assert tape.round(tape.tensor(2.675), decimals=2).item() == 2.68
+
+
+def test_sign_of_bools_and_logsumexp_of_integers_compute_as_pytorchs():
+    assert tape.sign(tape.tensor([True, False])).tolist() == [True, False]
+    assert tape.logsumexp(tape.tensor([True, False]), 0).item() == math.log(math.e + 1)
+    assert tape.logsumexp(tape.tensor([1, 2]), 0).dtype == tape.float64
+
+
+def test_a_one_element_tensor_in_a_list_is_an_element():
+    assert tape.tensor([tape.tensor([1.0]), tape.tensor(2.5)]).tolist() == [1.0, 2.5]
+    assert tape.tensor([[tape.tensor(1)], [tape.tensor(3)]]).tolist() == [[1], [3]]
+
+
+@pytest.mark.parametrize("make", [lambda v: tape.tensor(v), lambda v: tape.tensor([v])])
+def test_square_root_power_of_minus_infinity_is_nan_in_any_shape(make):
+    # x ** 0.5 is sqrt(x), as PyTorch computes it; Python's -inf ** 0.5 is inf
+    assert math.isnan(float((make(-math.inf) ** 0.5).sum()))
+
+
+def test_inference_mode_false_turns_grad_on_inside_no_grad():
+    with tape.no_grad():
+        with tape.inference_mode(False):
+            assert tape.is_grad_enabled()
+        assert not tape.is_grad_enabled()
+
+
 def test_ndimension_is_dim():
     assert tape.zeros(2, 3).ndimension() == 2
 

@@ -101,6 +101,8 @@ ELEMENTWISE_UNARY = [
     ("clone", lambda x: x.clone(), np.copy, -2, 2),
     # remainders drawn away from the jumps of floor(x / y)
     ("remainder_number", lambda x: x % 1.5, lambda a: np.remainder(a, 1.5), 0.2, 1.3),
+    # drawn away from the jumps at odd multiples of 0.05
+    ("round_decimals", lambda x: tape.round(x, decimals=1) * x, lambda a: np.round(a, 1) * a, 0.21, 0.24),
 ]
 
 ELEMENTWISE_BINARY = [
