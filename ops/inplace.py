@@ -183,7 +183,7 @@ def _check_overlap(t):
     """PyTorch's refusal to write into an expanded tensor, before anything
     changes (NumPy's broadcast view is read-only: a ValueError, late)."""
     v = t._value
-    if type(v) is np.ndarray and any(s == 0 and d > 1 for s, d in zip(v.strides, v.shape)):
+    if type(v) is np.ndarray and v.size and any(s == 0 and d > 1 for s, d in zip(v.strides, v.shape)):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
                            "refers to a single memory location. Please clone() the tensor before "
                            "performing the operation.")

@@ -543,3 +543,8 @@ LONG = tape.tensor([1, 2])
 def test_dtype_and_argument_errors_with_pytorchs_type_and_text(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_gradcheck_without_an_input_requiring_grad_says_so_in_pytorchs_words():
+    with pytest.raises(ValueError, match="but none of them have requires_grad=True"):
+        tape.autograd.gradcheck(lambda x: x * 2, (tape.ones(2),))

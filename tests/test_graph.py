@@ -1316,6 +1316,15 @@ def test_inference_mode_false_turns_grad_on_inside_no_grad():
         assert not tape.is_grad_enabled()
 
 
+def test_where_of_empty_inputs_broadcasts_their_gradients():
+    x = tape.zeros(0, 3, requires_grad=True)
+    y = tape.zeros(1, 3, requires_grad=True)
+
+    gx, gy = tape.autograd.grad(tape.where(x > 0, x, y).sum(), (x, y))
+
+    assert gx.shape == (0, 3) and gy.tolist() == [[0.0, 0.0, 0.0]]
+
+
 def test_ndimension_is_dim():
     assert tape.zeros(2, 3).ndimension() == 2
 

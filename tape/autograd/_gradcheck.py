@@ -89,7 +89,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     wrt = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.requires_grad]
     if not wrt:
         raise ValueError("gradcheck expects at least one input tensor to require gradient, but none "
-                         "of the them have requires_grad=True.")
+                         "of them have requires_grad=True.")
     numerical = _numerical(func, inputs, wrt, eps)
     analytical = _analytical(func, inputs, wrt)
     for k, (num_k, ana_k) in enumerate(zip(numerical, analytical)):
