@@ -65,7 +65,17 @@ def split(tensor, split_size_or_sections, dim=0):
         sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
     starts = np.cumsum([0] + sizes[:-1]).tolist()
     before = (slice(None),) * d
-    return tuple(getitem(tensor, before + (slice(start, start + k),)) for start, k in zip(starts, sizes))
+    return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),))
+                               for start, k in zip(starts, sizes)])
+
+
+def _views_of(name, outputs):
+    """The outputs of a function that returns several views, marked so that an
+    in-place op on one that requires grad raises, as in PyTorch."""
+    for i, t in enumerate(outputs):
+        if t._rg:
+            t._multi_output = (name, i)
+    return tuple(outputs)
 
 
 def chunk(input, chunks, dim=0):
@@ -79,7 +89,7 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     """The slices of input at each index along dim, without that dim."""
     d = _norm_dim(dim, input.ndim)
-    return tuple(getitem(input, (slice(None),) * d + (i,)) for i in range(input.shape[d]))
+    return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,)) for i in range(input.shape[d])])
 
 
 def _taken(name, grad_fn):

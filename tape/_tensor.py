@@ -194,6 +194,9 @@ class Tensor:
     # weak references to the copies that indexing this tensor made, which an
     # in-place change to it refreshes (ops.inplace._refresh_indexed)
     _indexed_copies = None
+    # (function name, output index) for an output of unbind or split that
+    # requires grad: PyTorch refuses in-place ops on it while recording
+    _multi_output = None
     __array_priority__ = 1000
 
     def __init__(self, *args, device=None):

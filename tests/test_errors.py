@@ -548,3 +548,17 @@ def test_dtype_and_argument_errors_with_pytorchs_type_and_text(call, error, mess
 def test_gradcheck_without_an_input_requiring_grad_says_so_in_pytorchs_words():
     with pytest.raises(ValueError, match="but none of them have requires_grad=True"):
         tape.autograd.gradcheck(lambda x: x * 2, (tape.ones(2),))
+
+
+@pytest.mark.parametrize("views, name, index", [
+    (lambda y: y.unbind(), "Unbind", 1), (lambda y: y.split(1), "Split", 1),
+    (lambda y: y.chunk(2), "Split", 1), (lambda y: y.split(2), "Split", 0)])
+def test_in_place_on_an_output_of_a_multi_view_function_raises_while_recording(views, name, index):
+    y = tape.ones(2, 2, requires_grad=True) * 1
+    out = views(y)[index]
+
+    with pytest.raises(RuntimeError, match=f"Output {index} of {name} is a view and is being modified inplace"):
+        out.add_(1)
+    with tape.no_grad():  # as PyTorch: allowed without recording, and it writes through
+        out.add_(1)
+    assert y.sum().item() == 4.0 + out.numel()
