@@ -149,23 +149,26 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
             # Free what this row saved. A row's value goes once no consumer
             # needs it: all of them sit above it, so that is known here for
             # visited rows and when the count drops for leaves and constants.
+            # Only tensor values are counted (a 0-d value lives in sval and is
+            # never released), so a scalar chain writes no counts at all.
             if sv != 0:
                 flags[r] |= FREED
-            if (sv & 1) != 0 and a >= 0:
+            if (sv & 1) != 0 and a >= 0 and ndim[a] > 0:
                 nuse[a] -= 1
-                if nuse[a] == 0 and ndim[a] > 0 and op[a] <= CONST:
+                if nuse[a] == 0 and op[a] <= CONST:
                     released[nreleased] = a
                     nreleased += 1
-            if (sv & 2) != 0 and b >= 0:
+            if (sv & 2) != 0 and b >= 0 and ndim[b] > 0:
                 nuse[b] -= 1
-                if nuse[b] == 0 and ndim[b] > 0 and op[b] <= CONST:
+                if nuse[b] == 0 and op[b] <= CONST:
                     released[nreleased] = b
                     nreleased += 1
-            if (sv & 4) != 0:
-                nuse[r] -= 1
-            if ndim[r] > 0 and nuse[r] == 0:
-                released[nreleased] = r
-                nreleased += 1
+            if ndim[r] > 0:
+                if (sv & 4) != 0:
+                    nuse[r] -= 1
+                if nuse[r] == 0:
+                    released[nreleased] = r
+                    nreleased += 1
         r -= 1
     cap_rows = caps[:ncaps].copy()
     offsets = np.zeros(cap_rows.size + 1, np.int64)

@@ -14,7 +14,7 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "065bbab627a6e934"
+REGISTRY_DIGEST = "ee0ebc1efaae295e"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -710,23 +710,26 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             # Free what this row saved. A row's value goes once no consumer
             # needs it: all of them sit above it, so that is known here for
             # visited rows and when the count drops for leaves and constants.
+            # Only tensor values are counted (a 0-d value lives in sval and is
+            # never released), so a scalar chain writes no counts at all.
             if sv != 0:
                 flags[r] |= FREED
-            if (sv & 1) != 0 and a >= 0:
+            if (sv & 1) != 0 and a >= 0 and ndim[a] > 0:
                 nuse[a] -= 1
-                if nuse[a] == 0 and ndim[a] > 0 and op[a] <= CONST:
+                if nuse[a] == 0 and op[a] <= CONST:
                     released[nreleased] = a
                     nreleased += 1
-            if (sv & 2) != 0 and b >= 0:
+            if (sv & 2) != 0 and b >= 0 and ndim[b] > 0:
                 nuse[b] -= 1
-                if nuse[b] == 0 and ndim[b] > 0 and op[b] <= CONST:
+                if nuse[b] == 0 and op[b] <= CONST:
                     released[nreleased] = b
                     nreleased += 1
-            if (sv & 4) != 0:
-                nuse[r] -= 1
-            if ndim[r] > 0 and nuse[r] == 0:
-                released[nreleased] = r
-                nreleased += 1
+            if ndim[r] > 0:
+                if (sv & 4) != 0:
+                    nuse[r] -= 1
+                if nuse[r] == 0:
+                    released[nreleased] = r
+                    nreleased += 1
         r -= 1
     cap_rows = caps[:ncaps].copy()
     offsets = np.zeros(cap_rows.size + 1, np.int64)
@@ -1092,23 +1095,26 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             # Free what this row saved. A row's value goes once no consumer
             # needs it: all of them sit above it, so that is known here for
             # visited rows and when the count drops for leaves and constants.
+            # Only tensor values are counted (a 0-d value lives in sval and is
+            # never released), so a scalar chain writes no counts at all.
             if sv != 0:
                 flags[r] |= FREED
-            if (sv & 1) != 0 and a >= 0:
+            if (sv & 1) != 0 and a >= 0 and ndim[a] > 0:
                 nuse[a] -= 1
-                if nuse[a] == 0 and ndim[a] > 0 and op[a] <= CONST:
+                if nuse[a] == 0 and op[a] <= CONST:
                     released[nreleased] = a
                     nreleased += 1
-            if (sv & 2) != 0 and b >= 0:
+            if (sv & 2) != 0 and b >= 0 and ndim[b] > 0:
                 nuse[b] -= 1
-                if nuse[b] == 0 and ndim[b] > 0 and op[b] <= CONST:
+                if nuse[b] == 0 and op[b] <= CONST:
                     released[nreleased] = b
                     nreleased += 1
-            if (sv & 4) != 0:
-                nuse[r] -= 1
-            if ndim[r] > 0 and nuse[r] == 0:
-                released[nreleased] = r
-                nreleased += 1
+            if ndim[r] > 0:
+                if (sv & 4) != 0:
+                    nuse[r] -= 1
+                if nuse[r] == 0:
+                    released[nreleased] = r
+                    nreleased += 1
         r -= 1
     cap_rows = caps[:ncaps].copy()
     offsets = np.zeros(cap_rows.size + 1, np.int64)

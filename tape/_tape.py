@@ -42,7 +42,9 @@ __all__ = ["Tape", "Epoch", "state", "where", "current_row", "RG", "RETAIN", "DI
 #   stamp  int64    sweep id that last reached the row (no clearing needed)
 #   sadj   float64  adjoint of a 0-d row during a sweep
 #   nuse   int64    consumers that saved this row's value and have not yet
-#                   been freed by a backward; at 0 the value may be released
+#                   been freed by a backward; at 0 the value may be released.
+#                   Kept for rows with a tensor value only: a 0-d value is in
+#                   sval, never released, and the sweep does not count it down
 #
 # Python side, parallel to the rows: `owners[r]` is a token whose reference
 # count says whether the row's Tensor is alive. For a 0-d result it is the
