@@ -421,6 +421,9 @@ def setitem(t, key, value):
     elif not isinstance(value, (int, float, bool, np.number)):
         raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")
     recording = state.tape.grad_enabled and (t._rg or requires_grad(value))
+    if recording and t._rg and t.is_leaf:  # PyTorch writes through a view of t here
+        raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
     _check_overlap(t)
     if (not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg
             and t._indexed_from is None):

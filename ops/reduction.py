@@ -4,6 +4,7 @@ with `keepdim`. The native kernel broadcasts g back, scaled by p (1/n for mean).
 import builtins
 import collections
 import math
+import warnings
 
 import numpy as np
 
@@ -271,7 +272,7 @@ def log_softmax(input, dim, dtype=None):
     return z - sum(z.exp(), dims, keepdim=True).log()
 
 
-def _spread(input, dim, unbiased, correction):
+def _spread(name, input, dim, unbiased, correction):
     """(input less its mean over dim, the dims, the divisor: the count less
     Bessel's correction unless correction=0 or unbiased=False)."""
     if input.dtype.kind not in "fc":
@@ -282,19 +283,22 @@ def _spread(input, dim, unbiased, correction):
         correction = 0 if unbiased is False else 1
     dims = (_dims(input, dim) if dim is not None else tuple(range(input.ndim))) if input.ndim else None
     count = math.prod(input.shape[k] for k in dims) if input.ndim else 1
+    if count - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
+                      "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
     return input - mean(input, dims, keepdim=True), dims, builtins.max(count - correction, 0)
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over dim (all by default)."""
-    centred, dims, divisor = _spread(input, dim, unbiased, correction)
+    centred, dims, divisor = _spread("var", input, dim, unbiased, correction)
     return sum(centred * centred, dims, keepdim) / divisor
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation over dim: through the 2-norm, so that its
     gradient is 0 where it is 0, as PyTorch's."""
-    centred, dims, divisor = _spread(input, dim, unbiased, correction)
+    centred, dims, divisor = _spread("std", input, dim, unbiased, correction)
     return norm(centred, 2, dims, keepdim) / math.sqrt(divisor)
 
 

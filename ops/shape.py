@@ -331,8 +331,9 @@ def expand(x, *sizes):
     return _view_result(_EXPAND, x, np.broadcast_to(x._array(), shape), ints=shape)
 
 
-def broadcast_to(x, shape):
-    return expand(x, tuple(shape))
+def broadcast_to(x, *shape):
+    """x broadcast to `shape` (a tuple, or the sizes as arguments), a view."""
+    return expand(x, *shape)
 
 
 def _index_key(key):

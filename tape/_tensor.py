@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from ._dtypes import as_dtype, float16, float64, get_default_dtype, scalar_type_name
+from ._dtypes import as_dtype, cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
 from ._tape import DATA_FIELD, DIRTY, RETAIN, current_row, state, where
 from ._registry import LEAF
 from . import _format
@@ -316,8 +316,8 @@ class Tensor:
                     "computed variable in a subgraph that doesn't require differentiation use "
                     "var_no_grad = var.detach().")
             return self
-        if requires_grad and self.dtype.kind not in "fc":
-            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
+        if requires_grad and self.dtype.kind not in "fc":  # PyTorch's text here, unlike its factories'
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if requires_grad:
             refuse_half_grad(self.dtype)
         if bool(requires_grad) != self._rg:
@@ -362,7 +362,13 @@ class Tensor:
                                    f"tensor of size '{list(self.shape)}'. Please ensure that the "
                                    "gradient and the tensor are the same size")
             if value.dtype != self.dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{cpp_type_name(value.dtype).lower()}' to a "
+                    f"tensor with grad_dtype '{scalar_type_name(self.dtype)}'. The gradient must match the "
+                    "tensor's grad_dtype (defaults to the tensor's dtype). You can set the tensor's grad_dtype "
+                    "attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
+                    "Diverging the dtypes of a tensor and its gradient may break downstream systems that "
+                    "assume they match.")
         self._grad = value
 
     @grad.deleter
@@ -526,7 +532,8 @@ class Tensor:
     def _scalar(self, kind):
         if self.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self._rg and kind is float:  # PyTorch warns for float() only
+        if self._rg and kind is float and _SCALAR_WARNING:  # PyTorch warns for float() only, once
+            _SCALAR_WARNING.pop()
             warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
                           "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
         return kind(self.item())
@@ -583,6 +590,9 @@ class Tensor:
         raise TypeError("pickling tape tensors is not supported yet; use t.detach().numpy()")
 
     # Tensor.backward is attached by tape._engine, which imports this module
+
+
+_SCALAR_WARNING = [True]
 
 
 def refuse_half_grad(dtype):

@@ -562,3 +562,33 @@ def test_in_place_on_an_output_of_a_multi_view_function_raises_while_recording(v
     with tape.no_grad():  # as PyTorch: allowed without recording, and it writes through
         out.add_(1)
     assert y.sum().item() == 4.0 + out.numel()
+
+
+def test_setting_requires_grad_on_integers_says_so_in_pytorchs_words():
+    with pytest.raises(RuntimeError, match="^only Tensors of floating point dtype can require gradients$"):
+        tape.tensor([1, 2]).requires_grad_()
+
+
+def test_assigning_a_grad_of_another_dtype_names_both():
+    x = tape.ones(2)
+
+    with pytest.raises(RuntimeError, match="attempting to assign a gradient with dtype 'float' to a tensor "
+                                           "with grad_dtype 'Double'"):
+        x.grad = tape.ones(2, dtype=tape.float32)
+
+
+def test_setitem_on_a_leaf_that_requires_grad_names_the_view():
+    x = tape.ones(2, requires_grad=True)
+
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad is being used"):
+        x[0] = 1.0
+
+
+@pytest.mark.parametrize("op", ["var", "std"])
+def test_variance_without_degrees_of_freedom_warns_and_is_nan(op):
+    with pytest.warns(UserWarning, match=f"{op}\\(\\): degrees of freedom is <= 0"):
+        assert np.isnan(getattr(tape.tensor([1.0]), op)().item())
+
+
+def test_broadcast_to_takes_sizes_as_arguments():
+    assert tape.ones(2).broadcast_to(3, 2).shape == (3, 2)
