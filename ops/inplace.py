@@ -155,6 +155,8 @@ def _apply(t, compute, *args, saves_self=False):
         return _through_index(t, compute, args, saves_self)
     _apply_here(t, compute, args, saves_self)
     _refresh_indexed(t)
+    if t._base is not None:  # t's write is the base's too: refresh the copies indexed from it
+        _refresh_indexed(t._base)
     return t
 
 

@@ -396,8 +396,28 @@ class Tensor:
 
     def detach(self):
         """A new tensor sharing storage and version counter, with no history."""
+        view = self._indexed_view()
+        if view is not None:
+            view._indexed_from[0]._share_storage(view)
+            return view
         t = new_tensor(_unpinned(self._value))
         self._share_storage(t)
+        return t
+
+    def _indexed_view(self):
+        """For a result of basic indexing (a copy here, a view in PyTorch): a
+        tensor viewing the indexed tensor's storage at the same place, so that
+        writing through detach() or .data reaches it, as in PyTorch; None for
+        anything else, and for an element, which NumPy copies."""
+        if self._indexed_from is None:
+            return None
+        base, key = self._indexed_from
+        value = base._value
+        view = value[key] if type(value) is np.ndarray else None
+        if type(view) is not np.ndarray or not np.may_share_memory(view, value):
+            return None
+        t = new_tensor(view)
+        t._indexed_from = (base, key)
         return t
 
     def detach_(self):
@@ -410,9 +430,14 @@ class Tensor:
 
     @property
     def data(self):
+        t = self._indexed_view()
+        if t is not None:  # unlike detach(), not sharing the version counter, as in PyTorch
+            t._base = t._indexed_from[0]
+            return t
         t = new_tensor(_unpinned(self._value))
-        if type(self._value) is float:
-            t._base = self  # write-through for the Python-float storage of 0-d values
+        # the write-through of the Python-float storage of 0-d values, and the
+        # refresh of this tensor's indexed copies after an in-place op on t
+        t._base = self
         return t
 
     @data.setter

@@ -1325,6 +1325,44 @@ def test_where_of_empty_inputs_broadcasts_their_gradients():
     assert gx.shape == (0, 3) and gy.tolist() == [[0.0, 0.0, 0.0]]
 
 
+@pytest.mark.parametrize("write", [lambda v: v.data.mul_(10), lambda v: v.detach().mul_(10)],
+                         ids=["data", "detach"])
+@pytest.mark.parametrize("key", [0, (slice(None), 0), slice(1, None)])
+def test_writing_through_data_or_detach_of_a_slice_reaches_the_tensor(write, key):
+    # a slice is a view in PyTorch, and so are its .data and detach()
+    w = tape.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    held = w[key]
+    expected = np.array([[1.0, 2.0], [3.0, 4.0]])
+    expected[key] *= 10
+
+    write(w[key])
+
+    assert w.tolist() == expected.tolist() and held.tolist() == expected[key].tolist()
+
+
+def test_a_slice_sees_an_in_place_change_made_through_data():
+    w = tape.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    row = w[0]
+
+    w.data.mul_(2)
+
+    assert row.tolist() == [2.0, 4.0]
+
+
+def test_detach_of_a_slice_shares_the_version_counter_and_data_does_not():
+    w = tape.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    saved = (w * w).sum()
+    unsaved = (w * 2).sum()
+    w[0].data.fill_(0.0)
+    unsaved.backward()  # .data is not tracked, as in PyTorch
+
+    w[0].detach().fill_(0.0)
+
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        saved.backward()
+    assert w.grad.tolist() == [[2.0, 2.0], [2.0, 2.0]]
+
+
 def test_ndimension_is_dim():
     assert tape.zeros(2, 3).ndimension() == 2
 
