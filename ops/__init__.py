@@ -11,15 +11,15 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "logical_xor", "logical_not", "all", "any", "ceil", "trunc", "round", "tan", "asin", "acos",
            "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p",
            "rsqrt", "maximum", "minimum", "atan2", "cat", "stack", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum", "where", "split", "chunk", "unbind", "flip",
-           "index_select", "gather", "diagonal", "triu", "tril"]
+           "index_select", "gather", "diagonal", "triu", "tril", "erf", "silu", "gelu", "softplus"]
 
 from tape import _registry
 
 from ops.elementwise import (abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, ceil, clamp, clamp_max, clamp_min, clone,
-                             cos, cosh, div, exp, exp2, expm1, floor, floor_divide, log, log10, log1p, log2, maximum,
-                             minimum, mul, neg,
-                             pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, sin, sinh, sqrt, square,
-                             sub, tan, tanh, to, true_divide, trunc)
+                             cos, cosh, div, erf, exp, exp2, expm1, floor, floor_divide, gelu, log, log10, log1p, log2,
+                             maximum, minimum, mul, neg,
+                             pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, silu, sin, sinh, softplus,
+                             sqrt, square, sub, tan, tanh, to, true_divide, trunc)
 from ops.shape import (broadcast_to, cat, expand, flatten, permute, reshape, squeeze, stack, t, transpose,
                        unsqueeze, view)
 from ops.reduction import (amax, amin, cumsum, log_softmax, logsumexp, max, mean, min, norm, softmax, std, sum,

@@ -20,10 +20,11 @@ __all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow"
            "clamp", "clamp_min", "clamp_max",
            "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign", "floor", "square",
            "clone", "to", "ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-           "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2"]
+           "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2",
+           "erf", "silu", "gelu", "softplus"]
 
 
-def _sigmoid_scalar(x):
+def sigmoid_of_number(x):
     if x >= 0:
         return 1.0 / (1.0 + math.exp(-x))
     e = math.exp(x)
@@ -204,9 +205,9 @@ exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.ex
 log = _unary("log", "LogBackward0", "1 / x", math.log, np.log)
 sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, _float64_kernel(_vecmath.sin_array, np.sin))
 cos = _unary("cos", "CosBackward0", "-sin(x)", math.cos, _float64_kernel(_vecmath.cos_array, np.cos))
-tanh = _unary("tanh", "TanhBackward0", "1 - out * out", math.tanh,
-              _float64_kernel(_vecmath.tanh_array, np.tanh))
-sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", _sigmoid_scalar,
+tanh_forward = _float64_kernel(_vecmath.tanh_array, np.tanh)
+tanh = _unary("tanh", "TanhBackward0", "1 - out * out", math.tanh, tanh_forward)
+sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", sigmoid_of_number,
                  _sigmoid_array)
 # scalar forwards must return a new float object, never their input: the
 # float is the row's liveness token (Note [Tape layout])
@@ -297,6 +298,90 @@ atan2 = _binary("atan2", "Atan2Backward0",
                 ("y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y))",
                  "-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y))"),
                 math.atan2, np.arctan2)
+
+
+def _erf_array(x):
+    """erf in x's float dtype (integers and bools in the default one, by unary)."""
+    out = np.empty(x.shape)
+    _vecmath.erf_array(np.ascontiguousarray(x, np.float64).reshape(-1), out.reshape(-1))
+    return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
+
+
+erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf, _erf_array)
+
+
+def _silu_scalar(x):
+    return x * sigmoid_of_number(x)
+
+
+_silu = _unary("silu", "SiluBackward0",
+               "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", _silu_scalar,
+               lambda x: x * _sigmoid_array(x))
+
+
+def silu(input):
+    """x * sigmoid(x) (PyTorch's torch.nn.functional.silu)."""
+    return _silu(input)
+
+
+def _gelu_scalar(x):
+    return 0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))
+
+
+def _gelu_array(x):
+    return 0.5 * x * (1.0 + _erf_array(x * 0.7071067811865476))
+
+
+# with approximate="tanh": 0.5 x (1 + tanh(k (x + 0.044715 x^3))), k = sqrt(2 / pi)
+def _gelu_tanh_scalar(x):
+    return 0.5 * x * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+def _gelu_tanh_array(x):
+    return 0.5 * x * (1.0 + tanh_forward(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+_gelu = _unary("gelu", "GeluBackward0",
+               "0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x)",
+               _gelu_scalar, _gelu_array)
+_gelu_tanh = _unary("gelu_tanh", "GeluBackward0",
+                    "0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * "
+                    "(1 - tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)) ** 2) * 0.7978845608028654 * "
+                    "(1 + 0.134145 * x * x)", _gelu_tanh_scalar, _gelu_tanh_array)
+
+
+def gelu(input, approximate="none"):
+    """x times the standard normal CDF of x (PyTorch's torch.nn.functional.gelu);
+    approximate="tanh" is its tanh approximation."""
+    if approximate == "none":
+        return _gelu(input)
+    if approximate == "tanh":
+        return _gelu_tanh(input)
+    raise RuntimeError("approximate argument must be either none or tanh.")
+
+
+# softplus of u = beta x: u above the threshold, else log(1 + exp(u)); the
+# threshold rides as the constant operand y. Its gradient is sigmoid(u) below
+# the threshold and 1 above, as PyTorch's
+def _softplus_scalar(u, threshold):
+    return u * 1.0 if u > threshold else math.log1p(math.exp(u))
+
+
+def _softplus_array(u, threshold):
+    return np.where(u > threshold, u, np.log1p(np.exp(np.minimum(u, threshold))))
+
+
+_softplus = _with_constant("softplus", "SoftplusBackward0",
+                           "within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y))",
+                           _softplus_scalar, _softplus_array)
+
+
+def softplus(input, beta=1.0, threshold=20.0):
+    """log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's
+    torch.nn.functional.softplus)."""
+    if beta == 1:
+        return _softplus(input, threshold)
+    return _softplus(input * beta, threshold) / beta
 
 
 # the rest of the elementwise functions of one input; each partial is written
@@ -513,7 +598,8 @@ for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__
                    "clone": clone, "to": to}.items():
     setattr(Tensor, _name, _fn)
 for _name in ("ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-              "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2"):
+              "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2",
+              "erf", "silu", "gelu", "softplus"):
     setattr(Tensor, _name, globals()[_name])
 Tensor.float = lambda self: to(self, np.float32)
 Tensor.double = lambda self: to(self, np.float64)

@@ -23,7 +23,7 @@ _HEADER = '''\
 """The native reverse sweep over the tape (Note [Tape layout]), and the
 native helpers for tape compaction. One Numba function walks every row."""
 import math
-from math import cos, exp, log, sin, sqrt, tanh
+from math import cos, erf, exp, log, sin, sqrt, tanh
 
 import numpy as np
 from numpy import floor
@@ -274,6 +274,12 @@ OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
 def step(x):
     # 1 at nan: PyTorch's relu backward zeroes the gradient where out <= 0 only
     return 0.0 if x <= 0 else 1.0
+
+
+@_jit
+def sigmoid(x):
+    # 0 at -inf and 1 at inf without nan: exp overflows to inf, 1 / inf is 0
+    return 1.0 / (1.0 + exp(-x))
 
 
 @_jit_inline

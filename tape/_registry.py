@@ -16,8 +16,8 @@ SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
 # Functions that may appear in a partial-derivative expression. Natively each
 # is `math.<name>` (or a helper in the generated sweep); differentiably it is
 # the op of the same name, looked up when the VJP runs.
-PARTIAL_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "step", "sign", "floor", "within",
-                     "zero_base", "is_zero")
+PARTIAL_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf", "sigmoid", "step", "sign", "floor",
+                     "within", "zero_base", "is_zero")
 _PARTIAL_NAMES = {"x", "y", "out", "p"}
 
 

@@ -3,7 +3,7 @@
 """The native reverse sweep over the tape (Note [Tape layout]), and the
 native helpers for tape compaction. One Numba function walks every row."""
 import math
-from math import cos, exp, log, sin, sqrt, tanh
+from math import cos, erf, exp, log, sin, sqrt, tanh
 
 import numpy as np
 from numpy import floor
@@ -14,13 +14,13 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "ee0ebc1efaae295e"
+REGISTRY_DIGEST = "0fea4aacd76583c4"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'norm', 'cumsum', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_', 'flip', 'index_select', 'gather', 'diagonal')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'norm', 'cumsum', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_', 'flip', 'index_select', 'gather', 'diagonal')
 
 
 
@@ -89,6 +89,12 @@ OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
 def step(x):
     # 1 at nan: PyTorch's relu backward zeroes the gradient where out <= 0 only
     return 0.0 if x <= 0 else 1.0
+
+
+@_jit
+def sigmoid(x):
+    # 0 at -inf and 1 at inf without nan: exp overflows to inf, 1 / inf is 0
+    return 1.0 / (1.0 + exp(-x))
 
 
 @_jit_inline
@@ -204,87 +210,87 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh)
         if FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh)
-    if o == 56:  # expand
+    if o == 61:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 57:  # view
+    elif o == 62:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 58:  # unsqueeze
+    elif o == 63:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 59:  # squeeze
+    elif o == 64:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 60:  # squeeze_dim
+    elif o == 65:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 61:  # permute
+    elif o == 66:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 62:  # transpose
+    elif o == 67:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 63:  # t
+    elif o == 68:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 64:  # select
+    elif o == 69:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 65:  # slice
+    elif o == 70:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 66:  # alias
+    elif o == 71:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 67:  # index_unsqueeze
+    elif o == 72:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 68:  # strided_scatter
+    elif o == 73:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 69:  # index
+    elif o == 74:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 70:  # index_put
+    elif o == 75:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 71:  # cat
+    elif o == 76:  # cat
         _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 72:  # stack
+    elif o == 77:  # stack
         _vjp_stack(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 73:  # sum
+    elif o == 78:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 74:  # sum_dim
+    elif o == 79:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 75:  # mean
+    elif o == 80:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 76:  # mean_dim
+    elif o == 81:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # amax
+    elif o == 82:  # amax
         _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # amin
+    elif o == 83:  # amin
         _vjp_amin(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 79:  # max_all
+    elif o == 84:  # max_all
         _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 80:  # min_all
+    elif o == 85:  # min_all
         _vjp_min_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 81:  # max_dim
+    elif o == 86:  # max_dim
         _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 82:  # min_dim
+    elif o == 87:  # min_dim
         _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 83:  # norm
+    elif o == 88:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 84:  # cumsum
+    elif o == 89:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 85:  # mm
+    elif o == 90:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 86:  # mv
+    elif o == 91:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 87:  # dot
+    elif o == 92:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # bmm
+    elif o == 93:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 89:  # zero_
+    elif o == 94:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # fill_
+    elif o == 95:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # copy_slices
+    elif o == 97:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # index_put_
+    elif o == 98:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # flip
+    elif o == 99:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # index_select
+    elif o == 100:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # gather
+    elif o == 101:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # diagonal
+    elif o == 102:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -610,91 +616,111 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                     sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
                     sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 33:  # tan
+            elif o == 33:  # erf
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1.1283791670955126 * exp(-x * x))
+            elif o == 34:  # silu
+                p = pp
+                if need_a:
+                    sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+            elif o == 35:  # gelu
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+            elif o == 36:  # gelu_tanh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+            elif o == 37:  # softplus
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+            elif o == 38:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 34:  # asin
+            elif o == 39:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 35:  # acos
+            elif o == 40:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 36:  # atan
+            elif o == 41:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 37:  # sinh
+            elif o == 42:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 38:  # cosh
+            elif o == 43:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 39:  # asinh
+            elif o == 44:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 40:  # acosh
+            elif o == 45:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 41:  # atanh
+            elif o == 46:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 42:  # exp2
+            elif o == 47:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 43:  # expm1
+            elif o == 48:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 44:  # log2
+            elif o == 49:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 45:  # log10
+            elif o == 50:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 46:  # log1p
+            elif o == 51:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 47:  # rsqrt
+            elif o == 52:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 48:  # square
+            elif o == 53:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 49:  # clone
+            elif o == 54:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 50:  # to_copy
+            elif o == 55:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 51:  # clamp
+            elif o == 56:  # clamp
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 52:  # clamp_min
+            elif o == 57:  # clamp_min
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 53:  # clamp_max
+            elif o == 58:  # clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 91:  # copy
+            elif o == 96:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -998,91 +1024,111 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                     sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
                     sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 33:  # tan
+            elif o == 33:  # erf
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1.1283791670955126 * exp(-x * x))
+            elif o == 34:  # silu
+                p = pp
+                if need_a:
+                    sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+            elif o == 35:  # gelu
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+            elif o == 36:  # gelu_tanh
+                p = pp
+                if need_a:
+                    sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+            elif o == 37:  # softplus
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+            elif o == 38:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 34:  # asin
+            elif o == 39:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 35:  # acos
+            elif o == 40:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 36:  # atan
+            elif o == 41:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 37:  # sinh
+            elif o == 42:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 38:  # cosh
+            elif o == 43:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 39:  # asinh
+            elif o == 44:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 40:  # acosh
+            elif o == 45:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 41:  # atanh
+            elif o == 46:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 42:  # exp2
+            elif o == 47:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 43:  # expm1
+            elif o == 48:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 44:  # log2
+            elif o == 49:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 45:  # log10
+            elif o == 50:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 46:  # log1p
+            elif o == 51:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 47:  # rsqrt
+            elif o == 52:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 48:  # square
+            elif o == 53:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 49:  # clone
+            elif o == 54:  # clone
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 50:  # to_copy
+            elif o == 55:  # to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 51:  # clamp
+            elif o == 56:  # clamp
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 52:  # clamp_min
+            elif o == 57:  # clamp_min
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 53:  # clamp_max
+            elif o == 58:  # clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 91:  # copy
+            elif o == 96:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1913,7 +1959,126 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-    elif o == 33:  # tan
+    elif o == 33:  # erf
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1.1283791670955126 * exp(-x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (1.1283791670955126 * exp(-x * x))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
+    elif o == 34:  # silu
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+    elif o == 35:  # gelu
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+    elif o == 36:  # gelu_tanh
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+            else:
+                x = X[0]
+                for i in range(n):
+                    GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+    elif o == 37:  # softplus
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+    elif o == 38:  # tan
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1922,7 +2087,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 + out * out)
-    elif o == 34:  # asin
+    elif o == 39:  # asin
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1941,7 +2106,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(1 - x * x))
-    elif o == 35:  # acos
+    elif o == 40:  # acos
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1960,7 +2125,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (-1 / sqrt(1 - x * x))
-    elif o == 36:  # atan
+    elif o == 41:  # atan
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1979,7 +2144,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 + x * x))
-    elif o == 37:  # sinh
+    elif o == 42:  # sinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1998,7 +2163,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
-    elif o == 38:  # cosh
+    elif o == 43:  # cosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2017,7 +2182,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
-    elif o == 39:  # asinh
+    elif o == 44:  # asinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2036,7 +2201,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x + 1))
-    elif o == 40:  # acosh
+    elif o == 45:  # acosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2055,7 +2220,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x - 1))
-    elif o == 41:  # atanh
+    elif o == 46:  # atanh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2074,7 +2239,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 - x * x))
-    elif o == 42:  # exp2
+    elif o == 47:  # exp2
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2083,7 +2248,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * 0.6931471805599453)
-    elif o == 43:  # expm1
+    elif o == 48:  # expm1
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2092,7 +2257,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out + 1)
-    elif o == 44:  # log2
+    elif o == 49:  # log2
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2111,7 +2276,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 0.6931471805599453))
-    elif o == 45:  # log10
+    elif o == 50:  # log10
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2130,7 +2295,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 2.302585092994046))
-    elif o == 46:  # log1p
+    elif o == 51:  # log1p
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2149,7 +2314,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x + 1))
-    elif o == 47:  # rsqrt
+    elif o == 52:  # rsqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2158,7 +2323,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (-0.5 * out * out * out)
-    elif o == 48:  # square
+    elif o == 53:  # square
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2177,21 +2342,21 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 49:  # clone
+    elif o == 54:  # clone
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 50:  # to_copy
+    elif o == 55:  # to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 51:  # clamp
+    elif o == 56:  # clamp
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2234,7 +2399,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 52:  # clamp_min
+    elif o == 57:  # clamp_min
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2277,7 +2442,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 53:  # clamp_max
+    elif o == 58:  # clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2320,7 +2485,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 91:  # copy
+    elif o == 96:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

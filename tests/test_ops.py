@@ -1,6 +1,7 @@
 """Every op, from one table: forward against NumPy, gradcheck at orders 1 and 2,
 and the native sweep against the re-taped sweep (Note [Tape layout])."""
 import contextlib
+import math
 import warnings
 from dataclasses import dataclass, field
 
@@ -101,6 +102,16 @@ ELEMENTWISE_UNARY = [
     ("clone", lambda x: x.clone(), np.copy, -2, 2),
     # remainders drawn away from the jumps of floor(x / y)
     ("remainder_number", lambda x: x % 1.5, lambda a: np.remainder(a, 1.5), 0.2, 1.3),
+    ("erf", lambda x: x.erf(), lambda a: np.vectorize(math.erf)(a), -2, 2),
+    ("silu", lambda x: tape.silu(x), lambda a: a / (1 + np.exp(-a)), -3, 3),
+    ("gelu", lambda x: tape.gelu(x), lambda a: 0.5 * a * (1 + np.vectorize(math.erf)(a / math.sqrt(2))), -3, 3),
+    ("gelu_tanh", lambda x: tape.gelu(x, approximate="tanh"),
+     lambda a: 0.5 * a * (1 + np.tanh(math.sqrt(2 / math.pi) * (a + 0.044715 * a ** 3))), -3, 3),
+    ("softplus", lambda x: tape.softplus(x), lambda a: np.log1p(np.exp(a)), -3, 3),
+    # beta x on either side of the threshold, away from the kink at beta x = threshold
+    ("softplus_beta_below", lambda x: x.softplus(beta=2.0, threshold=3.0), lambda a: np.log1p(np.exp(2 * a)) / 2,
+     -2, 1.3),
+    ("softplus_beta_above", lambda x: x.softplus(beta=2.0, threshold=3.0), lambda a: a * 1.0, 1.7, 3),
     # drawn away from the jumps at odd multiples of 0.05
     ("round_decimals", lambda x: tape.round(x, decimals=1) * x, lambda a: np.round(a, 1) * a, 0.21, 0.24),
 ]
@@ -478,6 +489,41 @@ def test_atan2_gradient_is_zero_at_the_origin_as_pytorchs(retaped):
     with force_retaped() if retaped else contextlib.nullcontext():
         tape.atan2(x, y).sum().backward()
     assert x.grad.tolist() == [0.0, 0.0, 4 / 25] and y.grad.tolist() == [0.0, 0.0, -3 / 25]
+
+
+# PyTorch's figures (torch.erf and torch.nn.functional's silu, gelu and softplus)
+# at x = -800, -3, 0.4, 2.5, 25: values, then first derivatives
+ACTIVATIONS = [
+    ("erf", lambda x: tape.erf(x), [-1.0, -0.9999779095030014, 0.42839235504666845, 0.999593047982555, 1.0],
+     [0.0, 0.00013925305194674786, 0.9615412988393078, 0.00217828423035271, 4.1534010636398965e-272]),
+    ("silu", lambda x: tape.silu(x), [-0.0, -0.14227761953270035, 0.2394750640449808, 2.3103545499468914,
+                                      24.9999999996528],
+     [-0.0, -0.08810410601516962, 0.6947919584090636, 1.0994011113415267, 1.000000000333312]),
+    ("gelu", lambda x: tape.gelu(x), [-0.0, -0.00404969409489031, 0.2621686966441297, 2.4844758366855597, 25.0],
+     [0.0, -0.01194564720418392, 0.8027297977316535, 1.037611085908145, 1.0]),
+    ("gelu_tanh", lambda x: tape.gelu(x, approximate="tanh"),
+     [-0.0, -0.0036373920817729943, 0.2621611694273562, 2.484915733910001, 25.0],
+     [0.0, -0.011584166630969648, 0.8026588344205614, 1.037951576212666, 1.0]),
+    ("softplus", lambda x: tape.softplus(x), [0.0, 0.04858735157374206, 0.9130152523999526, 2.5788897342925496, 25.0],
+     [0.0, 0.04742587317756679, 0.598687660112452, 0.9241418199787564, 1.0]),
+]
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+@pytest.mark.parametrize("name, fn, values, grads", ACTIVATIONS, ids=[a[0] for a in ACTIVATIONS])
+def test_activations_match_pytorchs_figures(name, fn, values, grads, retaped):
+    x = tape.tensor([-800.0, -3.0, 0.4, 2.5, 25.0], requires_grad=True)
+    y = fn(x)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        y.sum().backward()
+    np.testing.assert_allclose(y.tolist(), values, rtol=1e-12, atol=0)
+    np.testing.assert_allclose(x.grad.tolist(), grads, rtol=1e-12, atol=0)
+    assert type(y.grad_fn).__name__ == {"gelu_tanh": "GeluBackward0"}.get(name, name.capitalize() + "Backward0")
+
+
+def test_gelu_refuses_an_unknown_approximation():
+    with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
+        tape.gelu(tape.ones(2), approximate="fast")
 
 
 def test_amax_shares_a_tie_and_max_dim_picks_the_first():
