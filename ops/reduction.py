@@ -16,9 +16,10 @@ from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import maximum, minimum
-from ops.shape import _gather, _gather_native, _index_vjp, expand, reshape
+from ops.shape import _gather, _gather_native, _index_vjp, cat, expand, getitem, reshape
 
-__all__ = ["sum", "mean", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum"]
+__all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std",
+           "norm", "cumsum"]
 
 
 def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -121,6 +122,35 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
                            f"point or complex dtype. Got: {scalar_type_name(input.dtype)}")
     dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
     return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product of all elements, or along dim (one int). Recorded as a balanced
+    tree of multiplications (grad_fn MulBackward0, where PyTorch has
+    ProdBackward0): its gradients are exact at zeros, to every order, where
+    dividing the product by each element is not."""
+    if dim is not None:
+        _one_dim("prod", dim)
+    x = input if dtype is None else input.to(dtype)
+    if x.dtype.kind in "bu" or x.dtype.kind == "i" and dtype is None:
+        x = x.to(np.int64)  # PyTorch's integer products are int64
+    if dim is None:
+        x, d, kept = reshape(x, (-1,)), 0, (1,) * x.ndim
+    else:
+        d = _norm_dim(dim, x.ndim)
+        kept = x.shape[:d] + (1,) + x.shape[d + 1:] if x.ndim else ()
+    if x.ndim == 0:
+        return x.clone()
+    before = (slice(None),) * d
+    n = x.shape[d]
+    if n == 0:  # the empty product
+        x = new_tensor(wrap_value(np.ones(x.shape[:d] + (1,) + x.shape[d + 1:], x.dtype)))
+    while n > 1:
+        half = n // 2
+        paired = getitem(x, before + (slice(0, half),)) * getitem(x, before + (slice(half, 2 * half),))
+        x = cat([paired, getitem(x, before + (slice(2 * half, n),))], d) if n % 2 else paired
+        n = half + n % 2
+    return reshape(x, kept) if keepdim else reshape(x, kept[:d] + kept[d + 1:] if dim is not None else ())
 
 
 def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -397,5 +427,5 @@ Tensor.amax = amax
 Tensor.amin = amin
 Tensor.max = max
 Tensor.min = min
-for _name in ("logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum"):
+for _name in ("prod", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum"):
     setattr(Tensor, _name, globals()[_name])

@@ -147,6 +147,8 @@ CASES += [
     Case("sum_dims", lambda x: tape.sum(x, (0, 2)), lambda a: a.sum(axis=(0, 2)), ((2, 3, 2),)),
     Case("mean", lambda x: x.mean(), np.mean, ((2, 3),)),
     # random inputs: no ties, so finite differences see one smooth piece
+    Case("prod", lambda x: x.prod(), np.prod, ((2, 3),)),
+    Case("prod_dim", lambda x: tape.prod(x, -1, keepdim=True), lambda a: a.prod(-1, keepdims=True), ((2, 5),)),
     Case("amax", lambda x: x.amax(1), lambda a: a.max(axis=1), ((2, 3),)),
     Case("amin_dims", lambda x: tape.amin(x, (0, 2), keepdim=True),
          lambda a: a.min(axis=(0, 2), keepdims=True), ((2, 3, 2),)),
@@ -519,6 +521,26 @@ def test_activations_match_pytorchs_figures(name, fn, values, grads, retaped):
     np.testing.assert_allclose(y.tolist(), values, rtol=1e-12, atol=0)
     np.testing.assert_allclose(x.grad.tolist(), grads, rtol=1e-12, atol=0)
     assert type(y.grad_fn).__name__ == {"gelu_tanh": "GeluBackward0"}.get(name, name.capitalize() + "Backward0")
+
+
+def test_prod_is_exact_at_zeros_to_second_order():
+    # PyTorch's figures for the same rows: one zero, two zeros, none
+    x = tape.tensor([[1.0, 0.0, 3.0], [0.0, 5.0, 0.0], [2.0, 4.0, 0.5]], requires_grad=True)
+
+    y = x.prod(1)
+    (g,) = tape.autograd.grad(y.sum(), x, create_graph=True)
+    (h,) = tape.autograd.grad(g.sum(), x)
+
+    assert y.tolist() == [0.0, 0.0, 4.0]
+    assert g.tolist() == [[0.0, 3.0, 0.0], [0.0, 0.0, 0.0], [2.0, 1.0, 8.0]]
+    assert h.tolist() == [[3.0, 4.0, 1.0], [5.0, 0.0, 5.0], [4.5, 2.5, 6.0]]
+
+
+def test_prod_dtypes_and_the_empty_product_as_pytorchs():
+    assert tape.tensor([1, 2, 3], dtype=tape.uint8).prod().dtype == tape.int64
+    assert tape.tensor([True, True]).prod().tolist() == 1
+    assert tape.ones(2, 0).prod(1).tolist() == [1.0, 1.0]
+    assert tape.prod(tape.ones(2, 3), 1, dtype=tape.float32).dtype == tape.float32
 
 
 def test_gelu_refuses_an_unknown_approximation():
