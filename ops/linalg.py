@@ -2,6 +2,10 @@
 them (promoting 1-D operands and broadcasting batch dims explicitly).
 Native kernels call BLAS through Numba's np.dot.
 """
+import builtins
+import collections
+import math
+
 import numpy as np
 
 from tape._dtypes import cpp_type_name, scalar_type_name
@@ -10,9 +14,11 @@ from tape._registry import SAVES_X, SAVES_Y, defop
 from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
-from ops.shape import expand, reshape, squeeze, transpose, unsqueeze
+from ops.reduction import sum as _sum
+from ops.selection import diagonal
+from ops.shape import expand, permute, reshape, squeeze, transpose, unsqueeze
 
-__all__ = ["dot", "mv", "mm", "bmm", "matmul", "outer"]
+__all__ = ["dot", "mv", "mm", "bmm", "matmul", "outer", "einsum"]
 
 
 # The forward products call np.dot, not @: the same BLAS call and result,
@@ -194,6 +200,110 @@ def matmul(x, y):
     if y.ndim == 1:
         out = squeeze(out, -1)
     return out
+
+
+def einsum(equation, *operands):
+    """Einstein summation (`"ij,jk->ik"`, `"bij,bjk->bik"`, `"ii->i"`,
+    `"...ij->...ji"`), as PyTorch's: repeated labels of one operand take the
+    diagonal, labels of one operand only that the output lacks are summed, and
+    the operands are contracted left to right, each pair by one bmm, so it is
+    differentiable to any order as its parts are."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    lhs, arrow, rhs = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the equation"
+                           if len(operands) > len(terms) else
+                           "einsum(): fewer operands were provided than specified in the equation")
+    # the dims under "..." take labels of their own, aligned to the right as broadcasting aligns them
+    spans = [t.ndim - len(term.replace("...", "")) for term, t in zip(terms, operands)]
+    width = builtins.max([k for k, term in zip(spans, terms) if "..." in term], default=0)
+    ellipsis = [chr(0x100 + k) for k in range(width)]
+    labelled = []
+    for term, t, k in zip(terms, operands, spans):
+        labels = list(term.replace("...", "\0"))
+        if "\0" in labels:
+            at = labels.index("\0")
+            labels[at:at + 1] = ellipsis[width - k:]
+        if len(labels) != t.ndim:
+            raise RuntimeError(f"einsum(): the number of subscripts in the equation ({len(labels)}) does not "
+                               f"match the number of dimensions ({t.ndim}) for operand {len(labelled)}"
+                               + ("" if "..." in term else " and no ellipsis was given"))
+        labelled.append((t, labels))
+    seen = {}
+    for i, (t, labels) in enumerate(labelled):
+        for l, d in zip(labels, t.shape):
+            if seen.setdefault(l, d) != d and 1 not in (d, seen[l]):
+                raise RuntimeError(f"einsum(): subscript {l} has size {d} for operand {i} which does not "
+                                   f"broadcast with previously seen size {seen[l]}")
+            seen[l] = builtins.max(seen[l], d)
+    labelled = [_distinct_labels(t, labels) for t, labels in labelled]
+    counts = collections.Counter(l for _, labels in labelled for l in labels)
+    if arrow:
+        out = list(rhs.replace("...", "\0"))
+        if "\0" in out:
+            at = out.index("\0")
+            out[at:at + 1] = ellipsis
+    else:  # PyTorch's implicit output: the "..." dims, then the labels used once, sorted
+        out = ellipsis + sorted(l for l, n in counts.items() if n == 1 and l not in ellipsis)
+    for l in out:
+        if l not in counts:
+            raise RuntimeError(f"einsum(): output subscript {l} does not appear in the equation for any input "
+                               "operand")
+    (x, labels), *rest = labelled
+    for k, (y, other) in enumerate(rest):
+        needed = set(out).union(*(ls for _, ls in rest[k + 1:]))
+        x, labels = _contract(x, labels, y, other, needed)
+    x, labels = _sum_labels(x, labels, set(out))
+    return permute(x, [labels.index(l) for l in out]) if labels != out else x
+
+
+def _distinct_labels(t, labels):
+    """(t, labels) with each repeated label's dims replaced by their diagonal."""
+    for l in list(dict.fromkeys(labels)):
+        while labels.count(l) > 1:
+            p = labels.index(l)
+            q = labels.index(l, p + 1)
+            t = diagonal(t, 0, p, q)
+            labels = [m for i, m in enumerate(labels) if i not in (p, q)] + [l]
+    return t, labels
+
+
+def _sum_labels(t, labels, needed):
+    """t summed over the dims whose labels are not needed."""
+    dims = [i for i, l in enumerate(labels) if l not in needed]
+    if not dims:
+        return t, labels
+    return _sum(t, tuple(dims)), [l for l in labels if l in needed]
+
+
+def _contract(x, lx, y, ly, needed):
+    """x (labels lx) times y (labels ly), summed over the shared labels not
+    needed later, as one bmm: batch, x's own and y's own labels follow."""
+    x, lx = _sum_labels(x, lx, needed | set(ly))
+    y, ly = _sum_labels(y, ly, needed | set(lx))
+    batch = [l for l in lx if l in ly and l in needed]
+    summed = [l for l in lx if l in ly and l not in needed]
+    own_x = [l for l in lx if l not in ly]
+    own_y = [l for l in ly if l not in lx]
+    size = {}  # sizes broadcast (einsum checked that they do)
+    for t, ls in ((x, lx), (y, ly)):
+        for l, d in zip(ls, t.shape):
+            size[l] = builtins.max(size.get(l, d), d)
+
+    def arranged(t, ls, order):
+        t = permute(t, [ls.index(l) for l in order]) if ls != order else t
+        full = tuple(size[l] for l in order)
+        return expand(t, full) if t.shape != full else t
+
+    def count(ls):
+        return math.prod(size[l] for l in ls)
+
+    x3 = reshape(arranged(x, lx, batch + own_x + summed), (count(batch), count(own_x), count(summed)))
+    y3 = reshape(arranged(y, ly, batch + summed + own_y), (count(batch), count(summed), count(own_y)))
+    product = bmm(x3, y3)
+    return reshape(product, tuple(size[l] for l in batch + own_x + own_y)), batch + own_x + own_y
 
 
 def _rmatmul(x, y):

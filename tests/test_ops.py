@@ -147,6 +147,10 @@ CASES += [
     Case("sum_dims", lambda x: tape.sum(x, (0, 2)), lambda a: a.sum(axis=(0, 2)), ((2, 3, 2),)),
     Case("mean", lambda x: x.mean(), np.mean, ((2, 3),)),
     # random inputs: no ties, so finite differences see one smooth piece
+    Case("einsum_contract", lambda x, y: tape.einsum("bij,bjk->bik", x, y), lambda a, b: np.einsum("bij,bjk->bik", a, b),
+         ((2, 3, 4), (2, 4, 2))),
+    Case("einsum_trace_and_broadcast", lambda x, y: tape.einsum("ii,...i->...", x * x, y),
+         lambda a, b: np.einsum("ii,...i->...", a * a, b), ((3, 3), (2, 3))),
     Case("prod", lambda x: x.prod(), np.prod, ((2, 3),)),
     Case("prod_dim", lambda x: tape.prod(x, -1, keepdim=True), lambda a: a.prod(-1, keepdims=True), ((2, 5),)),
     Case("amax", lambda x: x.amax(1), lambda a: a.max(axis=1), ((2, 3),)),
@@ -541,6 +545,46 @@ def test_prod_dtypes_and_the_empty_product_as_pytorchs():
     assert tape.tensor([True, True]).prod().tolist() == 1
     assert tape.ones(2, 0).prod(1).tolist() == [1.0, 1.0]
     assert tape.prod(tape.ones(2, 3), 1, dtype=tape.float32).dtype == tape.float32
+
+
+EINSUMS = [("ij,jk->ik", [(3, 4), (4, 5)]), ("i,j->ij", [(3,), (4,)]), ("ij->ji", [(3, 4)]), ("ii->i", [(3, 3)]),
+           ("ii->", [(3, 3)]), ("ij->j", [(3, 4)]), ("ij,kj", [(3, 4), (5, 4)]), ("...ij->...ji", [(2, 3, 4)]),
+           ("...ij,...jk->...ik", [(1, 3, 4), (2, 4, 5)]), ("ij,jk,kl->il", [(2, 3), (3, 4), (4, 5)]),
+           ("iij->j", [(3, 3, 4)]), ("ijk,ik->j", [(2, 3, 4), (2, 4)]), ("bhqd,bhkd->bhqk", [(2, 3, 4, 5), (2, 3, 6, 5)]),
+           ("...i,...i", [(2, 3), (3,)]), ("ab,cd->abcd", [(2, 3), (4, 5)]), ("ii,i->i", [(3, 3), (3,)])]
+
+
+@pytest.mark.parametrize("equation, shapes", EINSUMS, ids=[e for e, _ in EINSUMS])
+def test_einsum_matches_numpy_and_its_gradient_is_the_product_rule(equation, shapes):
+    rng = np.random.default_rng(0)
+    arrays = [rng.uniform(-1, 1, s) for s in shapes]
+    xs = [tape.tensor(a, requires_grad=True) for a in arrays]
+
+    out = tape.einsum(equation, *xs)
+    out.sum().backward()
+
+    expected = np.einsum(equation, *arrays)
+    np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-12, atol=1e-12)
+    # d sum(out) / d x_0 by finite differences of NumPy's einsum (linear in x_0)
+    basis = np.zeros_like(arrays[0])
+    grad = np.zeros_like(arrays[0])
+    for index in np.ndindex(basis.shape):
+        basis[index] = 1.0
+        grad[index] = np.einsum(equation, basis, *arrays[1:]).sum()
+        basis[index] = 0.0
+    np.testing.assert_allclose(xs[0].grad.numpy(), grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("equation, shapes, message", [
+    ("ij,jk->ik", [(3, 4), (5, 6)], "subscript j has size 5 for operand 1 which does not broadcast with "
+                                    "previously seen size 4"),
+    ("ij,jk->ik", [(3, 4)], "fewer operands were provided than specified in the equation"),
+    ("ij->ik", [(3, 4)], "output subscript k does not appear in the equation for any input operand"),
+    ("ijk->ij", [(3, 4)], r"the number of subscripts in the equation \(3\) does not match the number of dimensions"),
+])
+def test_einsum_errors_as_pytorchs(equation, shapes, message):
+    with pytest.raises(RuntimeError, match=message):
+        tape.einsum(equation, *[tape.ones(*s) for s in shapes])
 
 
 def test_gelu_refuses_an_unknown_approximation():
