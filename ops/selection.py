@@ -5,17 +5,35 @@ triu and tril. where, triu and tril compose recorded ops, so their gradients
 of any order are those of the composition."""
 import numpy as np
 
+from tape._broadcast import bcast_index
 from tape._dtypes import scalar_type_name
-from tape._record import broadcast_shapes, python_number
+from tape._record import broadcast_shapes, python_number, record
 from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
-from ops.elementwise import clone, to
-from ops.inplace import setitem
-from ops.shape import _gather, _gather_native, _index_vjp, expand, getitem, indexed_result
+from ops.shape import _gather, _gather_native, _index_vjp, getitem, indexed_result, sum_to
 
 __all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"]
+
+
+def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
+    for i in range(G.size):
+        if ints[i] != 0:
+            if GA.size:
+                GA[bcast_index(i, osh, xsh)] += G[i]
+        elif GB.size:
+            GB[bcast_index(i, osh, ysh)] += G[i]
+
+
+def _where_vjp(ctx, g):
+    mask = ctx.ints.reshape(ctx.shape) != 0
+    return (sum_to(where(mask, g, 0.0), ctx.x_shape) if ctx.needs[0] else None,
+            sum_to(where(mask, 0.0, g), ctx.y_shape) if ctx.needs[1] else None)
+
+
+_WHERE = defop("where", "WhereBackward0", 2, vjp=_where_vjp, native=_where_native)
 
 
 def where(condition, input=None, other=None):
@@ -31,21 +49,12 @@ def where(condition, input=None, other=None):
     xv = x._array() if isinstance(x, Tensor) else x
     yv = y._array() if isinstance(y, Tensor) else y
     shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))  # PyTorch's error
-    value = np.where(mask, xv, yv)
-    grad = state.tape.grad_enabled and any(isinstance(t, Tensor) and t._rg for t in (x, y))
-    if not grad:
-        return new_tensor(wrap_value(value))
-    mask = np.broadcast_to(mask, shape)
-    out = clone(_full(y, shape, value.dtype))
-    setitem(out, mask, getitem(_full(x, shape, value.dtype), mask))
-    return out
-
-
-def _full(v, shape, dtype):
-    """Operand v (a tensor or a number) as a tensor of `shape` and `dtype`."""
-    if not isinstance(v, Tensor):
-        return new_tensor(wrap_value(np.full(shape, v, dtype)))
-    return expand(to(v, dtype), shape)
+    value = wrap_value(np.where(mask, xv, yv))
+    inputs = tuple(t if isinstance(t, Tensor) and t._rg else None for t in (x, y))
+    if not (state.tape.grad_enabled and inputs != (None, None)):
+        return new_tensor(value)
+    held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
+    return record(_WHERE, value, inputs, ints=held)
 
 
 def split(tensor, split_size_or_sections, dim=0):

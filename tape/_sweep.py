@@ -14,13 +14,13 @@ from numba.np.numpy_support import carray
 
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "dd9227a25573be84"
+REGISTRY_DIGEST = "07bf6e9b3c87a0de"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False, False, False, False, False, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'norm', 'cumsum', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_', 'flip', 'index_select', 'gather', 'diagonal', 'mm', 'mv', 'dot', 'bmm')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'norm', 'cumsum', 'where', 'flip', 'index_select', 'gather', 'diagonal', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -268,30 +268,32 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 89:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # zero_
-        _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # fill_
-        _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # copy_slices
-        _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # index_put_
-        _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # flip
+    elif o == 90:  # where
+        _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 91:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # index_select
+    elif o == 92:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # gather
+    elif o == 93:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 98:  # diagonal
+    elif o == 94:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 99:  # mm
+    elif o == 95:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # mv
+    elif o == 96:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # dot
+    elif o == 97:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # bmm
+    elif o == 98:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 99:  # zero_
+        _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 100:  # fill_
+        _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 102:  # copy_slices
+        _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 103:  # index_put_
+        _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
 
@@ -720,7 +722,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 92:  # copy
+            elif o == 101:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1128,7 +1130,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 92:  # copy
+            elif o == 101:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -2485,7 +2487,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 92:  # copy
+    elif o == 101:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
@@ -2675,22 +2677,14 @@ def _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 
 @_jit
-def _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    return
-
-
-_vjp_fill_ = _vjp_zero_
-
-
-@_jit
-def _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    nd = (ints.size - 1) // 2
-    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]))
-
-
-@_jit
-def _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    put_vjp(G, GA, GB, ints)
+def _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
+    for i in range(G.size):
+        if ints[i] != 0:
+            if GA.size:
+                GA[bcast_index(i, osh, xsh)] += G[i]
+        elif GB.size:
+            GB[bcast_index(i, osh, ysh)] += G[i]
 
 
 _vjp_flip = _vjp_index
@@ -2745,3 +2739,22 @@ def _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             add_product(GA.reshape((b, m, k))[i], G3[i], False, Y3[i], True)
         if GB.size:
             add_product(GB.reshape((b, k, n))[i], X3[i], True, G3[i], False)
+
+
+@_jit
+def _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    return
+
+
+_vjp_fill_ = _vjp_zero_
+
+
+@_jit
+def _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    nd = (ints.size - 1) // 2
+    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]))
+
+
+@_jit
+def _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    put_vjp(G, GA, GB, ints)

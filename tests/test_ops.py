@@ -587,6 +587,19 @@ def test_einsum_errors_as_pytorchs(equation, shapes, message):
         tape.einsum(equation, *[tape.ones(*s) for s in shapes])
 
 
+def test_where_is_one_node_with_pytorchs_name_and_broadcast_gradients():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = tape.tensor([[10.0], [20.0]], requires_grad=True)
+
+    out = tape.where(tape.tensor([True, False, True]), x, y)
+    (out * tape.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])).sum().backward()
+
+    # PyTorch's figures for the same script
+    assert type(out.grad_fn).__name__ == "WhereBackward0"
+    assert [type(f).__name__ for f, _ in out.grad_fn.next_functions] == ["AccumulateGrad", "AccumulateGrad"]
+    assert x.grad.tolist() == [5.0, 0.0, 9.0] and y.grad.tolist() == [[2.0], [5.0]]
+
+
 def test_gelu_refuses_an_unknown_approximation():
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
         tape.gelu(tape.ones(2), approximate="fast")
