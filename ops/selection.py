@@ -12,7 +12,8 @@ from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
-from ops.shape import _gather, _gather_native, _index_vjp, getitem, indexed_result, sum_to
+from ops.shape import (_gather, _gather_native, _index_vjp, _strided_gather_native, _strided_vjp, getitem,
+                       indexed_result, sum_to)
 
 __all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"]
 
@@ -57,6 +58,13 @@ def where(condition, input=None, other=None):
     return record(_WHERE, value, inputs, ints=held)
 
 
+# each part of split, chunk and unbind is a strided view, recorded under PyTorch's name
+_SPLIT = defop("split", "SplitBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+_SPLIT_WITH_SIZES = defop("split_with_sizes", "SplitWithSizesBackward0", 1, vjp=_strided_vjp,
+                          native=_strided_gather_native)
+_UNBIND = defop("unbind", "UnbindBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+
+
 def split(tensor, split_size_or_sections, dim=0):
     """Slices of `tensor` along dim: of split_size each (the last may be
     smaller), or of the given sizes."""
@@ -74,7 +82,8 @@ def split(tensor, split_size_or_sections, dim=0):
         sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
     starts = np.cumsum([0] + sizes[:-1]).tolist()
     before = (slice(None),) * d
-    return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),))
+    op = _SPLIT_WITH_SIZES if isinstance(split_size_or_sections, (list, tuple)) else _SPLIT
+    return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
                                for start, k in zip(starts, sizes)])
 
 
@@ -98,7 +107,8 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     """The slices of input at each index along dim, without that dim."""
     d = _norm_dim(dim, input.ndim)
-    return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,)) for i in range(input.shape[d])])
+    return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,), recorded_as=_UNBIND)
+                                for i in range(input.shape[d])])
 
 
 def _taken(name, grad_fn):

@@ -570,8 +570,10 @@ def register_copy(x, copy):
     copies.append(weakref.ref(copy))
 
 
-def getitem(x, key):
-    """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays."""
+def getitem(x, key, recorded_as=None):
+    """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays.
+    `recorded_as` is the strided op that records a part of split or unbind,
+    for PyTorch's grad_fn name (SplitBackward0, UnbindBackward0)."""
     key, value, opdef = _indexed(x, key)
     if not (x._rg and state.tape.grad_enabled):
         # advanced indexing gives a copy, in PyTorch too: it shares nothing with x
@@ -582,7 +584,7 @@ def getitem(x, key):
         return indexed_result(out, x, key)
     where_ = _region(x.shape, key, opdef)
     if isinstance(where_, tuple):
-        out = indexed_result(record(opdef, wrap_value(np.array(value)), (x,), ints=where_), x, key)
+        out = indexed_result(record(recorded_as or opdef, wrap_value(np.array(value)), (x,), ints=where_), x, key)
     else:
         out = _gather(_INDEX, x, where_, np.shape(value))
     return out

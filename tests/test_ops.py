@@ -600,6 +600,15 @@ def test_where_is_one_node_with_pytorchs_name_and_broadcast_gradients():
     assert x.grad.tolist() == [5.0, 0.0, 9.0] and y.grad.tolist() == [[2.0], [5.0]]
 
 
+def test_parts_of_split_chunk_and_unbind_carry_pytorchs_grad_fn_names():
+    x = tape.ones(4, 3, requires_grad=True)
+
+    parts = [x.split(2)[0], x.split([1, 3])[1], x.chunk(2, 1)[1], x.unbind(1)[2]]
+
+    assert [type(p.grad_fn).__name__ for p in parts] == [
+        "SplitBackward0", "SplitWithSizesBackward0", "SplitBackward0", "UnbindBackward0"]
+
+
 def test_gelu_refuses_an_unknown_approximation():
     with pytest.raises(RuntimeError, match="approximate argument must be either none or tanh"):
         tape.gelu(tape.ones(2), approximate="fast")
