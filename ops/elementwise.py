@@ -314,14 +314,9 @@ def _silu_scalar(x):
     return x * sigmoid_of_number(x)
 
 
-_silu = _unary("silu", "SiluBackward0",
-               "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", _silu_scalar,
-               lambda x: x * _sigmoid_array(x))
-
-
-def silu(input):
-    """x * sigmoid(x) (PyTorch's torch.nn.functional.silu)."""
-    return _silu(input)
+# x * sigmoid(x), PyTorch's torch.nn.functional.silu
+silu = _unary("silu", "SiluBackward0", "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", _silu_scalar,
+              lambda x: x * _sigmoid_array(x))
 
 
 def _gelu_scalar(x):

@@ -1,8 +1,9 @@
 """Ops that select elements: where (of one tensor or another by a condition),
 split, chunk and unbind (slices), flip, index_select, gather and diagonal
 (elements at computed positions: a gather whose gradient scatters back),
-triu and tril. where, triu and tril compose recorded ops, so their gradients
-of any order are those of the composition."""
+triu and tril. where is one recorded op whose VJP is where on g; triu and
+tril compose recorded ops, so their gradients of any order are those of the
+composition."""
 import numpy as np
 
 from tape._broadcast import bcast_index

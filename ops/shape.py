@@ -13,7 +13,7 @@ from tape._broadcast import reduce_broadcast
 from tape._record import record
 from tape._registry import defop, native_helper
 from tape._tape import state
-from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
+from tape._tensor import Tensor, _norm_dim, new_tensor, warn_once, wrap_value
 
 __all__ = ["expand", "broadcast_to", "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute",
            "transpose", "t", "getitem", "sum_to", "cat", "stack"]
@@ -285,15 +285,11 @@ _T_DEPRECATED = (
     "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is deprecated and "
     "it will throw an error in a future release. Consider `x.mT` to transpose batches of matrices "
     "or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.")
-_T_WARNED = set()
 
 
 def _T_property(x):
     if x.ndim != 2:
-        kind = int(x.ndim != 0)
-        if kind not in _T_WARNED:
-            _T_WARNED.add(kind)
-            warnings.warn(_T_DEPRECATED[kind], UserWarning, stacklevel=2)
+        warn_once(_T_DEPRECATED[int(x.ndim != 0)], stacklevel=2)
     return permute(x, tuple(range(x.ndim - 1, -1, -1)))
 
 

@@ -2,7 +2,6 @@
 for create_graph=True, and what both share (roots, seeds, checks, results).
 """
 import functools
-import warnings
 
 import numpy as np
 
@@ -11,7 +10,7 @@ from ._dtypes import float32, float64
 from ._grad_mode import set_grad_enabled
 from ._registry import CONST, LEAF, REGISTRY
 from ._tape import DATA_FIELD, RETAIN, RG, TARGET, state, where
-from ._tensor import Tensor, new_tensor, wrap_value
+from ._tensor import Tensor, new_tensor, warn_once, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped"]
 
@@ -385,11 +384,11 @@ def _retained_tensor(tp, r):
     return ref() if ref is not None else None
 
 
-_CREATE_GRAPH_WARNING = [
+_CREATE_GRAPH_WARNING = (
     "Using backward() with create_graph=True will create a reference cycle between the parameter and "
     "its gradient which can cause a memory leak. We recommend using autograd.grad when creating the "
     "graph to avoid this. If you have to use this function, make sure to reset the .grad fields of "
-    "your parameters to None after use to break the cycle and avoid the leak."]
+    "your parameters to None after use to break the cycle and avoid the leak.")
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
@@ -413,8 +412,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if not t.is_leaf:
             t.retain_grad()
-    if create_graph and _CREATE_GRAPH_WARNING:  # once per process, as PyTorch's
-        warnings.warn(_CREATE_GRAPH_WARNING.pop(), UserWarning, stacklevel=3)
+    if create_graph:
+        warn_once(_CREATE_GRAPH_WARNING, stacklevel=3)
     tp = state.tape
     with _rows_held(tp):
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,

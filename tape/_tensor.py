@@ -557,10 +557,9 @@ class Tensor:
     def _scalar(self, kind):
         if self.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self._rg and kind is float and _SCALAR_WARNING:  # PyTorch warns for float() only, once
-            _SCALAR_WARNING.pop()
-            warnings.warn("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
-                          "behavior.\nConsider using tensor.detach() first.", UserWarning, stacklevel=3)
+        if self._rg and kind is float:  # PyTorch warns for float() only
+            warn_once("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
+                      "behavior.\nConsider using tensor.detach() first.", stacklevel=3)
         return kind(self.item())
 
     def __float__(self):
@@ -617,7 +616,15 @@ class Tensor:
     # Tensor.backward is attached by tape._engine, which imports this module
 
 
-_SCALAR_WARNING = [True]
+_WARNED = set()
+
+
+def warn_once(message, stacklevel):
+    """A UserWarning the first time `message` is given in this process, as
+    PyTorch's TORCH_WARN_ONCE; `stacklevel` counts from the caller."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, UserWarning, stacklevel=stacklevel + 1)
 
 
 def refuse_half_grad(dtype):

@@ -406,8 +406,8 @@ def test_legacy_constructor_refuses_a_number():
 
 
 def test_T_off_matrices_warns_once_as_pytorch(monkeypatch):
-    from ops import shape
-    monkeypatch.setattr(shape, "_T_WARNED", set())
+    from tape import _tensor
+    monkeypatch.setattr(_tensor, "_WARNED", set())  # the process's once-only warnings, given afresh
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         assert tape.ones(3).T.shape == (3,) and tape.ones(2, 3, 4).T.shape == (4, 3, 2)
