@@ -32,6 +32,7 @@ from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
+from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
 '''
@@ -234,15 +235,20 @@ def _pointer_intrinsic(dtype):
 _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
 _i64_at = _pointer_intrinsic(types.int64)
+_u8_at = _pointer_intrinsic(types.uint8)
 
-# BLAS dgemm through Numba's helper library, which its np.dot calls: with the
+# Fortran BLAS dgemm, the one tape._blas registers as tape_dgemm: with the
 # transposes as flags and beta 1 it accumulates into an adjoint in place,
-# where np.dot needs transposed copies and a temporary for each product
-_xxgemm = types.ExternalFunction("numba_xxgemm", types.intc(
-    types.char, types.char, types.char, types.intp, types.intp, types.intp,
-    types.CPointer(types.float64), types.CPointer(types.float64), types.intp,
-    types.CPointer(types.float64), types.intp, types.CPointer(types.float64),
-    types.CPointer(types.float64), types.intp))
+# where np.dot needs transposed copies and a temporary for each product.
+# Every argument is a pointer: _u8_at for the two flags, _i64_at for the
+# integers (int64 slots, Note [Which BLAS] in tape/_blas.py), _f64_at for
+# the scalars and matrices.
+_dgemm = types.ExternalFunction("tape_dgemm", types.void(
+    types.CPointer(types.uint8), types.CPointer(types.uint8), types.CPointer(types.int64),
+    types.CPointer(types.int64), types.CPointer(types.int64), types.CPointer(types.float64),
+    types.CPointer(types.float64), types.CPointer(types.int64), types.CPointer(types.float64),
+    types.CPointer(types.int64), types.CPointer(types.float64), types.CPointer(types.float64),
+    types.CPointer(types.int64)))
 _NO_TRANSPOSE, _TRANSPOSE = ord("N"), ord("T")
 
 
@@ -257,14 +263,19 @@ def add_product(C, A, ta, B, tb):
     k = A.shape[0] if ta else A.shape[1]
     if p == 0 or q == 0 or k == 0:
         return
-    one = np.ones(1)  # alpha and beta
-    status = _xxgemm(np.int8(ord("d")), np.int8(_TRANSPOSE if tb else _NO_TRANSPOSE),
-                     np.int8(_TRANSPOSE if ta else _NO_TRANSPOSE), q, p, k,
-                     _f64_at(one.ctypes.data), _f64_at(B.ctypes.data), B.shape[1],
-                     _f64_at(A.ctypes.data), A.shape[1], _f64_at(one.ctypes.data),
-                     _f64_at(C.ctypes.data), q)
-    if status != 0:
-        raise RuntimeError("BLAS (scipy.linalg.cython_blas) is not available")
+    # m n k ldb lda ldc, then 1.0 (alpha and beta), then the two flags
+    args = np.empty(8, np.int64)
+    args[0], args[1], args[2] = q, p, k
+    args[3], args[4], args[5] = B.shape[1], A.shape[1], q
+    args[6:7].view(np.float64)[0] = 1.0
+    flags = args[7:8].view(np.uint8)
+    flags[0] = _TRANSPOSE if tb else _NO_TRANSPOSE
+    flags[1] = _TRANSPOSE if ta else _NO_TRANSPOSE
+    at = args.ctypes.data
+    _dgemm(_u8_at(at + 56), _u8_at(at + 57), _i64_at(at), _i64_at(at + 8), _i64_at(at + 16),
+           _f64_at(at + 48), _f64_at(B.ctypes.data), _i64_at(at + 24), _f64_at(A.ctypes.data),
+           _i64_at(at + 32), _f64_at(at + 48), _f64_at(C.ctypes.data), _i64_at(at + 40))
+    args[0] = 0  # a use after the call: Numba frees a local array after its last use
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
