@@ -10,8 +10,8 @@ import numpy as np
 
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
-from tape._record import record
-from tape._registry import SAVES_OUT, SAVES_X, defop
+from tape._record import quiet, record
+from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
@@ -249,62 +249,141 @@ max = _max_or_min("max", maximum, np.maximum, np.argmax)
 min = _max_or_min("min", minimum, np.minimum, np.argmin)
 
 
-# logsumexp, softmax, log_softmax, var and std are compositions of the ops
-# above: their gradients, of any order, are those of the composition
-
-
-def _shifted(x, dim):
-    """(x less its maximum over dim, that maximum): a constant, kept, finite,
-    so that exp does not overflow."""
-    dims = _dims(x, dim) if x.ndim else None
-    m = np.max(x._array(), axis=dims, keepdims=True)
-    m = new_tensor(wrap_value(np.where(np.isfinite(m), m, 0.0)))
-    return x - m, m, dims
-
-
-def logsumexp(input, dim, keepdim=False):
-    """log(sum(exp(input), dim)), computed without overflow."""
-    if input.dtype.kind not in "fc":  # of integers and bools too, as PyTorch's
-        input = input.to(get_default_dtype())
-    z, m, dims = _shifted(input, dim)
-    total = sum(z.exp(), dims, keepdim=True).log() + m
-    return total if keepdim or dims is None else reshape(total, sum(z, dims).shape)
-
-
 def _one_dim(name, dim):
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"{name}(): argument 'dim' (position 2) must be int, not {type(dim).__name__}")
 
 
+def _finite_max(a, axis):
+    """The max of a over axis, kept, and 0 where it is not finite (or a is
+    empty): subtracted before exp, it keeps exp from overflowing."""
+    m = np.max(a, axis=axis, keepdims=True, initial=-np.inf)
+    return np.where(np.isfinite(m), m, 0.0).astype(a.dtype, copy=False)
+
+
+# logsumexp, softmax, log_softmax, var and std are each one recorded op, as in
+# PyTorch: one row, PyTorch's grad_fn name, a native kernel, and a VJP in tape
+# ops (differentiable again)
+
+def _logsumexp_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        GA[i] += G[j] * exp(X[i] - O[j])
+
+
+def _logsumexp_vjp(ctx, g):
+    kshape = tuple(ctx.ints)
+    return (reshape(g, kshape) * (ctx.x - reshape(ctx.out, kshape)).exp(),)
+
+
+_LOGSUMEXP = defop("logsumexp", "LogsumexpBackward0", 1, saves=SAVES_X | SAVES_OUT,
+                   vjp=_logsumexp_vjp, native=_logsumexp_native)
+
+
+def logsumexp(input, dim, keepdim=False):
+    """log(sum(exp(input), dim)), computed without overflow."""
+    x = input if input.dtype.kind in "fc" else input.to(get_default_dtype())  # as PyTorch's
+    dims = _dims(x, dim) if x.ndim else None
+    a = x._array()
+    m = _finite_max(a, dims)
+    total = np.add.reduce(np.exp(a - m), axis=dims, keepdims=True)
+    value = quiet(np.log, total) + m
+    reduced = range(x.ndim) if dims is None else dims
+    if not keepdim and x.ndim:
+        value = value.reshape([d for k, d in enumerate(x.shape) if k not in reduced])
+    value = wrap_value(value)
+    if not (x._rg and state.tape.grad_enabled):
+        return new_tensor(value)
+    return record(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
+
+
+@native_helper
+def lines_along(shape, d):
+    """(outer, n, inner) of the lines along dim d of a C-ordered shape: element
+    t of line (o, k) is at (o * n + t) * inner + k. A 0-d shape is one line
+    of one element."""
+    if shape.size == 0:
+        return 1, 1, 1
+    n = shape[d]
+    inner = 1
+    for k in range(d + 1, shape.size):
+        inner *= shape[k]
+    total = n * inner
+    for k in range(d):
+        total *= shape[k]
+    return (total // (n * inner) if n * inner else 0), n, inner
+
+
+def _softmax_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # along the dim: softmax (pp 1) out * (g - sum(g * out)), log_softmax
+    # (pp 0) g - exp(out) * sum(g)
+    outer, n, inner = lines_along(osh, ints[0])
+    for o in range(outer):
+        for k in range(inner):
+            base = o * n * inner + k
+            s = 0.0
+            for t in range(n):
+                i = base + t * inner
+                s += G[i] * O[i] if pp else G[i]
+            for t in range(n):
+                i = base + t * inner
+                GA[i] += O[i] * (G[i] - s) if pp else G[i] - exp(O[i]) * s
+
+
+def _softmax_vjp(ctx, g):
+    out = ctx.out
+    return (out * (g - sum(g * out, int(ctx.ints[0]), keepdim=True)),)
+
+
+def _log_softmax_vjp(ctx, g):
+    return (g - ctx.out.exp() * sum(g, int(ctx.ints[0]), keepdim=True),)
+
+
+_SOFTMAX = defop("softmax", "SoftmaxBackward0", 1, saves=SAVES_OUT, vjp=_softmax_vjp,
+                 native=_softmax_native)
+_LOG_SOFTMAX = defop("log_softmax", "LogSoftmaxBackward0", 1, saves=SAVES_OUT, vjp=_log_softmax_vjp,
+                     native=_softmax_native)
+
+
 def _softmax_input(name, input, dim, dtype):
-    """input in `dtype`, once dim is known to be one int; PyTorch has no
-    softmax kernel for integers."""
+    """(input in `dtype`, dim as a dim of it), once dim is known to be one int;
+    PyTorch has no softmax kernel for integers."""
     _one_dim(name, dim)
     x = input if dtype is None else input.to(dtype)
     if x.dtype.kind not in "fc":
         kernel = "lastdim_kernel_impl" if x.ndim == 0 or _norm_dim(dim, x.ndim) == x.ndim - 1 else "kernel_impl"
         raise NotImplementedError(f'"{name}_{kernel}" not implemented for \'{scalar_type_name(x.dtype)}\'')
-    return x
+    return x, _norm_dim(dim, x.ndim)
+
+
+def _softmax_op(opdef, x, d, value):
+    value = wrap_value(value.reshape(x.shape))
+    if not (x._rg and state.tape.grad_enabled):
+        return new_tensor(value)
+    return record(opdef, value, (x,), p=1.0 if opdef is _SOFTMAX else 0.0, ints=(d,))
 
 
 def softmax(input, dim, dtype=None):
     """exp(input) over its sum along dim."""
-    x = _softmax_input("softmax", input, dim, dtype)
-    e = _shifted(x, dim)[0].exp()
-    return e / sum(e, dim if x.ndim else None, keepdim=True)
+    x, d = _softmax_input("softmax", input, dim, dtype)
+    a = x._array().reshape(x.shape or (1,))
+    e = np.exp(a - _finite_max(a, d))
+    return _softmax_op(_SOFTMAX, x, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
 
 
 def log_softmax(input, dim, dtype=None):
     """input less its logsumexp along dim, as (input - max) - log(sum(exp(input - max))):
     adding the max back first would round large logits (1e10 + 1) to its ulp."""
-    x = _softmax_input("log_softmax", input, dim, dtype)
-    z, _, dims = _shifted(x, dim)
-    return z - sum(z.exp(), dims, keepdim=True).log()
+    x, d = _softmax_input("log_softmax", input, dim, dtype)
+    a = x._array().reshape(x.shape or (1,))
+    z = a - _finite_max(a, d)
+    return _softmax_op(_LOG_SOFTMAX, x, d, z - quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True)))
 
 
 def _spread(name, input, dim, unbiased, correction):
-    """(input less its mean over dim, the dims, the divisor: the count less
-    Bessel's correction unless correction=0 or unbiased=False)."""
+    """(the dims reduced, None for all of a 0-d input; their count of
+    elements; the divisor: the count less Bessel's correction unless
+    correction=0 or unbiased=False)."""
     if input.dtype.kind not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):  # var(unbiased), PyTorch's older signature
@@ -316,20 +395,92 @@ def _spread(name, input, dim, unbiased, correction):
     if count - correction <= 0:
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
-    return input - mean(input, dims, keepdim=True), dims, builtins.max(count - correction, 0)
+    return dims, count, builtins.max(count - correction, 0)
+
+
+@native_helper
+def group_means(X, xsh, kept):
+    """The mean of X over each group of elements that broadcast from one
+    element of shape `kept`."""
+    n = 1
+    for d in kept:
+        n *= d
+    means = np.zeros(n)
+    for i in range(X.size):
+        means[bcast_index(i, xsh, kept)] += X[i]
+    if n:
+        means /= X.size // n if X.size else 1
+    return means
+
+
+def _var_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # 2 (x - mean) / divisor times g; pp is 1 / divisor
+    means = group_means(X, xsh, ints)
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        GA[i] += G[j] * 2.0 * (X[i] - means[j]) * pp
+
+
+def _std_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # (x - mean) / (divisor * std) times g, and 0 where std is 0, as PyTorch's
+    means = group_means(X, xsh, ints)
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        if O[j] != 0:
+            GA[i] += G[j] * (X[i] - means[j]) * pp / O[j]
+
+
+def _centred(ctx):
+    """x less its mean over the reduced dims (the 1s of the kept shape; a
+    size-1 dim that was not reduced is its own mean)."""
+    kshape = tuple(ctx.ints)
+    return ctx.x - mean(ctx.x, tuple(k for k, d in enumerate(kshape) if d == 1), keepdim=True), kshape
+
+
+def _var_vjp(ctx, g):
+    centred, kshape = _centred(ctx)
+    return (reshape(g, kshape) * centred * (2.0 * ctx.p),)
+
+
+def _over_nonzero(g, out):
+    """g / out, and 0 where out is 0 (PyTorch's masked std and norm backward)."""
+    zero = new_tensor(wrap_value((out._array() == 0).astype(out.dtype)))  # a constant mask
+    return g * (1 - zero) / (out + zero)
+
+
+def _std_vjp(ctx, g):
+    centred, kshape = _centred(ctx)
+    return (_over_nonzero(reshape(g, kshape), reshape(ctx.out, kshape)) * centred * ctx.p,)
+
+
+_VAR = defop("var", "VarBackward0", 1, saves=SAVES_X, vjp=_var_vjp, native=_var_native)
+_STD = defop("std", "StdBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_std_vjp, native=_std_native)
+
+
+def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
+    dims, count, divisor = _spread(name, input, dim, unbiased, correction)
+    a = input._array()
+    centred = a - quiet(np.divide, np.add.reduce(a, axis=dims, keepdims=True), count)
+    value = quiet(np.divide, np.add.reduce(centred * centred, axis=dims, keepdims=keepdim), divisor)
+    if opdef is _STD:
+        value = np.sqrt(value)
+    value = wrap_value(value.astype(a.dtype, copy=False))
+    if not (input._rg and state.tape.grad_enabled):
+        return new_tensor(value)
+    reduced = range(input.ndim) if dims is None else dims
+    return record(opdef, value, (input,), p=1.0 / divisor if divisor else math.inf,
+                  ints=_kept_shape(input.shape, reduced))
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over dim (all by default)."""
-    centred, dims, divisor = _spread("var", input, dim, unbiased, correction)
-    return sum(centred * centred, dims, keepdim) / divisor
+    return _moment(_VAR, "var", input, dim, unbiased, keepdim, correction)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """The standard deviation over dim: through the 2-norm, so that its
-    gradient is 0 where it is 0, as PyTorch's."""
-    centred, dims, divisor = _spread("std", input, dim, unbiased, correction)
-    return norm(centred, 2, dims, keepdim) / math.sqrt(divisor)
+    """The standard deviation over dim (all by default); its gradient is 0
+    where it is 0, as PyTorch's."""
+    return _moment(_STD, "std", input, dim, unbiased, keepdim, correction)
 
 
 def _norm2_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -342,9 +493,7 @@ def _norm2_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 def _norm2_vjp(ctx, g):
     kshape = tuple(ctx.ints)
-    out = reshape(ctx.out, kshape)
-    zero = new_tensor(wrap_value((out._array() == 0).astype(out.dtype)))  # a constant mask
-    return (ctx.x * (reshape(g, kshape) * (1 - zero) / (out + zero)),)
+    return (ctx.x * _over_nonzero(reshape(g, kshape), reshape(ctx.out, kshape)),)
 
 
 _NORM2 = defop("norm", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_norm2_vjp,
@@ -384,12 +533,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 def _cumsum_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of a running sum is the running sum of G from the end
-    d = ints[0]
-    n = osh[d]
-    inner = 1
-    for k in range(d + 1, osh.size):
-        inner *= osh[k]
-    for o in range(G.size // (n * inner) if n * inner else 0):
+    outer, n, inner = lines_along(osh, ints[0])
+    for o in range(outer):
         for k in range(inner):
             total = 0.0
             for t in range(n - 1, -1, -1):

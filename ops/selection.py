@@ -188,19 +188,38 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
                           np.unravel_index(positions, input.shape))
 
 
-def _triangle(name, keep):
+def _triangle_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # g where the element is kept: column - row - diagonal >= 0 for triu (pp
+    # 1), <= 0 for tril (pp -1)
+    rows, cols = osh[osh.size - 2], osh[osh.size - 1]
+    for i in range(G.size):
+        if pp * ((i % cols) - (i // cols) % rows - ints[0]) >= 0:
+            GA[i] += G[i]
+
+
+def _triangle_vjp(ctx, g):
+    return ((triu if ctx.p == 1.0 else tril)(g, int(ctx.ints[0])),)
+
+
+_TRIU = defop("triu", "TriuBackward0", 1, vjp=_triangle_vjp, native=_triangle_native)
+_TRIL = defop("tril", "TrilBackward0", 1, vjp=_triangle_vjp, native=_triangle_native)
+
+
+def _triangle(name, opdef, keep, side):
     def op(input, diagonal=0):
         if input.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-        rows, cols = input.shape[-2:]
-        return where(keep(np.ones((rows, cols), np.bool_), diagonal), input, 0)
+        value = wrap_value(keep(input._array(), diagonal))
+        if not (input._rg and state.tape.grad_enabled):
+            return new_tensor(value)
+        return record(opdef, value, (input,), p=side, ints=(int(diagonal),))
     op.__name__ = name
     op.__doc__ = f"input with the elements {'below' if name == 'triu' else 'above'} the diagonal zeroed."
     return op
 
 
-triu = _triangle("triu", np.triu)
-tril = _triangle("tril", np.tril)
+triu = _triangle("triu", _TRIU, np.triu, 1.0)
+tril = _triangle("tril", _TRIL, np.tril, -1.0)
 
 
 Tensor.where = lambda self, condition, other: where(condition, self, other)

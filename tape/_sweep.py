@@ -15,13 +15,13 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "37825b9a05317c45"
+REGISTRY_DIGEST = "913dc90b16cace82"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -275,41 +275,55 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 87:  # min_dim
         _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # norm
+    elif o == 88:  # logsumexp
+        _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 89:  # softmax
+        _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 90:  # log_softmax
+        _vjp_log_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 91:  # var
+        _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 92:  # std
+        _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 93:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 89:  # cumsum
+    elif o == 94:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # where
+    elif o == 95:  # where
         _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # split
+    elif o == 96:  # split
         _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # split_with_sizes
+    elif o == 97:  # split_with_sizes
         _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # unbind
+    elif o == 98:  # unbind
         _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # flip
+    elif o == 99:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # index_select
+    elif o == 100:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # gather
+    elif o == 101:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # diagonal
+    elif o == 102:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 98:  # mm
+    elif o == 103:  # triu
+        _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 104:  # tril
+        _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 105:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 99:  # mv
+    elif o == 106:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # dot
+    elif o == 107:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # bmm
+    elif o == 108:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # zero_
+    elif o == 109:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 103:  # fill_
+    elif o == 110:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 105:  # copy_slices
+    elif o == 112:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 106:  # index_put_
+    elif o == 113:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -739,7 +753,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 104:  # copy
+            elif o == 111:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1147,7 +1161,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 104:  # copy
+            elif o == 111:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1287,6 +1301,38 @@ def strided_offsets(shape, ints):
             idx[d] = 0
             d -= 1
     return offs
+
+
+@_jit
+def lines_along(shape, d):
+    """(outer, n, inner) of the lines along dim d of a C-ordered shape: element
+    t of line (o, k) is at (o * n + t) * inner + k. A 0-d shape is one line
+    of one element."""
+    if shape.size == 0:
+        return 1, 1, 1
+    n = shape[d]
+    inner = 1
+    for k in range(d + 1, shape.size):
+        inner *= shape[k]
+    total = n * inner
+    for k in range(d):
+        total *= shape[k]
+    return (total // (n * inner) if n * inner else 0), n, inner
+
+
+@_jit
+def group_means(X, xsh, kept):
+    """The mean of X over each group of elements that broadcast from one
+    element of shape `kept`."""
+    n = 1
+    for d in kept:
+        n *= d
+    means = np.zeros(n)
+    for i in range(X.size):
+        means[bcast_index(i, xsh, kept)] += X[i]
+    if n:
+        means /= X.size // n if X.size else 1
+    return means
 
 
 @_jit
@@ -2504,7 +2550,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 104:  # copy
+    elif o == 111:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
@@ -2668,6 +2714,52 @@ _vjp_min_dim = _vjp_index
 
 
 @_jit
+def _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        GA[i] += G[j] * exp(X[i] - O[j])
+
+
+@_jit
+def _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # along the dim: softmax (pp 1) out * (g - sum(g * out)), log_softmax
+    # (pp 0) g - exp(out) * sum(g)
+    outer, n, inner = lines_along(osh, ints[0])
+    for o in range(outer):
+        for k in range(inner):
+            base = o * n * inner + k
+            s = 0.0
+            for t in range(n):
+                i = base + t * inner
+                s += G[i] * O[i] if pp else G[i]
+            for t in range(n):
+                i = base + t * inner
+                GA[i] += O[i] * (G[i] - s) if pp else G[i] - exp(O[i]) * s
+
+
+_vjp_log_softmax = _vjp_softmax
+
+
+@_jit
+def _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # 2 (x - mean) / divisor times g; pp is 1 / divisor
+    means = group_means(X, xsh, ints)
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        GA[i] += G[j] * 2.0 * (X[i] - means[j]) * pp
+
+
+@_jit
+def _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # (x - mean) / (divisor * std) times g, and 0 where std is 0, as PyTorch's
+    means = group_means(X, xsh, ints)
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        if O[j] != 0:
+            GA[i] += G[j] * (X[i] - means[j]) * pp / O[j]
+
+
+@_jit
 def _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # x / |x| times g, and 0 where the norm is 0, as PyTorch's
     for i in range(X.size):
@@ -2679,12 +2771,8 @@ def _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 @_jit
 def _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of a running sum is the running sum of G from the end
-    d = ints[0]
-    n = osh[d]
-    inner = 1
-    for k in range(d + 1, osh.size):
-        inner *= osh[k]
-    for o in range(G.size // (n * inner) if n * inner else 0):
+    outer, n, inner = lines_along(osh, ints[0])
+    for o in range(outer):
         for k in range(inner):
             total = 0.0
             for t in range(n - 1, -1, -1):
@@ -2723,6 +2811,19 @@ _vjp_gather = _vjp_index
 
 
 _vjp_diagonal = _vjp_index
+
+
+@_jit
+def _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # g where the element is kept: column - row - diagonal >= 0 for triu (pp
+    # 1), <= 0 for tril (pp -1)
+    rows, cols = osh[osh.size - 2], osh[osh.size - 1]
+    for i in range(G.size):
+        if pp * ((i % cols) - (i // cols) % rows - ints[0]) >= 0:
+            GA[i] += G[i]
+
+
+_vjp_tril = _vjp_triu
 
 
 @_jit

@@ -166,8 +166,16 @@ CASES += [
          ((2, 3),)),
     Case("log_softmax", lambda x: tape.log_softmax(x, 0),
          lambda a: a - np.log(np.exp(a).sum(0, keepdims=True)), ((2, 3),)),
+    Case("logsumexp_dims", lambda x: tape.logsumexp(x, (0, 2), keepdim=True),
+         lambda a: np.log(np.exp(a).sum(axis=(0, 2), keepdims=True)), ((2, 3, 2),)),
+    Case("softmax_middle", lambda x: tape.softmax(x, 1), lambda a: np.exp(a) / np.exp(a).sum(1, keepdims=True),
+         ((2, 3, 2),)),
+    Case("log_softmax_0d", lambda x: x.log_softmax(0), lambda a: a - a, ((),)),
     Case("var", lambda x: x.var(1), lambda a: a.var(axis=1, ddof=1), ((2, 3),)),
+    Case("var_keepdim", lambda x: x.var((0, 2), keepdim=True), lambda a: a.var(axis=(0, 2), ddof=1, keepdims=True),
+         ((2, 3, 2),)),
     Case("std_biased", lambda x: tape.std(x, correction=0), np.std, ((2, 3),)),
+    Case("std_dim", lambda x: x.std(0), lambda a: a.std(axis=0, ddof=1), ((3, 2),)),
     Case("where", lambda x, y: tape.where(x > 0, x, y), lambda a, b: np.where(a > 0, a, b), ((2, 3), (3,))),
     Case("norm", lambda x: x.norm(), np.linalg.norm, ((2, 3),)),
     Case("norm_dim", lambda x: tape.norm(x, 2, 1, keepdim=True), lambda a: np.linalg.norm(a, axis=1, keepdims=True),
@@ -598,6 +606,17 @@ def test_where_is_one_node_with_pytorchs_name_and_broadcast_gradients():
     assert type(out.grad_fn).__name__ == "WhereBackward0"
     assert [type(f).__name__ for f, _ in out.grad_fn.next_functions] == ["AccumulateGrad", "AccumulateGrad"]
     assert x.grad.tolist() == [5.0, 0.0, 9.0] and y.grad.tolist() == [[2.0], [5.0]]
+
+
+def test_softmax_logsumexp_var_std_triu_and_tril_are_one_op_each():
+    # one row each, named as PyTorch names them, straight after the leaf
+    x = tape.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    outputs = {"SoftmaxBackward0": x.softmax(1), "LogSoftmaxBackward0": tape.log_softmax(x, 0),
+               "LogsumexpBackward0": x.logsumexp(1), "VarBackward0": x.var(),
+               "StdBackward0": x.std(1), "TriuBackward0": x.triu(), "TrilBackward0": tape.tril(x, 1)}
+    for name, out in outputs.items():
+        assert type(out.grad_fn).__name__ == name
+        assert [type(f).__name__ for f, _ in out.grad_fn.next_functions] == ["AccumulateGrad"]
 
 
 def test_parts_of_split_chunk_and_unbind_carry_pytorchs_grad_fn_names():
