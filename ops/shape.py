@@ -695,9 +695,19 @@ def stack(tensors, dim=0):
     return _join(parts, d, _STACK)
 
 
+def _as_shape_of(name, fn):
+    def op(self, other):
+        return fn(self, other.shape)
+    op.__name__ = name
+    op.__doc__ = f"self.{fn.__name__}(other.shape)."
+    return op
+
+
 for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeeze": squeeze,
                    "unsqueeze": unsqueeze, "permute": permute, "transpose": transpose, "t": t,
-                   "expand": expand, "broadcast_to": broadcast_to, "__getitem__": getitem}.items():
+                   "expand": expand, "broadcast_to": broadcast_to, "__getitem__": getitem,
+                   "view_as": _as_shape_of("view_as", view), "reshape_as": _as_shape_of("reshape_as", reshape),
+                   "expand_as": _as_shape_of("expand_as", expand)}.items():
     setattr(Tensor, _name, _fn)
 Tensor.T = property(_T_property)
 Tensor.mT = property(_mT_property)

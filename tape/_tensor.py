@@ -290,6 +290,8 @@ class Tensor:
         v = self._value
         return 1 if type(v) is float else v.size
 
+    nelement = numel
+
     def __len__(self):
         if self.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
