@@ -25,6 +25,7 @@ from ops.shape import (broadcast_to, cat, expand, flatten, permute, reshape, squ
 from ops.reduction import (amax, amin, cumsum, log_softmax, logsumexp, max, mean, min, norm, prod, softmax, std,
                            sum, var)
 from ops.linalg import bmm, dot, einsum, matmul, mm, mv, outer
+from ops import matrix  # noqa: F401  (tape.linalg's ops)
 from ops.selection import chunk, diagonal, flip, gather, index_select, split, tril, triu, unbind, where
 from ops.inplace import add_, div_, fill_, mul_, sub_, zero_
 from ops.comparison import eq, ge, gt, le, lt, ne

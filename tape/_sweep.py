@@ -15,13 +15,13 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "913dc90b16cace82"
+REGISTRY_DIGEST = "be89c81e27851fff"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -317,13 +317,23 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 108:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 109:  # zero_
+    elif o == 109:  # inv
+        _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 110:  # det
+        _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 111:  # slogdet
+        _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 112:  # solve
+        _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 113:  # cholesky
+        _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 114:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # fill_
+    elif o == 115:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # copy_slices
+    elif o == 117:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # index_put_
+    elif o == 118:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -753,7 +763,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 111:  # copy
+            elif o == 116:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1161,7 +1171,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 111:  # copy
+            elif o == 116:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1333,6 +1343,49 @@ def group_means(X, xsh, kept):
     if n:
         means /= X.size // n if X.size else 1
     return means
+
+
+@_jit
+def inverse(M, n):
+    """The inverse of the n x n matrix M (flat, C order), by Gauss-Jordan
+    elimination with partial pivoting; inf or nan where M is singular."""
+    a = M.reshape((n, n)).copy()
+    out = np.eye(n)
+    for c in range(n):
+        p = c
+        for r in range(c + 1, n):
+            if abs(a[r, c]) > abs(a[p, c]):
+                p = r
+        if p != c:
+            for k in range(n):
+                a[c, k], a[p, k] = a[p, k], a[c, k]
+                out[c, k], out[p, k] = out[p, k], out[c, k]
+        d = a[c, c]
+        for k in range(n):
+            a[c, k] /= d
+            out[c, k] /= d
+        for r in range(n):
+            f = a[r, c]
+            if r != c and f != 0.0:
+                for k in range(n):
+                    a[r, k] -= f * a[c, k]
+                    out[r, k] -= f * out[c, k]
+    return out
+
+
+@_jit
+def cholesky_middle(L, g, n):
+    """P of the Cholesky VJP for one matrix: tril(L^T g), symmetrized with
+    its diagonal halved."""
+    M = np.zeros((n, n))
+    add_product(M, L, True, g, False)
+    P = np.zeros((n, n))
+    for i in range(n):
+        P[i, i] = 0.5 * M[i, i]
+        for j in range(i):
+            P[i, j] = 0.5 * M[i, j]
+            P[j, i] = 0.5 * M[i, j]
+    return P
 
 
 @_jit
@@ -2550,7 +2603,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 111:  # copy
+    elif o == 116:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
@@ -2866,6 +2919,61 @@ def _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             add_product(GA.reshape((b, m, k))[i], G3[i], False, Y3[i], True)
         if GB.size:
             add_product(GB.reshape((b, k, n))[i], X3[i], True, G3[i], False)
+
+
+@_jit
+def _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    n = osh[osh.size - 1]
+    for b in range(0, O.size, n * n if n else 1):
+        Ob = O[b:b + n * n].reshape((n, n))
+        T = np.zeros((n, n))
+        add_product(T, Ob, True, G[b:b + n * n].reshape((n, n)), False)
+        T *= -1.0
+        add_product(GA[b:b + n * n].reshape((n, n)), T, False, Ob, True)
+
+
+@_jit
+def _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # pp 1: det, g det A^-T; pp 0: slogdet's logabsdet, g A^-T
+    n = xsh[xsh.size - 1]
+    for m in range(G.size):
+        scale = G[m] * O[m] if pp else G[m]
+        if scale != 0.0:
+            b = m * n * n
+            Ainv = inverse(X[b:b + n * n], n)
+            for i in range(n):
+                for j in range(n):
+                    GA[b + i * n + j] += scale * Ainv[j, i]
+
+
+_vjp_slogdet = _vjp_det
+
+
+@_jit
+def _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    n, k = osh[osh.size - 2], osh[osh.size - 1]
+    for m in range(O.size // (n * k) if n * k else 0):
+        Ainv = inverse(X[m * n * n:(m + 1) * n * n], n)
+        T = np.zeros((n, k))
+        add_product(T, Ainv, True, G[m * n * k:(m + 1) * n * k].reshape((n, k)), False)
+        if GB.size:
+            GB[m * n * k:(m + 1) * n * k] += T.reshape(-1)
+        if GA.size:
+            T *= -1.0
+            add_product(GA[m * n * n:(m + 1) * n * n].reshape((n, n)), T, False,
+                        O[m * n * k:(m + 1) * n * k].reshape((n, k)), True)
+
+
+@_jit
+def _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    n = osh[osh.size - 1]
+    for b in range(0, O.size, n * n if n else 1):
+        L = O[b:b + n * n].reshape((n, n))
+        Linv = inverse(O[b:b + n * n], n)
+        P = cholesky_middle(L, G[b:b + n * n].reshape((n, n)), n)
+        T = np.zeros((n, n))
+        add_product(T, Linv, True, P, False)
+        add_product(GA[b:b + n * n].reshape((n, n)), T, False, Linv, False)
 
 
 @_jit

@@ -152,6 +152,24 @@ def _single_tensor_v(v, against, is_tuple, fn_name, what, create_graph):
     return None
 
 
+def _prepared(inputs, fn_name, create_graph):
+    """(whether inputs was a tuple, fresh inputs for func's graph)."""
+    is_tuple, inputs = _as_tuple(inputs, "inputs", fn_name)
+    return is_tuple, _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+
+
+def _called(func, inputs, fn_name, strict):
+    """(whether func returned a tuple, its outputs as a tuple)."""
+    is_tuple, outputs = _as_tuple(func(*inputs), "outputs of the user-provided function", fn_name)
+    _check_requires_grad(outputs, "outputs", strict=strict)
+    return is_tuple, outputs
+
+
+def _returned(outputs, is_outputs_tuple, result, is_result_tuple, create_graph):
+    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
+            _tuple_postprocess(_grad_postprocess(result, create_graph), is_result_tuple))
+
+
 def vjp(func, inputs, v=None, create_graph=False, strict=False):
     """(func(inputs), v^T J): the vector-Jacobian product at `inputs`.
 
@@ -160,18 +178,14 @@ def vjp(func, inputs, v=None, create_graph=False, strict=False):
     tensor([2., 4.])
     """
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "vjp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "vjp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs = _prepared(inputs, "vjp", create_graph)
+        is_outputs_tuple, outputs = _called(func, inputs, "vjp", strict)
         v = _single_tensor_v(v, outputs, is_outputs_tuple, "vjp", "user-provided function returns",
                              create_graph)
         with set_grad_enabled(create_graph or is_grad_enabled()):
             grad_res = _autograd_grad(outputs, inputs, v, create_graph=create_graph)
             result = _fill_in_zeros(grad_res, inputs, strict, create_graph, "back")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
-            _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple))
+    return _returned(outputs, is_outputs_tuple, result, is_inputs_tuple, create_graph)
 
 
 def jvp(func, inputs, v=None, create_graph=False, strict=False):
@@ -182,13 +196,10 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
     tensor([2., 4.])
     """
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jvp")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        is_inputs_tuple, inputs = _prepared(inputs, "jvp", create_graph)
         v = _single_tensor_v(v, inputs, is_inputs_tuple, "jvp", "input to the user-provided function is",
                              create_graph)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jvp")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_outputs_tuple, outputs = _called(func, inputs, "jvp", strict)
         # the VJP is linear in these, so their value (zeros) does not matter
         grad_outputs = tuple(zeros_like(out, requires_grad=True) for out in outputs)
         grad_inputs = _autograd_grad(outputs, inputs, grad_outputs, create_graph=True)
@@ -196,8 +207,7 @@ def jvp(func, inputs, v=None, create_graph=False, strict=False):
         with set_grad_enabled(create_graph or is_grad_enabled()):
             grad_res = _autograd_grad(grad_inputs, grad_outputs, v, create_graph=create_graph)
             result = _fill_in_zeros(grad_res, outputs, strict, create_graph, "back_trick")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
-            _tuple_postprocess(_grad_postprocess(result, create_graph), is_outputs_tuple))
+    return _returned(outputs, is_outputs_tuple, result, is_outputs_tuple, create_graph)
 
 
 def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, strategy="reverse-mode"):
@@ -224,11 +234,8 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                                       "only implemented for `vectorize=True`.")
     from ops import stack
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", "jacobian")
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", "jacobian")
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_inputs_tuple, inputs = _prepared(inputs, "jacobian", create_graph)
+        is_outputs_tuple, outputs = _called(func, inputs, "jacobian", strict)
         result = []
         for i, out in enumerate(outputs):
             rows = [[] for _ in inputs]
@@ -291,13 +298,10 @@ def hessian(func, inputs, create_graph=False, strict=False, vectorize=False,
 
 def _hessian_product(name, func, inputs, v, create_graph, strict, trick):
     with enable_grad():
-        is_inputs_tuple, inputs = _as_tuple(inputs, "inputs", name)
-        inputs = _grad_preprocess(inputs, create_graph=create_graph, need_graph=True)
+        is_inputs_tuple, inputs = _prepared(inputs, name, create_graph)
         v = _single_tensor_v(v, inputs, is_inputs_tuple, name, "input to the user-provided function is",
                              create_graph)
-        outputs = func(*inputs)
-        is_outputs_tuple, outputs = _as_tuple(outputs, "outputs of the user-provided function", name)
-        _check_requires_grad(outputs, "outputs", strict=strict)
+        is_outputs_tuple, outputs = _called(func, inputs, name, strict)
         if is_outputs_tuple or not isinstance(outputs[0], Tensor):
             raise RuntimeError(f"The function given to {name} should return a single Tensor")
         if outputs[0].nelement() != 1:
@@ -317,8 +321,7 @@ def _hessian_product(name, func, inputs, v, create_graph, strict, trick):
             grad_res = _autograd_grad(jac, inputs, v, create_graph=create_graph)
         result = _fill_in_zeros(grad_res, inputs, strict, create_graph,
                                 "double_back_trick" if trick else "double_back")
-    return (_tuple_postprocess(_grad_postprocess(outputs, create_graph), is_outputs_tuple),
-            _tuple_postprocess(_grad_postprocess(result, create_graph), is_inputs_tuple))
+    return _returned(outputs, is_outputs_tuple, result, is_inputs_tuple, create_graph)
 
 
 def vhp(func, inputs, v=None, create_graph=False, strict=False):

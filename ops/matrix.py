@@ -1,0 +1,396 @@
+"""Matrix functions, the ops of `tape.linalg`: inv, det, slogdet, solve,
+cholesky, and the vector and matrix norms.
+
+Forward values come from NumPy's LAPACK. The native VJPs invert matrices by
+Gauss-Jordan elimination (`inverse`, copied into the sweep; the sweep links
+no LAPACK) and multiply through BLAS (`add_product`); the differentiable VJPs
+are written with these ops, so every order of derivative exists.
+"""
+import collections
+
+import numpy as np
+
+from tape._dtypes import scalar_type_name
+from tape._record import broadcast_shapes, record
+from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
+from tape._tape import state
+from tape._tensor import Tensor, new_tensor, wrap_value
+
+from ops.linalg import matmul
+from ops.reduction import amax, amin, norm as _vector_norm, sum as _sum
+from ops.selection import tril
+from ops.shape import expand, squeeze, transpose, unsqueeze
+
+__all__ = ["inv", "det", "slogdet", "solve", "cholesky", "norm", "vector_norm", "matrix_norm", "LinAlgError"]
+
+
+class LinAlgError(RuntimeError):
+    """A matrix function's input is singular or not positive-definite
+    (torch.linalg.LinAlgError)."""
+
+
+@native_helper
+def inverse(M, n):
+    """The inverse of the n x n matrix M (flat, C order), by Gauss-Jordan
+    elimination with partial pivoting; inf or nan where M is singular."""
+    a = M.reshape((n, n)).copy()
+    out = np.eye(n)
+    for c in range(n):
+        p = c
+        for r in range(c + 1, n):
+            if abs(a[r, c]) > abs(a[p, c]):
+                p = r
+        if p != c:
+            for k in range(n):
+                a[c, k], a[p, k] = a[p, k], a[c, k]
+                out[c, k], out[p, k] = out[p, k], out[c, k]
+        d = a[c, c]
+        for k in range(n):
+            a[c, k] /= d
+            out[c, k] /= d
+        for r in range(n):
+            f = a[r, c]
+            if r != c and f != 0.0:
+                for k in range(n):
+                    a[r, k] -= f * a[c, k]
+                    out[r, k] -= f * out[c, k]
+    return out
+
+
+def _mT(t):
+    return transpose(t, -2, -1)
+
+
+def _square(name, A):
+    """Check A is a batch of square float matrices, PyTorch's way; return n."""
+    if A.ndim < 2:
+        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 dimensions.")
+    if A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are "
+                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
+    if A.dtype.kind not in "fc":
+        raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{scalar_type_name(A.dtype)}")
+    return A.shape[-1]
+
+
+def _first_zero_pivot(a):
+    """LAPACK getrf's info for one matrix: the 1-based column of the first
+    zero pivot of its LU factorization with partial pivoting, or 0."""
+    a = a.astype(np.float64)
+    n = a.shape[0]
+    for c in range(n):
+        p = c + int(np.argmax(np.abs(a[c:, c])))
+        if a[p, c] == 0:
+            return c + 1
+        a[[c, p]] = a[[p, c]]
+        a[c + 1:] -= np.outer(a[c + 1:, c] / a[c, c], a[c])
+    return 0
+
+
+def _singular_error(name, a, message):
+    """PyTorch's LinAlgError for the first singular matrix of the batch a."""
+    batch = a.reshape((-1,) + a.shape[-2:])
+    for b, matrix in enumerate(batch):
+        column = _first_zero_pivot(matrix)
+        if column:
+            where_ = f"(Batch element {b}): " if a.ndim > 2 else ""
+            return LinAlgError(f"linalg.{name}: {where_}{message(column)}")
+    return LinAlgError(f"linalg.{name}: {message(a.shape[-1])}")
+
+
+def _result(opdef, value, inputs, **kwargs):
+    value = wrap_value(value)
+    if not (any(t._rg for t in inputs) and state.tape.grad_enabled):
+        return new_tensor(value)
+    return record(opdef, value, inputs, **kwargs)
+
+
+# inv: d(A^-1) = -A^-1 dA A^-1, so the VJP is -out^T g out^T
+
+def _inv_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    n = osh[osh.size - 1]
+    for b in range(0, O.size, n * n if n else 1):
+        Ob = O[b:b + n * n].reshape((n, n))
+        T = np.zeros((n, n))
+        add_product(T, Ob, True, G[b:b + n * n].reshape((n, n)), False)
+        T *= -1.0
+        add_product(GA[b:b + n * n].reshape((n, n)), T, False, Ob, True)
+
+
+def _inv_vjp(ctx, g):
+    out_t = _mT(ctx.out)
+    return (-matmul(matmul(out_t, g), out_t),)
+
+
+_INV = defop("inv", "LinalgInvExBackward0", 1, saves=SAVES_OUT, vjp=_inv_vjp, native=_inv_native)
+
+
+def inv(A):
+    """The inverse of each square matrix of A; LinAlgError where one is singular.
+
+    >>> import tape
+    >>> tape.linalg.inv(tape.tensor([[2., 0.], [0., 4.]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    _square("inv", A)
+    a = A._array()
+    try:
+        value = np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise _singular_error("inv", a, lambda k: f"The diagonal element {k} is zero, the inversion could not "
+                                                  "be completed because the input matrix is singular.") from None
+    return _result(_INV, value, (A,))
+
+
+# det: d det(A) = det(A) tr(A^-1 dA), so the VJP is g det(A) A^-T; where
+# det(A) is 0 it is 0, as PyTorch's first derivative is
+
+def _det_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # pp 1: det, g det A^-T; pp 0: slogdet's logabsdet, g A^-T
+    n = xsh[xsh.size - 1]
+    for m in range(G.size):
+        scale = G[m] * O[m] if pp else G[m]
+        if scale != 0.0:
+            b = m * n * n
+            Ainv = inverse(X[b:b + n * n], n)
+            for i in range(n):
+                for j in range(n):
+                    GA[b + i * n + j] += scale * Ainv[j, i]
+
+
+def _cofactors(A):
+    """The cofactor matrices of A, each element the signed determinant of
+    its minor: all n^2 minors of a matrix are one indexing and one batched det."""
+    n = A.shape[-1]
+    others = np.array([[k for k in range(n) if k != i] for i in range(n)], np.int64)
+    minors = A[..., others.reshape(n, 1, n - 1, 1), others.reshape(1, n, 1, n - 1)]
+    signs = 1.0 - 2.0 * (np.add.outer(np.arange(n), np.arange(n)) % 2)
+    return det(minors) * new_tensor(signs.astype(A.dtype))
+
+
+def _det_vjp(ctx, g):
+    # differentiated again, PyTorch's gradient at a singular matrix is the
+    # cofactor matrix (through an SVD there), which det A^-T is elsewhere
+    out, A = ctx.out, ctx.x
+    scale = unsqueeze(unsqueeze(g, -1), -1)
+    if (out._array() == 0).any():
+        return (scale * _cofactors(A),)
+    return (scale * unsqueeze(unsqueeze(out, -1), -1) * _mT(inv(A)),)
+
+
+def _slogdet_vjp(ctx, g):
+    return (unsqueeze(unsqueeze(g, -1), -1) * _mT(inv(ctx.x)),)
+
+
+_DET = defop("det", "LinalgDetBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_det_vjp, native=_det_native)
+_SLOGDET = defop("slogdet", "LinalgSlogdetBackward0", 1, saves=SAVES_X, vjp=_slogdet_vjp, native=_det_native)
+
+
+def det(A):
+    """The determinant of each square matrix of A.
+
+    >>> import tape
+    >>> tape.linalg.det(tape.tensor([[2., 1.], [1., 3.]]))
+    tensor(5.0000)
+    """
+    _square("det", A)
+    return _result(_DET, np.linalg.det(A._array()), (A,), p=1.0)
+
+
+_SlogdetResult = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+
+
+def slogdet(A):
+    """(sign, logabsdet): the sign and the log of the absolute value of the
+    determinant of each square matrix of A. The sign is a constant."""
+    _square("slogdet", A)
+    sign, logabsdet = np.linalg.slogdet(A._array())
+    return _SlogdetResult(new_tensor(wrap_value(sign)), _result(_SLOGDET, logabsdet, (A,), p=0.0))
+
+
+# solve: X = A^-1 B, so gB = A^-T g and gA = -gB X^T
+
+def _solve_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    n, k = osh[osh.size - 2], osh[osh.size - 1]
+    for m in range(O.size // (n * k) if n * k else 0):
+        Ainv = inverse(X[m * n * n:(m + 1) * n * n], n)
+        T = np.zeros((n, k))
+        add_product(T, Ainv, True, G[m * n * k:(m + 1) * n * k].reshape((n, k)), False)
+        if GB.size:
+            GB[m * n * k:(m + 1) * n * k] += T.reshape(-1)
+        if GA.size:
+            T *= -1.0
+            add_product(GA[m * n * n:(m + 1) * n * n].reshape((n, n)), T, False,
+                        O[m * n * k:(m + 1) * n * k].reshape((n, k)), True)
+
+
+def _solve_vjp(ctx, g):
+    gb = _solve(_mT(ctx.x), g)
+    return (-matmul(gb, _mT(ctx.out)) if ctx.needs[0] else None, gb if ctx.needs[1] else None)
+
+
+_SOLVE = defop("solve", "LinalgSolveExBackward0", 2, saves=SAVES_X | SAVES_OUT, vjp=_solve_vjp,
+               native=_solve_native)
+
+
+def _solve(A, B):
+    """A^-1 B for A (..., n, n) and B (..., n, k) with the same batch dims."""
+    try:
+        value = np.linalg.solve(A._array(), B._array())
+    except np.linalg.LinAlgError:
+        raise LinAlgError("linalg.solve: The solver failed because the input matrix is singular.") from None
+    return _result(_SOLVE, value, (A, B))
+
+
+def solve(A, B, *, left=True):
+    """The solution X of A X = B (X A = B where left=False) for square A; B
+    may be a vector (or a batch of vectors) and broadcasts with A.
+
+    >>> import tape
+    >>> tape.linalg.solve(tape.tensor([[2., 0.], [0., 4.]]), tape.tensor([2., 2.]))
+    tensor([1.0000, 0.5000])
+    """
+    n = _square("solve", A)
+    if not isinstance(B, Tensor):
+        raise TypeError(f"linalg_solve(): argument 'B' (position 2) must be Tensor, not {type(B).__name__}")
+    if A.dtype != B.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
+                           f"{scalar_type_name(A.dtype)} and B of type {scalar_type_name(B.dtype)} instead")
+    if not left:
+        return _mT(solve(_mT(A), _mT(B)))
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    M = unsqueeze(B, -1) if vector else B
+    if M.shape[-2] != n:
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
+                           f"({A.shape[-2]}x{A.shape[-1]} and {M.shape[-2]}x{M.shape[-1]})")
+    batch = broadcast_shapes(A.shape[:-2], M.shape[:-2])
+    if A.shape[:-2] != batch:
+        A = expand(A, batch + A.shape[-2:])
+    if M.shape[:-2] != batch:
+        M = expand(M, batch + M.shape[-2:])
+    X = _solve(A, M)
+    return squeeze(X, -1) if vector else X
+
+
+# cholesky: A = L L^T; the VJP (Murray, arXiv 1602.07527, as PyTorch's) is
+# L^-T P L^-1 with P = (Phi + Phi_strictly_lower^T) / 2, Phi = tril(L^T g)
+
+@native_helper
+def cholesky_middle(L, g, n):
+    """P of the Cholesky VJP for one matrix: tril(L^T g), symmetrized with
+    its diagonal halved."""
+    M = np.zeros((n, n))
+    add_product(M, L, True, g, False)
+    P = np.zeros((n, n))
+    for i in range(n):
+        P[i, i] = 0.5 * M[i, i]
+        for j in range(i):
+            P[i, j] = 0.5 * M[i, j]
+            P[j, i] = 0.5 * M[i, j]
+    return P
+
+
+def _cholesky_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    n = osh[osh.size - 1]
+    for b in range(0, O.size, n * n if n else 1):
+        L = O[b:b + n * n].reshape((n, n))
+        Linv = inverse(O[b:b + n * n], n)
+        P = cholesky_middle(L, G[b:b + n * n].reshape((n, n)), n)
+        T = np.zeros((n, n))
+        add_product(T, Linv, True, P, False)
+        add_product(GA[b:b + n * n].reshape((n, n)), T, False, Linv, False)
+
+
+def _cholesky_vjp(ctx, g):
+    L = ctx.out
+    M = tril(matmul(_mT(L), g))
+    P = 0.5 * (M + _mT(tril(M, -1)))
+    Linv = inv(L)
+    return (matmul(matmul(_mT(Linv), P), Linv),)
+
+
+_CHOLESKY = defop("cholesky", "LinalgCholeskyExBackward0", 1, saves=SAVES_OUT, vjp=_cholesky_vjp,
+                  native=_cholesky_native)
+
+
+def _failing_minor(a):
+    """The order of the first leading minor of the symmetric matrix a that
+    is not positive-definite, as LAPACK potrf reports it; 0 if none."""
+    n = a.shape[0]
+    L = np.zeros((n, n))
+    for j in range(n):
+        d = a[j, j] - L[j, :j] @ L[j, :j]
+        if not d > 0:
+            return j + 1
+        L[j, j] = np.sqrt(d)
+        L[j + 1:, j] = (a[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return 0
+
+
+def cholesky(A, *, upper=False):
+    """L, lower triangular, with A = L L^T for each symmetric positive-definite
+    matrix of A (its lower triangle is read); L^T where upper=True."""
+    _square("cholesky", A)
+    a = A._array()
+    try:
+        value = np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        for b, m in enumerate(a.reshape((-1,) + a.shape[-2:])):
+            order = _failing_minor(np.tril(m) + np.tril(m, -1).T)
+            if order:
+                where_ = f"(Batch element {b}): " if a.ndim > 2 else ""
+                raise LinAlgError(f"linalg.cholesky: {where_}The factorization could not be completed because the "
+                                  f"input is not positive-definite (the leading minor of order {order} is not "
+                                  "positive-definite).") from None
+        raise
+    L = _result(_CHOLESKY, value, (A,))
+    return _mT(L) if upper else L
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """The vector ord-norm of x over dim (all of it by default)."""
+    return _vector_norm(x, ord, dim, keepdim, dtype)
+
+
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """The Frobenius norm ("fro"), or the max (1, inf) or min (-1, -inf) of
+    the absolute column (1) or row (inf) sums, of the matrices over `dim`."""
+    if A.ndim < 2:
+        raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    d0, d1 = (d % A.ndim for d in dim)
+    if ord == "fro":
+        return _vector_norm(A, 2, (d0, d1), keepdim, dtype)
+    if ord in ("nuc", 2, -2):
+        raise NotImplementedError(f"linalg.matrix_norm: ord={ord!r} needs singular values, which tape does not "
+                                  "compute yet")
+    if ord not in (1, -1, np.inf, -np.inf):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    # the 1-norm sums over rows (d0) and takes the extreme over columns (d1)
+    summed, over = (d0, d1) if abs(ord) == 1 else (d1, d0)
+    totals = _sum(A.abs() if dtype is None else A.to(dtype).abs(), summed, keepdim=keepdim)
+    return (amax if ord > 0 else amin)(totals, over - (not keepdim and summed < over), keepdim=keepdim)
+
+
+def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
+    """torch.linalg.norm: the vector 2-norm of all of A when ord and dim are
+    None; a vector norm over one dim; a matrix norm over two (or of a 2-D A
+    when only ord is given)."""
+    if isinstance(dim, int):
+        dim = (dim,)
+    if dim is None and ord is not None:
+        if A.ndim not in (1, 2):
+            raise RuntimeError("linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                               f"Got {A.ndim}D.")
+        dim = tuple(range(A.ndim))
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
+    if isinstance(ord, str):
+        raise RuntimeError(f"linalg.vector_norm: unsupported order {ord!r}")
+    return _vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype)
+
+
+Tensor.inverse = inv
+Tensor.det = det
+Tensor.slogdet = slogdet

@@ -1,0 +1,100 @@
+"""tape.linalg beyond the op table (tests/test_ops.py checks every op's
+gradients): known values, PyTorch's errors and grad_fn names, singular
+matrices, dtypes and empty batches."""
+import numpy as np
+import pytest
+
+import tape
+from tape import linalg
+
+A = [[4.0, 1.0], [1.0, 3.0]]
+
+
+def test_known_values():
+    a = tape.tensor(A)
+    np.testing.assert_allclose(linalg.inv(a).numpy(), np.array([[3.0, -1.0], [-1.0, 4.0]]) / 11)
+    assert linalg.det(a).item() == pytest.approx(11.0)
+    sign, logabsdet = linalg.slogdet(tape.tensor([[-2.0, 0.0], [0.0, 3.0]]))
+    assert (sign.item(), logabsdet.item()) == (-1.0, pytest.approx(np.log(6.0)))
+    np.testing.assert_allclose(linalg.solve(a, tape.tensor([5.0, 4.0])).numpy(), [1.0, 1.0])
+    L = linalg.cholesky(a)
+    np.testing.assert_allclose((L @ L.mT).numpy(), A)
+    np.testing.assert_allclose(linalg.cholesky(a, upper=True).numpy(), L.numpy().T)
+    assert linalg.norm(a).item() == pytest.approx(np.sqrt(27.0))
+    assert (linalg.norm(a, 1).item(), linalg.norm(a, -np.inf).item()) == (5.0, 4.0)
+    assert linalg.vector_norm(tape.tensor([3.0, -4.0]), ord=1).item() == 7.0
+
+
+def test_grad_fn_names_and_tensor_methods():
+    a = tape.tensor(A, requires_grad=True)
+    names = {"LinalgInvExBackward0": linalg.inv(a), "LinalgDetBackward0": linalg.det(a),
+             "LinalgSlogdetBackward0": linalg.slogdet(a).logabsdet,
+             "LinalgSolveExBackward0": linalg.solve(a, tape.ones(2, 1)),
+             "LinalgCholeskyExBackward0": linalg.cholesky(a), "LinalgVectorNormBackward0": linalg.norm(a)}
+    for name, out in names.items():
+        assert type(out.grad_fn).__name__ == name
+    assert not linalg.slogdet(a).sign.requires_grad
+    np.testing.assert_allclose(a.inverse().detach().numpy(), linalg.inv(a).detach().numpy())
+    assert a.det().item() == pytest.approx(11.0)
+
+
+def test_det_at_a_singular_matrix_as_pytorch():
+    # first order: 0 (det A^-T scaled by det 0); differentiated again, the
+    # cofactor matrix, and its own derivative
+    a = tape.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    linalg.det(a).backward()
+    np.testing.assert_array_equal(a.grad.numpy(), np.zeros((2, 2)))
+    (g,) = tape.autograd.grad(linalg.det(a), a, create_graph=True)
+    np.testing.assert_allclose(g.detach().numpy(), [[4.0, -2.0], [-2.0, 1.0]])
+    (h,) = tape.autograd.grad(g.sum(), a)
+    np.testing.assert_allclose(h.numpy(), [[1.0, -1.0], [-1.0, 1.0]])
+
+
+@pytest.mark.parametrize("call, error, text", [
+    (lambda: linalg.inv(tape.tensor([[1.0, 2.0], [2.0, 4.0]])), linalg.LinAlgError,
+     "linalg.inv: The diagonal element 2 is zero, the inversion could not be completed because the input "
+     "matrix is singular."),
+    (lambda: linalg.inv(tape.zeros(3, 2, 2)), linalg.LinAlgError,
+     r"linalg.inv: \(Batch element 0\): The diagonal element 1 is zero"),
+    (lambda: linalg.inv(tape.zeros(2, 3)), RuntimeError,
+     "linalg.inv: A must be batches of square matrices, but they are 2 by 3 matrices"),
+    (lambda: linalg.inv(tape.ones(2, 2, dtype=tape.int64)), RuntimeError,
+     "linalg.inv: Expected a floating point or complex tensor as input. Got Long"),
+    (lambda: linalg.det(tape.ones(3)), RuntimeError,
+     "linalg.det: The input tensor A must have at least 2 dimensions."),
+    (lambda: linalg.cholesky(tape.stack([tape.eye(2), tape.tensor([[1.0, 2.0], [2.0, 1.0]])])),
+     linalg.LinAlgError, r"linalg.cholesky: \(Batch element 1\): The factorization could not be completed "
+     r"because the input is not positive-definite \(the leading minor of order 2 is not positive-definite\)."),
+    (lambda: linalg.solve(tape.tensor([[1.0, 2.0], [2.0, 4.0]]), tape.ones(2)), linalg.LinAlgError,
+     "linalg.solve: The solver failed because the input matrix is singular."),
+    (lambda: linalg.solve(tape.eye(2), tape.ones(2, dtype=tape.float32)), RuntimeError,
+     "Expected A and B to have the same dtype, but found A of type Double and B of type Float instead"),
+    (lambda: linalg.norm(tape.ones(2, 2, 2), 1), RuntimeError,
+     "linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. Got 3D."),
+    (lambda: linalg.norm(tape.ones(2, 2), "nuc"), NotImplementedError, "needs singular values"),
+])
+def test_errors(call, error, text):
+    with pytest.raises(error, match=text):
+        call()
+
+
+def test_a_linalg_error_leaves_the_tape_working():
+    a = tape.tensor([[1.0, 2.0], [2.0, 4.0]], requires_grad=True)
+    with pytest.raises(RuntimeError):
+        linalg.inv(a)
+    linalg.solve(a + tape.eye(2), tape.ones(2)).sum().backward()
+    B = np.array([[2.0, 2.0], [2.0, 5.0]])
+    # x = B^-1 1; the gradient in B is -(B^-T 1) x^T
+    np.testing.assert_allclose(a.grad.numpy(), -np.outer(np.linalg.solve(B.T, np.ones(2)),
+                                                         np.linalg.solve(B, np.ones(2))))
+
+
+def test_float32_and_empty_batches():
+    a = tape.tensor(A, dtype=tape.float32, requires_grad=True)
+    outputs = [linalg.inv(a), linalg.det(a), linalg.cholesky(a), linalg.solve(a, tape.ones(2, dtype=tape.float32))]
+    assert all(out.dtype == tape.float32 for out in outputs)
+    sum(out.sum() for out in outputs).backward()
+    assert a.grad.dtype == tape.float32
+    empty = tape.zeros(0, 3, 3, requires_grad=True)
+    assert linalg.inv(empty).shape == (0, 3, 3) and linalg.det(empty).shape == (0,)
+    assert linalg.det(tape.zeros(0, 0)).item() == 1.0
