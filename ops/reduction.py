@@ -382,8 +382,8 @@ def log_softmax(input, dim, dtype=None):
 
 def _spread(name, input, dim, unbiased, correction):
     """(the dims reduced, None for all of a 0-d input; their count of
-    elements; the divisor: the count less Bessel's correction unless
-    correction=0 or unbiased=False)."""
+    elements; the degrees of freedom: the count less Bessel's correction
+    unless correction=0 or unbiased=False)."""
     if input.dtype.kind not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
     if isinstance(dim, bool):  # var(unbiased), PyTorch's older signature
@@ -395,7 +395,7 @@ def _spread(name, input, dim, unbiased, correction):
     if count - correction <= 0:
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
-    return dims, count, builtins.max(count - correction, 0)
+    return dims, count, count - correction
 
 
 @native_helper
@@ -414,7 +414,7 @@ def group_means(X, xsh, kept):
 
 
 def _var_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    # 2 (x - mean) / divisor times g; pp is 1 / divisor
+    # 2 (x - mean) / dof times g; pp is 1 / dof
     means = group_means(X, xsh, ints)
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
@@ -422,7 +422,7 @@ def _var_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 
 def _std_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    # (x - mean) / (divisor * std) times g, and 0 where std is 0, as PyTorch's
+    # (x - mean) / (dof * std) times g, and 0 where std is 0, as PyTorch's
     means = group_means(X, xsh, ints)
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
@@ -458,17 +458,19 @@ _STD = defop("std", "StdBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_std_vjp, 
 
 
 def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
-    dims, count, divisor = _spread(name, input, dim, unbiased, correction)
+    dims, count, dof = _spread(name, input, dim, unbiased, correction)
     a = input._array()
     centred = a - quiet(np.divide, np.add.reduce(a, axis=dims, keepdims=True), count)
-    value = quiet(np.divide, np.add.reduce(centred * centred, axis=dims, keepdims=keepdim), divisor)
+    value = quiet(np.divide, np.add.reduce(centred * centred, axis=dims, keepdims=keepdim), builtins.max(dof, 0))
     if opdef is _STD:
         value = np.sqrt(value)
     value = wrap_value(value.astype(a.dtype, copy=False))
     if not (input._rg and state.tape.grad_enabled):
         return new_tensor(value)
     reduced = range(input.ndim) if dims is None else dims
-    return record(opdef, value, (input,), p=1.0 / divisor if divisor else math.inf,
+    # PyTorch's gradient divides by the degrees of freedom even where they
+    # are negative (the value divides by 0 there)
+    return record(opdef, value, (input,), p=1.0 / dof if dof else math.inf,
                   ints=_kept_shape(input.shape, reduced))
 
 

@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "be89c81e27851fff"
+REGISTRY_DIGEST = "a6ad9623e4c7aeda"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -2795,7 +2795,7 @@ _vjp_log_softmax = _vjp_softmax
 
 @_jit
 def _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    # 2 (x - mean) / divisor times g; pp is 1 / divisor
+    # 2 (x - mean) / dof times g; pp is 1 / dof
     means = group_means(X, xsh, ints)
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
@@ -2804,7 +2804,7 @@ def _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 @_jit
 def _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    # (x - mean) / (divisor * std) times g, and 0 where std is 0, as PyTorch's
+    # (x - mean) / (dof * std) times g, and 0 where std is 0, as PyTorch's
     means = group_means(X, xsh, ints)
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)

@@ -633,6 +633,16 @@ def test_softmax_logsumexp_var_std_triu_and_tril_are_one_op_each():
         assert [type(f).__name__ for f, _ in out.grad_fn.next_functions] == ["AccumulateGrad"]
 
 
+def test_var_gradient_divides_by_negative_degrees_of_freedom_as_pytorchs():
+    # one element, correction 2: the value is 0 / 0, the gradient 2 / -1 times x - mean = 0
+    x = tape.tensor([[1.0], [2.0]], requires_grad=True)
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        v = tape.var(x, 1, correction=2)
+    v.sum().backward()
+    assert np.isnan(v.detach().numpy()).all()
+    np.testing.assert_array_equal(x.grad.numpy(), [[0.0], [0.0]])
+
+
 def test_parts_of_split_chunk_and_unbind_carry_pytorchs_grad_fn_names():
     x = tape.ones(4, 3, requires_grad=True)
 
