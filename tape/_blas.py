@@ -33,20 +33,21 @@ DGEMM_NAMES = (("scipy_dgemm_64_", 8), ("dgemm_64_", 8), ("scipy_dgemm_", 4), ("
 
 
 def _numpy_blas_libraries():
-    """Paths of the shared libraries that may hold NumPy's BLAS, likeliest first:
-    the OpenBLAS its wheels bundle, then (on Linux) every mapped library with
-    "blas" in its name, which covers distribution and conda builds."""
+    """Paths of the shared libraries that may hold NumPy's BLAS, likeliest
+    first: the OpenBLAS its wheels bundle, then (on Linux) every mapped
+    library with "blas" in its name, which covers distribution and conda
+    builds (read only if the bundled one has no dgemm)."""
     root = os.path.dirname(np.__file__)
-    paths = []
+    bundled = []
     for folder in (os.path.join(root, os.pardir, "numpy.libs"), os.path.join(root, ".dylibs")):
-        paths += sorted(glob.glob(os.path.join(folder, "*openblas*")))
+        bundled += sorted(glob.glob(os.path.join(folder, "*openblas*")))
+    yield from bundled
     try:
         with open("/proc/self/maps") as maps:
             mapped = {line.split()[-1] for line in maps if "blas" in line.lower()}
     except OSError:
-        mapped = set()
-    paths += sorted(p for p in mapped if p.startswith("/") and p not in paths)
-    return paths
+        return
+    yield from sorted(p for p in mapped if p.startswith("/") and p not in bundled)
 
 
 def _usable(width):
