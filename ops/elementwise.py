@@ -477,11 +477,39 @@ def clamp_max(x, max):
     return _clamp(x, None, max, _CLAMP["max"])
 
 
+# a tensor bound is an op of x and the bound: g goes to x where it is within the
+# bound (ties included), to the bound where x is beyond it. clamp_min and
+# clamp_max are PyTorch's ClampMin/MaxBackward1; clamp() with tensor bounds is
+# its ClampBackward0, one node there, one per bound here
+_LOWER = ("within(x, y, 1e309)", "within(x, -1e309, y) - within(x, y, y)")
+_UPPER = ("within(x, -1e309, y)", "within(x, y, 1e309) - within(x, y, y)")
+
+
+def _bound_op(name, grad_fn, upper):
+    if upper:
+        return _binary(name, grad_fn, _UPPER, _minimum_scalar, np.minimum)
+    return _binary(name, grad_fn, _LOWER, _maximum_scalar, np.maximum)
+
+
+# (lower, upper) by kind of clamp
+_TENSOR_BOUNDS = {"both": (_bound_op("clamp_tensor_lower", "ClampBackward0", False),
+                           _bound_op("clamp_tensor_upper", "ClampBackward0", True)),
+                  "min": (_bound_op("clamp_min_tensor", "ClampMinBackward1", False), None),
+                  "max": (None, _bound_op("clamp_max_tensor", "ClampMaxBackward1", True))}
+
+
 def _clamp(x, min, max, opdef):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        raise TypeError("clamp(): tensor bounds are not supported yet; pass numbers")
+        if min is not None and max is not None and not (isinstance(min, Tensor) and isinstance(max, Tensor)):
+            names = ", ".join(type(v).__name__ for v in (x, min, max))
+            raise TypeError(f"clamp() received an invalid combination of arguments - got ({names}), but "
+                            "expected one of: (Tensor input, Tensor min, Tensor max) or (Tensor input, "
+                            "Number min, Number max)")
+        lower, upper = next(_TENSOR_BOUNDS[kind] for kind, d in _CLAMP.items() if d is opdef)
+        out = x if min is None else lower(x, min)
+        return out if max is None else upper(out, max)
     lo = -math.inf if min is None else float(min)
     hi = math.inf if max is None else float(max)
     xv = x._value

@@ -15,13 +15,13 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "a6ad9623e4c7aeda"
+REGISTRY_DIGEST = "253941912e1a7609"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -221,119 +221,119 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh)
         if FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh)
-    if o == 61:  # expand
+    if o == 65:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 62:  # view
+    elif o == 66:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 63:  # unsqueeze
+    elif o == 67:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 64:  # squeeze
+    elif o == 68:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 65:  # squeeze_dim
+    elif o == 69:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 66:  # permute
+    elif o == 70:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 67:  # transpose
+    elif o == 71:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 68:  # t
+    elif o == 72:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 69:  # select
+    elif o == 73:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 70:  # slice
+    elif o == 74:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 71:  # alias
+    elif o == 75:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 72:  # index_unsqueeze
+    elif o == 76:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 73:  # strided_scatter
+    elif o == 77:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 74:  # index
+    elif o == 78:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 75:  # index_put
+    elif o == 79:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 76:  # cat
+    elif o == 80:  # cat
         _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # stack
+    elif o == 81:  # stack
         _vjp_stack(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # sum
+    elif o == 82:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 79:  # sum_dim
+    elif o == 83:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 80:  # mean
+    elif o == 84:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 81:  # mean_dim
+    elif o == 85:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 82:  # amax
+    elif o == 86:  # amax
         _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 83:  # amin
+    elif o == 87:  # amin
         _vjp_amin(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 84:  # max_all
+    elif o == 88:  # max_all
         _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 85:  # min_all
+    elif o == 89:  # min_all
         _vjp_min_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 86:  # max_dim
+    elif o == 90:  # max_dim
         _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 87:  # min_dim
+    elif o == 91:  # min_dim
         _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # logsumexp
+    elif o == 92:  # logsumexp
         _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 89:  # softmax
+    elif o == 93:  # softmax
         _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # log_softmax
+    elif o == 94:  # log_softmax
         _vjp_log_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # var
+    elif o == 95:  # var
         _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # std
+    elif o == 96:  # std
         _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # norm
+    elif o == 97:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # cumsum
+    elif o == 98:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # where
+    elif o == 99:  # where
         _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # split
+    elif o == 100:  # split
         _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # split_with_sizes
+    elif o == 101:  # split_with_sizes
         _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 98:  # unbind
+    elif o == 102:  # unbind
         _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 99:  # flip
+    elif o == 103:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # index_select
+    elif o == 104:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # gather
+    elif o == 105:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # diagonal
+    elif o == 106:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 103:  # triu
+    elif o == 107:  # triu
         _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 104:  # tril
+    elif o == 108:  # tril
         _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 105:  # mm
+    elif o == 109:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 106:  # mv
+    elif o == 110:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 107:  # dot
+    elif o == 111:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 108:  # bmm
+    elif o == 112:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 109:  # inv
+    elif o == 113:  # inv
         _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # det
+    elif o == 114:  # det
         _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 111:  # slogdet
+    elif o == 115:  # slogdet
         _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # solve
+    elif o == 116:  # solve
         _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # cholesky
+    elif o == 117:  # cholesky
         _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 114:  # zero_
+    elif o == 118:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 115:  # fill_
+    elif o == 119:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 117:  # copy_slices
+    elif o == 121:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 118:  # index_put_
+    elif o == 122:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -763,7 +763,31 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 116:  # copy
+            elif o == 59:  # clamp_tensor_lower
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, 1e309))
+                if need_b:
+                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
+            elif o == 60:  # clamp_tensor_upper
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, -1e309, y))
+                if need_b:
+                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
+            elif o == 61:  # clamp_min_tensor
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, 1e309))
+                if need_b:
+                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
+            elif o == 62:  # clamp_max_tensor
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, -1e309, y))
+                if need_b:
+                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
+            elif o == 120:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1171,7 +1195,31 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 116:  # copy
+            elif o == 59:  # clamp_tensor_lower
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, 1e309))
+                if need_b:
+                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
+            elif o == 60:  # clamp_tensor_upper
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, -1e309, y))
+                if need_b:
+                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
+            elif o == 61:  # clamp_min_tensor
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, y, 1e309))
+                if need_b:
+                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
+            elif o == 62:  # clamp_max_tensor
+                p = pp
+                if need_a:
+                    sadj[a] += g * (within(x, -1e309, y))
+                if need_b:
+                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
+            elif o == 120:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -2603,7 +2651,263 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 116:  # copy
+    elif o == 59:  # clamp_tensor_lower
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, 1e309))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, 1e309))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (within(x, y, 1e309))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (within(x, y, 1e309))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, 1e309))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, 1e309))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (within(x, y, 1e309))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (within(x, y, 1e309))
+    elif o == 60:  # clamp_tensor_upper
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, -1e309, y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, -1e309, y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (within(x, -1e309, y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (within(x, -1e309, y))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, -1e309, y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, -1e309, y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (within(x, -1e309, y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (within(x, -1e309, y))
+    elif o == 61:  # clamp_min_tensor
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, 1e309))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, y, 1e309))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (within(x, y, 1e309))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (within(x, y, 1e309))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, 1e309))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, y, 1e309))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (within(x, y, 1e309))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (within(x, y, 1e309))
+    elif o == 62:  # clamp_max_tensor
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, -1e309, y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (within(x, -1e309, y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (within(x, -1e309, y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (within(x, -1e309, y))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, -1e309, y))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (within(x, -1e309, y))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (within(x, -1e309, y))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (within(x, -1e309, y))
+    elif o == 120:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

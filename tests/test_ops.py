@@ -210,6 +210,10 @@ CASES += [
          lambda a: np.linalg.cholesky(a @ np.swapaxes(a, -1, -2) + 3 * np.eye(3)), ((2, 3, 3),)),
     Case("linalg_matrix_norms", lambda x: tape.linalg.norm(x, 1) * tape.linalg.norm(x, -np.inf) + tape.linalg.norm(x),
          lambda a: np.linalg.norm(a, 1) * np.linalg.norm(a, -np.inf) + np.linalg.norm(a), ((3, 4),)),
+    Case("clamp_tensor_bounds", lambda x, lo, hi: tape.clamp(x, lo, hi), lambda a, lo, hi: np.clip(a, lo, hi),
+         ((2, 3), (2, 3), (3,)), low=(-2.0, -2.0, 0.5), high=(2.0, -0.5, 2.0)),
+    Case("clamp_min_max_tensor", lambda x, lo: x.clamp_min(lo) * tape.clamp_max(x, lo + 1),
+         lambda a, lo: np.maximum(a, lo) * np.minimum(a, lo + 1), ((2, 3), (3,))),
     Case("mean_dim", lambda x: x.mean(0), lambda a: a.mean(0), ((2, 3),)),
     Case("mean_keepdim", lambda x: x.mean(1, keepdim=True), lambda a: a.mean(1, keepdims=True), ((2, 3),)),
     Case("mm", lambda x, y: x @ y, np.matmul, ((2, 3), (3, 4))),
@@ -641,6 +645,22 @@ def test_var_gradient_divides_by_negative_degrees_of_freedom_as_pytorchs():
     v.sum().backward()
     assert np.isnan(v.detach().numpy()).all()
     np.testing.assert_array_equal(x.grad.numpy(), [[0.0], [0.0]])
+
+
+def test_clamp_with_tensor_bounds_as_pytorchs():
+    x = tape.tensor([0.0, 1.0, 2.0, 3.0], requires_grad=True)
+    lo = tape.tensor([1.0, 1.0, 0.0, 0.0], requires_grad=True)
+    hi = tape.tensor([2.0, 2.0, 2.0, 2.0], requires_grad=True)
+    y = tape.clamp(x, lo, hi)
+    assert y.tolist() == [1.0, 1.0, 2.0, 2.0] and type(y.grad_fn).__name__ == "ClampBackward0"
+    # ties go to x, as PyTorch's mask lo <= x <= hi
+    (y * tape.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert (x.grad.tolist(), lo.grad.tolist(), hi.grad.tolist()) == (
+        [0.0, 2.0, 3.0, 0.0], [1.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 4.0])
+    assert [type(f(x, lo).grad_fn).__name__ for f in (tape.clamp_min, tape.clamp_max)] == [
+        "ClampMinBackward1", "ClampMaxBackward1"]
+    with pytest.raises(TypeError, match="clamp\\(\\) received an invalid combination of arguments"):
+        tape.clamp(x, lo, 1.5)
 
 
 def test_parts_of_split_chunk_and_unbind_carry_pytorchs_grad_fn_names():
