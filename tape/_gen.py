@@ -580,11 +580,17 @@ def _names(expr):
 
 
 def _dispatch(ops, indent, body):
+    # ops whose bodies are the same (clamp's forms, say) share one branch:
+    # every copy would be compiled again
+    groups = {}
+    for opdef in ops:
+        groups.setdefault(tuple(body(opdef)), []).append(opdef)
     out = []
-    for k, opdef in enumerate(ops):
+    for k, (lines, group) in enumerate(groups.items()):
         kw = "if" if k == 0 else "elif"
-        out.append(f"{indent}{kw} o == {opdef.code}:  # {opdef.name}")
-        out.extend(f"{indent}    {line}" for line in body(opdef))
+        test = " or ".join(f"o == {d.code}" for d in group)
+        out.append(f"{indent}{kw} {test}:  # {', '.join(d.name for d in group)}")
+        out.extend(f"{indent}    {line}" for line in lines)
     return "\n".join(out) if out else f"{indent}pass"
 
 

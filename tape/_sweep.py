@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "253941912e1a7609"
+REGISTRY_DIGEST = "71a9c96f99183b58"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -541,7 +541,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                     sadj[a] += g * (1 / y)
                 if need_b:
                     sadj[b] += g * (-x / (y * y))
-            elif o == 6:  # neg
+            elif o == 6 or o == 9:  # neg, rsub
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1)
@@ -553,10 +553,6 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif o == 9:  # rsub
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-1)
             elif o == 10:  # rpow
                 p = pp
                 if need_a:
@@ -573,7 +569,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-floor(x / y))
-            elif o == 13:  # remainder_scalar
+            elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
@@ -613,31 +609,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 23:  # sign
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 24:  # floor
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 25:  # step
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 26:  # ceil
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 27:  # trunc
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 28:  # round
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 29:  # round_decimals
+            elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -743,45 +715,17 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 54:  # clone
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-            elif o == 55:  # to_copy
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-            elif o == 56:  # clamp
+            elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 57:  # clamp_min
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, p))
-            elif o == 58:  # clamp_max
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, p))
-            elif o == 59:  # clamp_tensor_lower
+            elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, 1e309))
                 if need_b:
                     sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 60:  # clamp_tensor_upper
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, -1e309, y))
-                if need_b:
-                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 61:  # clamp_min_tensor
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, 1e309))
-                if need_b:
-                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 62:  # clamp_max_tensor
+            elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y))
@@ -973,7 +917,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                     sadj[a] += g * (1 / y)
                 if need_b:
                     sadj[b] += g * (-x / (y * y))
-            elif o == 6:  # neg
+            elif o == 6 or o == 9:  # neg, rsub
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1)
@@ -985,10 +929,6 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif o == 9:  # rsub
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-1)
             elif o == 10:  # rpow
                 p = pp
                 if need_a:
@@ -1005,7 +945,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-floor(x / y))
-            elif o == 13:  # remainder_scalar
+            elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
@@ -1045,31 +985,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 23:  # sign
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 24:  # floor
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 25:  # step
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 26:  # ceil
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 27:  # trunc
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 28:  # round
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 29:  # round_decimals
+            elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1175,45 +1091,17 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 54:  # clone
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-            elif o == 55:  # to_copy
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-            elif o == 56:  # clamp
+            elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 57:  # clamp_min
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, p))
-            elif o == 58:  # clamp_max
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, p))
-            elif o == 59:  # clamp_tensor_lower
+            elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, 1e309))
                 if need_b:
                     sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 60:  # clamp_tensor_upper
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, -1e309, y))
-                if need_b:
-                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 61:  # clamp_min_tensor
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, 1e309))
-                if need_b:
-                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 62:  # clamp_max_tensor
+            elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y))
@@ -1543,7 +1431,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / y)
-    elif o == 6:  # neg
+    elif o == 6 or o == 9:  # neg, rsub
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (-1)
@@ -1602,13 +1490,6 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-    elif o == 9:  # rsub
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (-1)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (-1)
     elif o == 10:  # rpow
         if into_g:
             if sx == 1 and sy == 1:
@@ -1756,7 +1637,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 13:  # remainder_scalar
+    elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
@@ -1884,49 +1765,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sign(x))
-    elif o == 23:  # sign
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (0)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (0)
-    elif o == 24:  # floor
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (0)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (0)
-    elif o == 25:  # step
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (0)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (0)
-    elif o == 26:  # ceil
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (0)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (0)
-    elif o == 27:  # trunc
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (0)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (0)
-    elif o == 28:  # round
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (0)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (0)
-    elif o == 29:  # round_decimals
+    elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (0)
@@ -2508,21 +2347,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 54:  # clone
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (1)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (1)
-    elif o == 55:  # to_copy
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (1)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (1)
-    elif o == 56:  # clamp
+    elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2565,93 +2390,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 57:  # clamp_min
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, p))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, p))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (within(x, y, p))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (within(x, y, p))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, y, p))
-    elif o == 58:  # clamp_max
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, p))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, p))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (within(x, y, p))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (within(x, y, p))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, y, p))
-    elif o == 59:  # clamp_tensor_lower
+    elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2715,135 +2454,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, 1e309))
-    elif o == 60:  # clamp_tensor_upper
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (within(x, -1e309, y))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-    elif o == 61:  # clamp_min_tensor
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (within(x, y, 1e309))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, y, 1e309))
-    elif o == 62:  # clamp_max_tensor
+    elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
