@@ -466,15 +466,15 @@ def clamp(x, min=None, max=None):
     >>> tape.clamp(tape.tensor([-1.0, 0.5, 2.0]), 0.0, 1.0)
     tensor([0.0000, 0.5000, 1.0000])
     """
-    return _clamp(x, min, max, _CLAMP["both"])
+    return _clamp(x, min, max, "both")
 
 
 def clamp_min(x, min):
-    return _clamp(x, min, None, _CLAMP["min"])
+    return _clamp(x, min, None, "min")
 
 
 def clamp_max(x, max):
-    return _clamp(x, None, max, _CLAMP["max"])
+    return _clamp(x, None, max, "max")
 
 
 # a tensor bound is an op of x and the bound: g goes to x where it is within the
@@ -498,7 +498,7 @@ _TENSOR_BOUNDS = {"both": (_bound_op("clamp_tensor_lower", "ClampBackward0", Fal
                   "max": (None, _bound_op("clamp_max_tensor", "ClampMaxBackward1", True))}
 
 
-def _clamp(x, min, max, opdef):
+def _clamp(x, min, max, kind):
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
@@ -507,7 +507,7 @@ def _clamp(x, min, max, opdef):
             raise TypeError(f"clamp() received an invalid combination of arguments - got ({names}), but "
                             "expected one of: (Tensor input, Tensor min, Tensor max) or (Tensor input, "
                             "Number min, Number max)")
-        lower, upper = next(_TENSOR_BOUNDS[kind] for kind, d in _CLAMP.items() if d is opdef)
+        lower, upper = _TENSOR_BOUNDS[kind]
         out = x if min is None else lower(x, min)
         return out if max is None else upper(out, max)
     lo = -math.inf if min is None else float(min)
@@ -520,7 +520,7 @@ def _clamp(x, min, max, opdef):
         out = wrap_value(np.asarray(out if max is None else np.minimum(out, max)))
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(out)
-    return record(opdef, out, (x, None), c=lo, p=hi)
+    return record(_CLAMP[kind], out, (x, None), c=lo, p=hi)
 
 
 def to(x, dtype):

@@ -11,15 +11,14 @@ import collections
 import numpy as np
 
 from tape._dtypes import scalar_type_name
-from tape._record import broadcast_shapes, record
+from tape._record import broadcast_shapes, op_result
 from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
-from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops.linalg import matmul
 from ops.reduction import amax, amin, norm as _vector_norm, sum as _sum
 from ops.selection import tril
-from ops.shape import expand, squeeze, transpose, unsqueeze
+from ops.shape import expand, squeeze, unsqueeze
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "norm", "vector_norm", "matrix_norm", "LinAlgError"]
 
@@ -55,10 +54,6 @@ def inverse(M, n):
                     a[r, k] -= f * a[c, k]
                     out[r, k] -= f * out[c, k]
     return out
-
-
-def _mT(t):
-    return transpose(t, -2, -1)
 
 
 def _square(name, A):
@@ -99,13 +94,6 @@ def _singular_error(name, a, message):
     return LinAlgError(f"linalg.{name}: {message(a.shape[-1])}")
 
 
-def _result(opdef, value, inputs, **kwargs):
-    value = wrap_value(value)
-    if not (any(t._rg for t in inputs) and state.tape.grad_enabled):
-        return new_tensor(value)
-    return record(opdef, value, inputs, **kwargs)
-
-
 # inv: d(A^-1) = -A^-1 dA A^-1, so the VJP is -out^T g out^T
 
 def _inv_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -119,7 +107,7 @@ def _inv_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 
 def _inv_vjp(ctx, g):
-    out_t = _mT(ctx.out)
+    out_t = ctx.out.mT
     return (-matmul(matmul(out_t, g), out_t),)
 
 
@@ -141,7 +129,7 @@ def inv(A):
     except np.linalg.LinAlgError:
         raise _singular_error("inv", a, lambda k: f"The diagonal element {k} is zero, the inversion could not "
                                                   "be completed because the input matrix is singular.") from None
-    return _result(_INV, value, (A,))
+    return op_result(_INV, value, (A,))
 
 
 # det: d det(A) = det(A) tr(A^-1 dA), so the VJP is g det(A) A^-T; where
@@ -177,11 +165,11 @@ def _det_vjp(ctx, g):
     scale = unsqueeze(unsqueeze(g, -1), -1)
     if (out._array() == 0).any():
         return (scale * _cofactors(A),)
-    return (scale * unsqueeze(unsqueeze(out, -1), -1) * _mT(inv(A)),)
+    return (scale * unsqueeze(unsqueeze(out, -1), -1) * inv(A).mT,)
 
 
 def _slogdet_vjp(ctx, g):
-    return (unsqueeze(unsqueeze(g, -1), -1) * _mT(inv(ctx.x)),)
+    return (unsqueeze(unsqueeze(g, -1), -1) * inv(ctx.x).mT,)
 
 
 _DET = defop("det", "LinalgDetBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_det_vjp, native=_det_native)
@@ -196,7 +184,7 @@ def det(A):
     tensor(5.0000)
     """
     _square("det", A)
-    return _result(_DET, np.linalg.det(A._array()), (A,), p=1.0)
+    return op_result(_DET, np.linalg.det(A._array()), (A,), p=1.0)
 
 
 _SlogdetResult = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
@@ -207,7 +195,7 @@ def slogdet(A):
     determinant of each square matrix of A. The sign is a constant."""
     _square("slogdet", A)
     sign, logabsdet = np.linalg.slogdet(A._array())
-    return _SlogdetResult(new_tensor(wrap_value(sign)), _result(_SLOGDET, logabsdet, (A,), p=0.0))
+    return _SlogdetResult(new_tensor(wrap_value(sign)), op_result(_SLOGDET, logabsdet, (A,), p=0.0))
 
 
 # solve: X = A^-1 B, so gB = A^-T g and gA = -gB X^T
@@ -227,8 +215,8 @@ def _solve_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 
 def _solve_vjp(ctx, g):
-    gb = _solve(_mT(ctx.x), g)
-    return (-matmul(gb, _mT(ctx.out)) if ctx.needs[0] else None, gb if ctx.needs[1] else None)
+    gb = _solve(ctx.x.mT, g)
+    return (-matmul(gb, ctx.out.mT) if ctx.needs[0] else None, gb if ctx.needs[1] else None)
 
 
 _SOLVE = defop("solve", "LinalgSolveExBackward0", 2, saves=SAVES_X | SAVES_OUT, vjp=_solve_vjp,
@@ -241,7 +229,7 @@ def _solve(A, B):
         value = np.linalg.solve(A._array(), B._array())
     except np.linalg.LinAlgError:
         raise LinAlgError("linalg.solve: The solver failed because the input matrix is singular.") from None
-    return _result(_SOLVE, value, (A, B))
+    return op_result(_SOLVE, value, (A, B))
 
 
 def solve(A, B, *, left=True):
@@ -259,7 +247,7 @@ def solve(A, B, *, left=True):
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{scalar_type_name(A.dtype)} and B of type {scalar_type_name(B.dtype)} instead")
     if not left:
-        return _mT(solve(_mT(A), _mT(B)))
+        return solve(A.mT, B.mT).mT
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
     M = unsqueeze(B, -1) if vector else B
     if M.shape[-2] != n:
@@ -305,10 +293,10 @@ def _cholesky_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 def _cholesky_vjp(ctx, g):
     L = ctx.out
-    M = tril(matmul(_mT(L), g))
-    P = 0.5 * (M + _mT(tril(M, -1)))
+    M = tril(matmul(L.mT, g))
+    P = 0.5 * (M + tril(M, -1).mT)
     Linv = inv(L)
-    return (matmul(matmul(_mT(Linv), P), Linv),)
+    return (matmul(matmul(Linv.mT, P), Linv),)
 
 
 _CHOLESKY = defop("cholesky", "LinalgCholeskyExBackward0", 1, saves=SAVES_OUT, vjp=_cholesky_vjp,
@@ -345,8 +333,8 @@ def cholesky(A, *, upper=False):
                                   f"input is not positive-definite (the leading minor of order {order} is not "
                                   "positive-definite).") from None
         raise
-    L = _result(_CHOLESKY, value, (A,))
-    return _mT(L) if upper else L
+    L = op_result(_CHOLESKY, value, (A,))
+    return L.mT if upper else L
 
 
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):

@@ -10,7 +10,7 @@ import numpy as np
 
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
-from tape._record import quiet, record
+from tape._record import op_result, quiet, record
 from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
@@ -291,10 +291,7 @@ def logsumexp(input, dim, keepdim=False):
     reduced = range(x.ndim) if dims is None else dims
     if not keepdim and x.ndim:
         value = value.reshape([d for k, d in enumerate(x.shape) if k not in reduced])
-    value = wrap_value(value)
-    if not (x._rg and state.tape.grad_enabled):
-        return new_tensor(value)
-    return record(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
+    return op_result(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
 
 
 @native_helper
@@ -304,14 +301,13 @@ def lines_along(shape, d):
     of one element."""
     if shape.size == 0:
         return 1, 1, 1
-    n = shape[d]
+    outer = 1
+    for k in range(d):
+        outer *= shape[k]
     inner = 1
     for k in range(d + 1, shape.size):
         inner *= shape[k]
-    total = n * inner
-    for k in range(d):
-        total *= shape[k]
-    return (total // (n * inner) if n * inner else 0), n, inner
+    return outer, shape[d], inner
 
 
 def _softmax_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -357,10 +353,7 @@ def _softmax_input(name, input, dim, dtype):
 
 
 def _softmax_op(opdef, x, d, value):
-    value = wrap_value(value.reshape(x.shape))
-    if not (x._rg and state.tape.grad_enabled):
-        return new_tensor(value)
-    return record(opdef, value, (x,), p=1.0 if opdef is _SOFTMAX else 0.0, ints=(d,))
+    return op_result(opdef, value.reshape(x.shape), (x,), p=1.0 if opdef is _SOFTMAX else 0.0, ints=(d,))
 
 
 def softmax(input, dim, dtype=None):
@@ -464,14 +457,11 @@ def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
     value = quiet(np.divide, np.add.reduce(centred * centred, axis=dims, keepdims=keepdim), builtins.max(dof, 0))
     if opdef is _STD:
         value = np.sqrt(value)
-    value = wrap_value(value.astype(a.dtype, copy=False))
-    if not (input._rg and state.tape.grad_enabled):
-        return new_tensor(value)
     reduced = range(input.ndim) if dims is None else dims
     # PyTorch's gradient divides by the degrees of freedom even where they
     # are negative (the value divides by 0 there)
-    return record(opdef, value, (input,), p=1.0 / dof if dof else math.inf,
-                  ints=_kept_shape(input.shape, reduced))
+    return op_result(opdef, value.astype(a.dtype, copy=False), (input,), p=1.0 / dof if dof else math.inf,
+                     ints=_kept_shape(input.shape, reduced))
 
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -562,10 +552,8 @@ def cumsum(input, dim, dtype=None):
     if x.ndim == 0:
         return x.clone()
     a = x._array()
-    value = wrap_value(np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None))
-    if not (x._rg and state.tape.grad_enabled):
-        return new_tensor(value)
-    return record(_CUMSUM, value, (x,), ints=(d,))
+    return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
+                     ints=(d,))
 
 
 Tensor.sum = sum

@@ -8,7 +8,7 @@ import numpy as np
 
 from tape._broadcast import bcast_index
 from tape._dtypes import scalar_type_name
-from tape._record import broadcast_shapes, python_number, record
+from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
@@ -209,10 +209,7 @@ def _triangle(name, opdef, keep, side):
     def op(input, diagonal=0):
         if input.ndim < 2:
             raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-        value = wrap_value(keep(input._array(), diagonal))
-        if not (input._rg and state.tape.grad_enabled):
-            return new_tensor(value)
-        return record(opdef, value, (input,), p=side, ints=(int(diagonal),))
+        return op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),))
     op.__name__ = name
     op.__doc__ = f"input with the elements {'below' if name == 'triu' else 'above'} the diagonal zeroed."
     return op

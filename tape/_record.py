@@ -10,7 +10,7 @@ from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._tape import HIDDEN, RG, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
-__all__ = ["record", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
+__all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
            "operand_value", "python_number"]
 
 _NUMBER = (float, int)
@@ -89,6 +89,15 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
 
 
 _SAVES_NOTHING = (0, 0)
+
+
+def op_result(opdef, value, inputs, **kwargs):
+    """The Tensor of `value` computed by `opdef` from `inputs`: a recorded row
+    when one of them requires grad and grad mode is on, a constant otherwise."""
+    value = wrap_value(value)
+    if state.tape.grad_enabled and any(t is not None and t._rg for t in inputs):
+        return record(opdef, value, inputs, **kwargs)
+    return new_tensor(value)
 
 
 def _operand(t, read):
