@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "61bd47a7f84c6257"
+REGISTRY_DIGEST = "f138885594c0efd1"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -94,6 +94,18 @@ def add_product(C, A, ta, B, tb):
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
+
+# Note [Subnormal adjoints]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# The scalar sweep flushes a subnormal adjoint (below 2.2e-308) to zero
+# before using it. On Intel cores every multiply or add with a subnormal
+# operand or result takes a microcode assist of about 150 cycles, and a
+# decaying chain's adjoint never leaves that range: 0.73 * 4.9e-324 rounds
+# back to 4.9e-324. W1's chain (y = sin(y) * 0.9 + b) has such adjoints on
+# 78% of its rows, which made its sweep 3x slower (measured: 25 ns/row with
+# a zero seed, 64 with seed 1; 26 at a = 0.25, whose adjoints reach 0).
+# What is dropped is below 2^-52 of any normal gradient it would be added to.
+TINY = 2.2250738585072014e-308
 
 
 @_jit
@@ -513,6 +525,9 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             nvisited += 1
         elif ndim[r] == 0 and ELEMENTWISE[o]:
             g = sadj[r]
+            # Note [Subnormal adjoints]: flushed to zero
+            if abs(g) < TINY:
+                g = 0.0
             x = sval[a] if a >= 0 else c[r]
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]
@@ -889,6 +904,9 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             nvisited += 1
         elif ndim[r] == 0 and ELEMENTWISE[o]:
             g = sadj[r]
+            # Note [Subnormal adjoints]: flushed to zero
+            if abs(g) < TINY:
+                g = 0.0
             x = sval[a] if a >= 0 else c[r]
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]

@@ -353,6 +353,26 @@ def test_grads_accumulate_over_two_fresh_graphs():
     assert x.grad.tolist() == [4.0, 12.0]
 
 
+def test_subnormal_adjoints_of_a_decaying_chain_flush_to_zero():
+    # Note [Subnormal adjoints]: the adjoint of x underflows, and in exact
+    # float64 arithmetic it would stick at 4.9e-324; a's gradient, summed over
+    # the chain, is the same as an exact Python-float sweep gives
+    x = tape.tensor(0.5, requires_grad=True)
+    a = tape.tensor(0.9, requires_grad=True)
+    y, ys = x, []
+    for _ in range(3000):
+        ys.append(y.item())
+        y = y.sin() * a + 0.1
+    y.backward()
+    g, grad_a = 1.0, 0.0
+    for v in reversed(ys):
+        grad_a += g * math.sin(v)
+        g *= 0.9 * math.cos(v)
+    assert 0 < g < 2.3e-308
+    assert x.grad.item() == 0.0
+    assert a.grad.item() == pytest.approx(grad_a, rel=1e-12)
+
+
 def test_backward_with_gradient_for_a_non_scalar():
     x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
 
