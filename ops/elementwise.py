@@ -59,9 +59,23 @@ def _not_for_bool(kernel, fn):
 _KERNEL_MIN_SIZE = 64
 
 
-def _float64_kernel(kernel, ufunc):
+try:
+    from numpy._core._multiarray_umath import __cpu_features__ as _NUMPY_CPU_FEATURES
+except ImportError:  # NumPy 1
+    from numpy.core._multiarray_umath import __cpu_features__ as _NUMPY_CPU_FEATURES
+
+
+def _float64_kernel(kernel, ufunc, numpy_simd=None):
     """An array forward that runs tape._vecmath's vectorized `kernel` on float64
-    (NumPy's float64 sin, cos and tanh are scalar libm) and `ufunc` otherwise."""
+    (NumPy's float64 sin and cos are scalar libm) and `ufunc` otherwise; or
+    `ufunc` alone where this CPU has the feature `numpy_simd` with which
+    NumPy vectorizes the function itself. With AVX-512 it does so for exp
+    (AVX512F) and tanh (AVX512_SKX), faster than the kernel (measured on a
+    Sapphire Rapids core: exp 2.0 vs 4.0 us, tanh 4.0 vs 5.0 us on 2,048
+    elements; 1.2 vs 2.0 ms and 2.0 vs 2.5 ms on 10^6)."""
+    if _NUMPY_CPU_FEATURES.get(numpy_simd):
+        return ufunc
+
     def forward(x):
         if x.dtype != np.float64 or x.size < _KERNEL_MIN_SIZE:
             return ufunc(x)
@@ -201,11 +215,11 @@ _remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor(x / y)"), 
                      _remainder_array)
 _remainder_number = _with_constant("remainder_scalar", "RemainderBackward0", "1", _remainder_scalar,
                                    _remainder_array)
-exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.exp_array, np.exp))
+exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.exp_array, np.exp, "AVX512F"))
 log = _unary("log", "LogBackward0", "1 / x", math.log, np.log)
 sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, _float64_kernel(_vecmath.sin_array, np.sin))
 cos = _unary("cos", "CosBackward0", "-sin(x)", math.cos, _float64_kernel(_vecmath.cos_array, np.cos))
-tanh_forward = _float64_kernel(_vecmath.tanh_array, np.tanh)
+tanh_forward = _float64_kernel(_vecmath.tanh_array, np.tanh, "AVX512_SKX")
 tanh = _unary("tanh", "TanhBackward0", "1 - out * out", math.tanh, tanh_forward)
 sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", sigmoid_of_number,
                  _sigmoid_array)
