@@ -1,9 +1,10 @@
 """float64 sin, cos, exp and tanh written so that LLVM vectorizes loops over them.
 
-NumPy's float64 sin/cos/tanh (and exp without AVX-512) call scalar libm, 10-16
-ns an element here; PyTorch vectorizes them (SLEEF). These are branch-free
-(selects only) so a Numba loop over an array runs 4 lanes at a time on AVX2;
-the sweep's native kernels call the same functions for the partials.
+NumPy's float64 sin and cos (and exp and tanh without AVX-512) call scalar
+libm, 10-16 ns an element on an AVX2 machine; PyTorch vectorizes them (SLEEF).
+These are branch-free (selects only) so a Numba loop over an array runs 4 lanes
+at a time on AVX2; the sweep's native kernels call the same functions for the
+partials, and the ops' forwards where NumPy does not vectorize (ops.elementwise).
 
 Method: Cody-Waite range reduction with constants split so each product by
 the quotient is exact, then a Taylor polynomial long enough that truncation
