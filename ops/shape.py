@@ -46,18 +46,29 @@ def _permute_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 @native_helper
 def strided_offsets(shape, ints):
     """The flat offsets, in C order over `shape`, that the strided descriptor
-    `ints` (offset, then one stride per dim of `shape`) selects."""
+    `ints` (offset, then one stride per dim of `shape`) selects. The last dim
+    is a plain loop (it vectorizes) and an odometer steps the others: an
+    odometer over every element kept its counters in memory, and was 16% of
+    a Hessian-vector product of 10^5 elements sliced by [::2]."""
+    nd = shape.size
     n = 1
     for d in shape:
         n *= d
     offs = np.empty(n, np.int64)
-    nd = shape.size
+    if n == 0:
+        return offs
+    if nd == 0:
+        offs[0] = ints[0]
+        return offs
+    inner = shape[nd - 1]
+    step = ints[nd]
     idx = np.zeros(nd, np.int64)
     base = ints[0]
-    for i in range(n):
-        offs[i] = base
-        d = nd - 1
-        while d >= 0:  # an odometer over the dims, last fastest
+    for start in range(0, n, inner):
+        for j in range(inner):
+            offs[start + j] = base + j * step
+        d = nd - 2
+        while d >= 0:  # the odometer over the other dims, last fastest
             idx[d] += 1
             base += ints[1 + d]
             if idx[d] < shape[d]:

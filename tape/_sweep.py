@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "f138885594c0efd1"
+REGISTRY_DIGEST = "4b033ceac72c4cc6"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -1245,18 +1245,29 @@ def expand_flat(X, reduced, full):
 @_jit
 def strided_offsets(shape, ints):
     """The flat offsets, in C order over `shape`, that the strided descriptor
-    `ints` (offset, then one stride per dim of `shape`) selects."""
+    `ints` (offset, then one stride per dim of `shape`) selects. The last dim
+    is a plain loop (it vectorizes) and an odometer steps the others: an
+    odometer over every element kept its counters in memory, and was 16% of
+    a Hessian-vector product of 10^5 elements sliced by [::2]."""
+    nd = shape.size
     n = 1
     for d in shape:
         n *= d
     offs = np.empty(n, np.int64)
-    nd = shape.size
+    if n == 0:
+        return offs
+    if nd == 0:
+        offs[0] = ints[0]
+        return offs
+    inner = shape[nd - 1]
+    step = ints[nd]
     idx = np.zeros(nd, np.int64)
     base = ints[0]
-    for i in range(n):
-        offs[i] = base
-        d = nd - 1
-        while d >= 0:  # an odometer over the dims, last fastest
+    for start in range(0, n, inner):
+        for j in range(inner):
+            offs[start + j] = base + j * step
+        d = nd - 2
+        while d >= 0:  # the odometer over the other dims, last fastest
             idx[d] += 1
             base += ints[1 + d]
             if idx[d] < shape[d]:
