@@ -44,31 +44,25 @@ def _permute_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 
 @native_helper
-def strided_offsets(shape, ints):
-    """The flat offsets, in C order over `shape`, that the strided descriptor
-    `ints` (offset, then one stride per dim of `shape`) selects. The last dim
-    is a plain loop (it vectorizes) and an odometer steps the others: an
-    odometer over every element kept its counters in memory, and was 16% of
-    a Hessian-vector product of 10^5 elements sliced by [::2]."""
+def strided_lines(shape, ints):
+    """Where each line along the last dim of `shape` starts, in C order, in
+    the strided descriptor `ints` (offset, then one stride per dim of
+    `shape`): the callers loop over each line themselves, a loop that
+    vectorizes. Stepping every element through an odometer, its counters
+    in memory, was 16% of a Hessian-vector product sliced by [::2]."""
     nd = shape.size
-    n = 1
-    for d in shape:
-        n *= d
-    offs = np.empty(n, np.int64)
-    if n == 0:
-        return offs
-    if nd == 0:
-        offs[0] = ints[0]
-        return offs
-    inner = shape[nd - 1]
-    step = ints[nd]
+    lines = 1
+    for k in range(nd - 1):
+        lines *= shape[k]
+    if nd > 0 and shape[nd - 1] == 0:
+        lines = 0
+    starts = np.empty(lines, np.int64)
     idx = np.zeros(nd, np.int64)
     base = ints[0]
-    for start in range(0, n, inner):
-        for j in range(inner):
-            offs[start + j] = base + j * step
+    for i in range(lines):
+        starts[i] = base
         d = nd - 2
-        while d >= 0:  # the odometer over the other dims, last fastest
+        while d >= 0:  # an odometer over the other dims, last fastest
             idx[d] += 1
             base += ints[1 + d]
             if idx[d] < shape[d]:
@@ -76,19 +70,43 @@ def strided_offsets(shape, ints):
             base -= idx[d] * ints[1 + d]
             idx[d] = 0
             d -= 1
+    return starts
+
+
+@native_helper
+def line_shape(shape, ints):
+    """(length, stride) of the lines of strided_lines; a 0-d shape is one line of one."""
+    nd = shape.size
+    return (shape[nd - 1], ints[nd]) if nd > 0 else (1, 0)
+
+
+@native_helper
+def strided_offsets(shape, ints):
+    """The flat offsets, in C order over `shape`, that the strided descriptor
+    `ints` selects."""
+    starts = strided_lines(shape, ints)
+    length, stride = line_shape(shape, ints)
+    offs = np.empty(starts.size * length, np.int64)
+    for i in range(starts.size):
+        for j in range(length):
+            offs[i * length + j] = starts[i] + j * stride
     return offs
 
 
 def _strided_gather_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    offs = strided_offsets(osh, ints)
-    for i in range(offs.size):
-        GA[offs[i]] += G[i]
+    starts = strided_lines(osh, ints)
+    length, stride = line_shape(osh, ints)
+    for i in range(starts.size):
+        for j in range(length):
+            GA[starts[i] + j * stride] += G[i * length + j]
 
 
 def _strided_scatter_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    offs = strided_offsets(xsh, ints)
-    for i in range(offs.size):
-        GA[i] += G[offs[i]]
+    starts = strided_lines(xsh, ints)
+    length, stride = line_shape(xsh, ints)
+    for i in range(starts.size):
+        for j in range(length):
+            GA[i * length + j] += G[starts[i] + j * stride]
 
 
 def _gather_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):

@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "4b033ceac72c4cc6"
+REGISTRY_DIGEST = "91aac8960816ae28"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -1243,31 +1243,25 @@ def expand_flat(X, reduced, full):
 
 
 @_jit
-def strided_offsets(shape, ints):
-    """The flat offsets, in C order over `shape`, that the strided descriptor
-    `ints` (offset, then one stride per dim of `shape`) selects. The last dim
-    is a plain loop (it vectorizes) and an odometer steps the others: an
-    odometer over every element kept its counters in memory, and was 16% of
-    a Hessian-vector product of 10^5 elements sliced by [::2]."""
+def strided_lines(shape, ints):
+    """Where each line along the last dim of `shape` starts, in C order, in
+    the strided descriptor `ints` (offset, then one stride per dim of
+    `shape`): the callers loop over each line themselves, a loop that
+    vectorizes. Stepping every element through an odometer, its counters
+    in memory, was 16% of a Hessian-vector product sliced by [::2]."""
     nd = shape.size
-    n = 1
-    for d in shape:
-        n *= d
-    offs = np.empty(n, np.int64)
-    if n == 0:
-        return offs
-    if nd == 0:
-        offs[0] = ints[0]
-        return offs
-    inner = shape[nd - 1]
-    step = ints[nd]
+    lines = 1
+    for k in range(nd - 1):
+        lines *= shape[k]
+    if nd > 0 and shape[nd - 1] == 0:
+        lines = 0
+    starts = np.empty(lines, np.int64)
     idx = np.zeros(nd, np.int64)
     base = ints[0]
-    for start in range(0, n, inner):
-        for j in range(inner):
-            offs[start + j] = base + j * step
+    for i in range(lines):
+        starts[i] = base
         d = nd - 2
-        while d >= 0:  # the odometer over the other dims, last fastest
+        while d >= 0:  # an odometer over the other dims, last fastest
             idx[d] += 1
             base += ints[1 + d]
             if idx[d] < shape[d]:
@@ -1275,6 +1269,26 @@ def strided_offsets(shape, ints):
             base -= idx[d] * ints[1 + d]
             idx[d] = 0
             d -= 1
+    return starts
+
+
+@_jit
+def line_shape(shape, ints):
+    """(length, stride) of the lines of strided_lines; a 0-d shape is one line of one."""
+    nd = shape.size
+    return (shape[nd - 1], ints[nd]) if nd > 0 else (1, 0)
+
+
+@_jit
+def strided_offsets(shape, ints):
+    """The flat offsets, in C order over `shape`, that the strided descriptor
+    `ints` selects."""
+    starts = strided_lines(shape, ints)
+    length, stride = line_shape(shape, ints)
+    offs = np.empty(starts.size * length, np.int64)
+    for i in range(starts.size):
+        for j in range(length):
+            offs[i * length + j] = starts[i] + j * stride
     return offs
 
 
@@ -2602,9 +2616,11 @@ _vjp_t = _vjp_permute
 
 @_jit
 def _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    offs = strided_offsets(osh, ints)
-    for i in range(offs.size):
-        GA[offs[i]] += G[i]
+    starts = strided_lines(osh, ints)
+    length, stride = line_shape(osh, ints)
+    for i in range(starts.size):
+        for j in range(length):
+            GA[starts[i] + j * stride] += G[i * length + j]
 
 
 _vjp_slice = _vjp_select
@@ -2618,9 +2634,11 @@ _vjp_index_unsqueeze = _vjp_select
 
 @_jit
 def _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    offs = strided_offsets(xsh, ints)
-    for i in range(offs.size):
-        GA[i] += G[offs[i]]
+    starts = strided_lines(xsh, ints)
+    length, stride = line_shape(xsh, ints)
+    for i in range(starts.size):
+        for j in range(length):
+            GA[i * length + j] += G[starts[i] + j * stride]
 
 
 @_jit
