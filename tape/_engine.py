@@ -153,12 +153,13 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
             tp.flags[target_rows] &= ~np.uint8(TARGET)
 
 
-def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute):
+def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=None):
     tp.sweep_id += 1
     scalar = tp.tensor_rows == 0 and not tp.ndim[roots].any()
     result = (_sweep.sweep_scalar if scalar else _sweep.sweep)(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
                           tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
-                          tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute)
+                          tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
+                          _NO_SCRATCH if scratch is None else scratch)
     status, bad = result[0], result[1]
     if status != _sweep.OK:
         _raise_sweep_error(tp, status, bad)
@@ -182,23 +183,32 @@ def _native(tp, roots, seeds, target_rows, retain, into_grad):
         seed_off = np.zeros(len(seeds), np.int64)
         seed_off[1:] = np.cumsum([f.size for f in flat])[:-1]
         flat = np.concatenate(flat)
+    # backward() adds the flat gradients into .grad and drops them, so they go
+    # in the tape's scratch: a new array each time was fresh memory to zero
+    # and fault in (W5: a third of its page faults, which were 20% of its time)
+    scratch = tp.grad_scratch if into_grad else None
     caps, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
-                                                         target_rows is not None, True)
+                                                         target_rows is not None, True, scratch)
     _release(tp, released, retain)
     rows = caps.tolist()
     spans = offsets.tolist()
     if into_grad:
+        if flat_grads.size > scratch.size:  # it did not fit: keep the larger one
+            tp.grad_scratch = flat_grads
         _add_into_grads(tp, rows, flat_grads, offsets, spans)
         return (), ()
     return rows, [_flat_grad(tp, r, flat_grads, spans[k], spans[k + 1]) for k, r in enumerate(rows)]
 
 
-def _flat_grad(tp, r, flat_grads, lo, hi):
-    """Row r's gradient, flat_grads[lo:hi] from the native sweep, as a Tensor."""
+def _flat_grad(tp, r, flat_grads, lo, hi, copy=False):
+    """Row r's gradient, flat_grads[lo:hi] from the native sweep, as a Tensor
+    (of a copy when flat_grads will be reused)."""
     if tp.m_ndim[r] == 0 and tp.m_dt[r] == 0:
         return new_tensor(float(flat_grads[lo]))
     g = flat_grads[lo:hi].reshape(tp.shape(r))
-    return new_tensor(g if tp.m_dt[r] == 0 else g.astype(np.float32))
+    if tp.m_dt[r] != 0:
+        return new_tensor(g.astype(np.float32))
+    return new_tensor(g.copy() if copy else g)
 
 
 def _add_into_grads(tp, rows, flat_grads, offsets, spans):
@@ -226,10 +236,12 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
         rest.append((owner, k, r))
     if len(rest) < len(rows):
         _sweep.add_into(flat_grads, offsets, np.array(dest, np.int64))
-    for owner, k, r in rest:
-        _accumulate_grad(owner, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1]), False)
+    for owner, k, r in rest:  # flat_grads is the scratch: each .grad gets a copy
+        _accumulate_grad(owner, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1], True), False)
 
 
+# what a sweep whose flat gradients are returned gets as scratch: never large enough
+_NO_SCRATCH = np.zeros(0)
 # the seed of one output whose gradient is 1, and its offset (the sweep only reads them)
 _ONE = np.ones(1)
 _FIRST = np.zeros(1, np.int64)

@@ -40,12 +40,13 @@ from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 _SWEEP = '''
 @_jit
 def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
     (flat, at `seed_off`), and return the adjoints of the captured rows (leaves
-    and retained rows, or the TARGET rows when `targeted`). Without it only
+    and retained rows, or the TARGET rows when `targeted`), flat: in
+    `scratch` when it is large enough, else in a new array. Without it only
     reach, check and free, and return the visited rows for the re-taped sweep.
     Returns (status, bad row, captured rows, their flat adjoints, offsets,
     visited rows, rows whose values may now be released).
@@ -178,13 +179,16 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
     offsets = np.zeros(cap_rows.size + 1, np.int64)
     for k in range(cap_rows.size):
         offsets[k + 1] = offsets[k] + numel[cap_rows[k]]
-    grads = np.zeros(offsets[-1] if compute and status == OK else 0)
+    n_flat = offsets[-1] if compute and status == OK else 0
+    grads = scratch[:n_flat] if n_flat <= scratch.size else np.empty(n_flat)
     if compute and status == OK:
         for k in range(cap_rows.size):
             i = cap_rows[k]
             if ndim[i] == 0:
                 grads[offsets[k]] = sadj[i]
-%(gather)s    return (status, bad, cap_rows, grads, offsets, visited[:nvisited].copy(),
+%(gather)s            else:  # reached, but no gradient flowed into it
+                grads[offsets[k]:offsets[k + 1]] = 0.0
+    return (status, bad, cap_rows, grads, offsets, visited[:nvisited].copy(),
             released[:nreleased].copy())
 
 

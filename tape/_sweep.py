@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "91aac8960816ae28"
+REGISTRY_DIGEST = "62058d9d28519069"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -419,12 +419,13 @@ def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
 
 @_jit
 def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
     (flat, at `seed_off`), and return the adjoints of the captured rows (leaves
-    and retained rows, or the TARGET rows when `targeted`). Without it only
+    and retained rows, or the TARGET rows when `targeted`), flat: in
+    `scratch` when it is large enough, else in a new array. Without it only
     reach, check and free, and return the visited rows for the re-taped sweep.
     Returns (status, bad row, captured rows, their flat adjoints, offsets,
     visited rows, rows whose values may now be released).
@@ -787,7 +788,8 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
     offsets = np.zeros(cap_rows.size + 1, np.int64)
     for k in range(cap_rows.size):
         offsets[k + 1] = offsets[k] + numel[cap_rows[k]]
-    grads = np.zeros(offsets[-1] if compute and status == OK else 0)
+    n_flat = offsets[-1] if compute and status == OK else 0
+    grads = scratch[:n_flat] if n_flat <= scratch.size else np.empty(n_flat)
     if compute and status == OK:
         for k in range(cap_rows.size):
             i = cap_rows[k]
@@ -795,6 +797,8 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 grads[offsets[k]] = sadj[i]
             elif i in adj:
                 grads[offsets[k]:offsets[k + 1]] = adj[i]
+            else:  # reached, but no gradient flowed into it
+                grads[offsets[k]:offsets[k + 1]] = 0.0
     return (status, bad, cap_rows, grads, offsets, visited[:nvisited].copy(),
             released[:nreleased].copy())
 
@@ -804,12 +808,13 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
 
 @_jit
 def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
     (flat, at `seed_off`), and return the adjoints of the captured rows (leaves
-    and retained rows, or the TARGET rows when `targeted`). Without it only
+    and retained rows, or the TARGET rows when `targeted`), flat: in
+    `scratch` when it is large enough, else in a new array. Without it only
     reach, check and free, and return the visited rows for the re-taped sweep.
     Returns (status, bad row, captured rows, their flat adjoints, offsets,
     visited rows, rows whose values may now be released).
@@ -1163,12 +1168,15 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
     offsets = np.zeros(cap_rows.size + 1, np.int64)
     for k in range(cap_rows.size):
         offsets[k + 1] = offsets[k] + numel[cap_rows[k]]
-    grads = np.zeros(offsets[-1] if compute and status == OK else 0)
+    n_flat = offsets[-1] if compute and status == OK else 0
+    grads = scratch[:n_flat] if n_flat <= scratch.size else np.empty(n_flat)
     if compute and status == OK:
         for k in range(cap_rows.size):
             i = cap_rows[k]
             if ndim[i] == 0:
                 grads[offsets[k]] = sadj[i]
+            else:  # reached, but no gradient flowed into it
+                grads[offsets[k]:offsets[k + 1]] = 0.0
     return (status, bad, cap_rows, grads, offsets, visited[:nvisited].copy(),
             released[:nreleased].copy())
 

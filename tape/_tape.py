@@ -156,6 +156,7 @@ class Tape:
         self.bytes_limit = _INITIAL_BYTES
         self.tensor_rows = 0  # rows not on the 0-d fast path; while 0, backward uses sweep_scalar
         self.sweeping = 0  # > 0 while a re-taped sweep holds row numbers: no compaction then
+        self.grad_scratch = np.zeros(0)  # backward()'s flat gradients (engine._native)
         # grad mode is per thread, kept here so a recording op reads one
         # thread-local (the tape) rather than two
         self.grad_enabled = True

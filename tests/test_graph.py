@@ -373,6 +373,21 @@ def test_subnormal_adjoints_of_a_decaying_chain_flush_to_zero():
     assert a.grad.item() == pytest.approx(grad_a, rel=1e-12)
 
 
+def test_a_grad_is_not_overwritten_by_later_backwards():
+    # backward() reuses one buffer for its flat gradients (engine._native)
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    first = x.grad
+    x.grad = None
+    (3 * x).sum().backward()
+    (g,) = autograd.grad((x * x * x).sum(), x)
+    (5 * x).sum().backward()
+
+    assert first.tolist() == [2.0, 4.0]
+    assert g.tolist() == [3.0, 12.0]
+    assert x.grad.tolist() == [8.0, 8.0]
+
+
 def test_backward_with_gradient_for_a_non_scalar():
     x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
 
