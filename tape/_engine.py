@@ -145,7 +145,7 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
         target_rows = np.array([tp.adopt(t) for t in targets], np.int64)
         tp.flags[target_rows] |= TARGET
     try:
-        if create_graph or force_retaped.active:
+        if create_graph or force_retaped.active or _hooks_on_non_leaves(tp):
             return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
         return _native(tp, roots, seeds, target_rows, retain_graph, into_grad)
     finally:
@@ -197,7 +197,8 @@ def _native(tp, roots, seeds, target_rows, retain, into_grad):
             tp.grad_scratch = flat_grads
         _add_into_grads(tp, rows, flat_grads, offsets, spans)
         return (), ()
-    return rows, [_flat_grad(tp, r, flat_grads, spans[k], spans[k + 1]) for k, r in enumerate(rows)]
+    return rows, [_hooked(tp, r, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1]))
+                  for k, r in enumerate(rows)]
 
 
 def _flat_grad(tp, r, flat_grads, lo, hi, copy=False):
@@ -226,7 +227,7 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
         if owner is None:
             continue
         grad = owner._grad
-        if grad is not None:
+        if grad is not None and not tp.hooks.get(r):
             value = grad._value
             if (type(value) is np.ndarray and value.dtype == float64 and value.flags.c_contiguous
                     and value.size == spans[k + 1] - spans[k]):
@@ -237,7 +238,8 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
     if len(rest) < len(rows):
         _sweep.add_into(flat_grads, offsets, np.array(dest, np.int64))
     for owner, k, r in rest:  # flat_grads is the scratch: each .grad gets a copy
-        _accumulate_grad(owner, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1], True), False)
+        g = _hooked(tp, r, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1], True))
+        _accumulate_grad(owner, g, False)
 
 
 # what a sweep whose flat gradients are returned gets as scratch: never large enough
@@ -339,6 +341,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     captured = set(caps.tolist())
     leads = None if target_rows is None else tp.m_work_leads
     grads = {}
+    hooked = set()  # rows whose hooks ran when the walk reached them
     with set_grad_enabled(bool(create_graph)):
         for r, s in zip(roots.tolist(), seeds):
             _accumulate(grads, r, s)
@@ -346,6 +349,9 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             g = grads.get(r) if r in captured else grads.pop(r, None)
             if g is None:
                 continue
+            if r in tp.hooks:
+                g = grads[r] = _hooked(tp, r, g)
+                hooked.add(r)
             ctx = _Ctx(tp, r, leads)
             input_grads = _vjp_of(REGISTRY[tp.op[r]])(ctx, g)
             for row, need, gi in zip((ctx._a, ctx._b), ctx.needs, input_grads):
@@ -361,6 +367,9 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
         if g is None:
             shape = tp.shape(r)
             g = new_tensor(wrap_value(np.zeros(shape, np.float64 if tp.dt[r] == 0 else np.float32)))
+        elif r not in hooked:
+            with set_grad_enabled(bool(create_graph)):
+                g = _hooked(tp, r, g)
         out.append(g)
     return caps.tolist(), out
 
@@ -394,6 +403,75 @@ def _retained_tensor(tp, r):
     """The live tensor that called retain_grad() for row r, or None."""
     ref = tp.retained.get(r)
     return ref() if ref is not None else None
+
+
+class RemovableHandle:
+    """What `Tensor.register_hook` returns: `remove()` unregisters the hook
+    (also on leaving a `with` block), as torch.utils.hooks.RemovableHandle."""
+
+    def __init__(self, hooks, hook):
+        self._hooks = hooks
+        self._hook = hook
+
+    def remove(self):
+        hooks, self._hooks = self._hooks, None
+        if hooks is not None:
+            for k, h in enumerate(hooks):
+                if h is self._hook:
+                    del hooks[k]
+                    break
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+def register_hook(self, hook):
+    """Register `hook(grad)`, called with this tensor's gradient each time a
+    backward or autograd.grad computes it; a Tensor it returns (same shape)
+    replaces the gradient, for `.grad` and for what flows on, as in PyTorch.
+    Hooks on a leaf run after the native sweep; a hook on a non-leaf makes
+    the tape's backwards walk in Python, which can call it mid-walk.
+
+    >>> import tape
+    >>> x = tape.tensor([1.0, 2.0], requires_grad=True)
+    >>> handle = x.register_hook(lambda g: g * 10)
+    >>> (x * x).sum().backward()
+    >>> x.grad
+    tensor([20., 40.])
+    """
+    if not self._rg:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    tp, r = where(self)
+    if tp is None:
+        tp = state.tape
+        r = tp.adopt(self)
+    hooks = tp.hooks.setdefault(r, [])
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)
+
+
+Tensor.register_hook = register_hook
+
+
+def _hooks_on_non_leaves(tp):
+    return bool(tp.hooks) and any(hooks and tp.m_op[r] != LEAF for r, hooks in tp.hooks.items())
+
+
+def _hooked(tp, r, g):
+    """g after the hooks on row r's tensor, in the order they were registered."""
+    for hook in tuple(tp.hooks.get(r, ())):
+        out = hook(g)
+        if out is None:
+            continue
+        if not isinstance(out, Tensor):
+            raise TypeError(f"expected Variable, but hook returned '{type(out).__name__}'")
+        if out.shape != g.shape:
+            raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of value")
+        g = out
+    return g
 
 
 _CREATE_GRAPH_WARNING = (

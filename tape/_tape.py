@@ -138,6 +138,7 @@ class Tape:
         self.owners = []
         self.keep = {}
         self.retained = {}
+        self.hooks = {}  # row -> the hooks registered on its tensor (engine.register_hook)
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
@@ -362,6 +363,7 @@ class Tape:
         self.owners = [owners[r] for r in kept.tolist()]
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
+        self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
