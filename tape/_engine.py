@@ -145,7 +145,7 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
         target_rows = np.array([tp.adopt(t) for t in targets], np.int64)
         tp.flags[target_rows] |= TARGET
     try:
-        if create_graph or force_retaped.active or _hooks_on_non_leaves(tp):
+        if create_graph or force_retaped.active or _reaches_a_hooked_non_leaf(tp, roots):
             return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
         return _native(tp, roots, seeds, target_rows, retain_graph, into_grad)
     finally:
@@ -456,8 +456,18 @@ def register_hook(self, hook):
 Tensor.register_hook = register_hook
 
 
-def _hooks_on_non_leaves(tp):
-    return bool(tp.hooks) and any(hooks and tp.m_op[r] != LEAF for r, hooks in tp.hooks.items())
+def _reaches_a_hooked_non_leaf(tp, roots):
+    """Whether the walk from `roots` meets a non-leaf with hooks, which only
+    the Python walk can call mid-way. The hooks of a graph that nothing
+    reaches any more stay registered until compaction drops its rows, and
+    must not send other graphs through the Python walk meanwhile."""
+    if not tp.hooks:
+        return False
+    hooked = [r for r, hooks in tp.hooks.items() if hooks and tp.m_op[r] != LEAF]
+    if not hooked or not roots.size:
+        return False
+    reached = _sweep.reachable(tp.a0, tp.a1, int(roots.max()) + 1, roots)
+    return bool(np.isin(np.array(hooked, np.int64), reached).any())
 
 
 def _hooked(tp, r, g):
