@@ -349,9 +349,11 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             g = grads.get(r) if r in captured else grads.pop(r, None)
             if g is None:
                 continue
-            if r in tp.hooks:
-                g = grads[r] = _hooked(tp, r, g)
+            if tp.hooks.get(r):
+                g = _hooked(tp, r, g)
                 hooked.add(r)
+                if r in captured:  # what .grad or autograd.grad gets is the hooked value
+                    grads[r] = g
             ctx = _Ctx(tp, r, leads)
             input_grads = _vjp_of(REGISTRY[tp.op[r]])(ctx, g)
             for row, need, gi in zip((ctx._a, ctx._b), ctx.needs, input_grads):
