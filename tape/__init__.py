@@ -17,6 +17,7 @@ from ._factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, 
 from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                          no_grad, set_grad_enabled)
 from . import autograd
+from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 
 import ops  # noqa: E402  (which sets every op as tape.<name>)
 from . import linalg  # noqa: E402
@@ -36,4 +37,5 @@ __all__ = ["Tensor", "autograd", "linalg", "device", "bool", "float16", "float32
            "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like", "linspace",
            "manual_seed", "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",
            "tensor", "zeros", "zeros_like", "enable_grad", "inference_mode", "is_grad_enabled",
-           "is_inference_mode_enabled", "no_grad", "set_grad_enabled", *ops.__all__]
+           "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled", *ops.__all__]

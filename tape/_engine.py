@@ -2,6 +2,8 @@
 for create_graph=True, and what both share (roots, seeds, checks, results).
 """
 import functools
+import math
+import warnings
 
 import numpy as np
 
@@ -9,7 +11,7 @@ from . import _sweep
 from ._dtypes import float32, float64
 from ._grad_mode import set_grad_enabled
 from ._registry import CONST, LEAF, REGISTRY
-from ._tape import DATA_FIELD, RETAIN, RG, TARGET, state, where
+from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, state, where
 from ._tensor import Tensor, new_tensor, warn_once, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped"]
@@ -145,7 +147,8 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
         target_rows = np.array([tp.adopt(t) for t in targets], np.int64)
         tp.flags[target_rows] |= TARGET
     try:
-        if create_graph or force_retaped.active or _reaches_a_hooked_non_leaf(tp, roots):
+        if (create_graph or force_retaped.active or anomaly.enabled
+                or _reaches_a_hooked_non_leaf(tp, roots)):
             return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
         return _native(tp, roots, seeds, target_rows, retain_graph, into_grad)
     finally:
@@ -356,6 +359,8 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                     grads[r] = g
             ctx = _Ctx(tp, r, leads)
             input_grads = _vjp_of(REGISTRY[tp.op[r]])(ctx, g)
+            if anomaly.enabled and anomaly.check_nan:
+                _check_nan(tp, r, input_grads)
             for row, need, gi in zip((ctx._a, ctx._b), ctx.needs, input_grads):
                 if need and gi is not None:
                     # as PyTorch's engine, a gradient takes its input's dtype
@@ -374,6 +379,23 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                 g = _hooked(tp, r, g)
         out.append(g)
     return caps.tolist(), out
+
+
+def _check_nan(tp, r, input_grads):
+    """Anomaly mode: raise PyTorch's error for the first nan gradient row r's
+    VJP returned, after a warning with the forward call that recorded r."""
+    for k, gi in enumerate(input_grads):
+        if gi is None:
+            continue
+        v = gi._value
+        if math.isnan(v) if type(v) is float else np.isnan(v).any():
+            name = REGISTRY[tp.op[r]].grad_fn
+            trace = tp.traces.get(r)
+            where_from = ("Traceback of forward call that caused the error:\n" + "".join(trace)
+                          if trace else "No forward pass information available. Enable detect "
+                          "anomaly during forward pass for more information.")
+            warnings.warn(f"Error detected in {name}. {where_from}", UserWarning, stacklevel=2)
+            raise RuntimeError(f"Function '{name}' returned nan values in its {k}th output.")
 
 
 def _accumulate_grad(t, g, create_graph):

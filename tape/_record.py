@@ -7,7 +7,7 @@ import numpy as np
 
 from ._dtypes import get_default_dtype
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
-from ._tape import HIDDEN, RG, state
+from ._tape import HIDDEN, RG, anomaly, keep_trace, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
@@ -74,6 +74,8 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
                   RG | HIDDEN if hidden else RG)
     out._row = r
     out._ep = ep
+    if anomaly.enabled:
+        keep_trace(tp, r)
     saves_for = opdef.saves_for
     if saves_for != _SAVES_NOTHING:
         flags, nuse = tp.m_flags, tp.m_nuse
@@ -157,6 +159,8 @@ def _scalar_row(tp, code, out, x, y, c):
     t._row = r
     t._ep = ep
     tp.owners.append(out)  # the liveness token (Note [Tape layout]); out is a fresh float
+    if anomaly.enabled:
+        keep_trace(tp, r)
     return t
 
 

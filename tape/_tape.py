@@ -4,6 +4,7 @@ recorded op, appended in execution order. See Note [Tape layout].
 import ctypes
 import sys
 import threading
+import traceback
 import weakref
 
 import numpy as np
@@ -11,7 +12,7 @@ import numpy as np
 from . import _sweep
 from ._registry import CONST, LEAF
 
-__all__ = ["Tape", "Epoch", "state", "where", "current_row", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"]
+__all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_row", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"]
 
 # Note [Tape layout]
 # ~~~~~~~~~~~~~~~~~~
@@ -139,6 +140,7 @@ class Tape:
         self.keep = {}
         self.retained = {}
         self.hooks = {}  # row -> the hooks registered on its tensor (engine.register_hook)
+        self.traces = {}  # row -> its forward call's stack, kept while anomaly mode is on
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
@@ -364,6 +366,7 @@ class Tape:
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
+        self.traces = {int(newidx[r]): v for r, v in self.traces.items() if newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
@@ -444,6 +447,20 @@ class Tape:
             self.keep.pop(r, None)
         self.m_ptr[r] = 0
         self.held_bytes -= self.m_numel[r] * 8
+
+
+class _Anomaly:
+    """Anomaly detection (tape.autograd.detect_anomaly): global, as PyTorch's."""
+    enabled = False
+    check_nan = True
+
+
+anomaly = _Anomaly()
+
+
+def keep_trace(tp, r):
+    """In anomaly mode: keep the stack of the forward call that recorded row r."""
+    tp.traces[r] = traceback.format_stack()[:-3]
 
 
 class _ThreadState(threading.local):

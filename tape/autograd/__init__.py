@@ -1,7 +1,9 @@
-"""tape.autograd: backward, grad, and the gradient checkers, as in torch.autograd."""
+"""tape.autograd: backward, grad, the gradient checkers and anomaly detection, as in torch.autograd."""
 from .._engine import backward, grad
 from ._gradcheck import gradcheck, gradgradcheck
 from . import functional
+from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .. import _node as graph
 
-__all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "graph", "functional"]
+__all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "graph", "functional", "detect_anomaly",
+           "set_detect_anomaly"]
