@@ -45,11 +45,12 @@ def _permute_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 @native_helper
 def strided_lines(shape, ints):
-    """Where each line along the last dim of `shape` starts, in C order, in
-    the strided descriptor `ints` (offset, then one stride per dim of
-    `shape`): the callers loop over each line themselves, a loop that
-    vectorizes. Stepping every element through an odometer, its counters
-    in memory, was 16% of a Hessian-vector product sliced by [::2]."""
+    """(starts, length, stride) of the lines along the last dim of `shape`,
+    in C order, in the strided descriptor `ints` (offset, then one stride
+    per dim of `shape`); a 0-d shape is one line of one. The callers loop
+    over each line themselves, a loop that vectorizes: stepping every element
+    through an odometer, its counters in memory, was 16% of a Hessian-vector
+    product sliced by [::2]."""
     nd = shape.size
     lines = 1
     for k in range(nd - 1):
@@ -70,22 +71,14 @@ def strided_lines(shape, ints):
             base -= idx[d] * ints[1 + d]
             idx[d] = 0
             d -= 1
-    return starts
-
-
-@native_helper
-def line_shape(shape, ints):
-    """(length, stride) of the lines of strided_lines; a 0-d shape is one line of one."""
-    nd = shape.size
-    return (shape[nd - 1], ints[nd]) if nd > 0 else (1, 0)
+    return (starts, shape[nd - 1], ints[nd]) if nd > 0 else (starts, 1, 0)
 
 
 @native_helper
 def strided_offsets(shape, ints):
     """The flat offsets, in C order over `shape`, that the strided descriptor
     `ints` selects."""
-    starts = strided_lines(shape, ints)
-    length, stride = line_shape(shape, ints)
+    starts, length, stride = strided_lines(shape, ints)
     offs = np.empty(starts.size * length, np.int64)
     for i in range(starts.size):
         for j in range(length):
@@ -94,16 +87,14 @@ def strided_offsets(shape, ints):
 
 
 def _strided_gather_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    starts = strided_lines(osh, ints)
-    length, stride = line_shape(osh, ints)
+    starts, length, stride = strided_lines(osh, ints)
     for i in range(starts.size):
         for j in range(length):
             GA[starts[i] + j * stride] += G[i * length + j]
 
 
 def _strided_scatter_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    starts = strided_lines(xsh, ints)
-    length, stride = line_shape(xsh, ints)
+    starts, length, stride = strided_lines(xsh, ints)
     for i in range(starts.size):
         for j in range(length):
             GA[i * length + j] += G[starts[i] + j * stride]

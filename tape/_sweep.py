@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "62058d9d28519069"
+REGISTRY_DIGEST = "e659f16e2f4124ef"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -1252,11 +1252,12 @@ def expand_flat(X, reduced, full):
 
 @_jit
 def strided_lines(shape, ints):
-    """Where each line along the last dim of `shape` starts, in C order, in
-    the strided descriptor `ints` (offset, then one stride per dim of
-    `shape`): the callers loop over each line themselves, a loop that
-    vectorizes. Stepping every element through an odometer, its counters
-    in memory, was 16% of a Hessian-vector product sliced by [::2]."""
+    """(starts, length, stride) of the lines along the last dim of `shape`,
+    in C order, in the strided descriptor `ints` (offset, then one stride
+    per dim of `shape`); a 0-d shape is one line of one. The callers loop
+    over each line themselves, a loop that vectorizes: stepping every element
+    through an odometer, its counters in memory, was 16% of a Hessian-vector
+    product sliced by [::2]."""
     nd = shape.size
     lines = 1
     for k in range(nd - 1):
@@ -1277,22 +1278,14 @@ def strided_lines(shape, ints):
             base -= idx[d] * ints[1 + d]
             idx[d] = 0
             d -= 1
-    return starts
-
-
-@_jit
-def line_shape(shape, ints):
-    """(length, stride) of the lines of strided_lines; a 0-d shape is one line of one."""
-    nd = shape.size
-    return (shape[nd - 1], ints[nd]) if nd > 0 else (1, 0)
+    return (starts, shape[nd - 1], ints[nd]) if nd > 0 else (starts, 1, 0)
 
 
 @_jit
 def strided_offsets(shape, ints):
     """The flat offsets, in C order over `shape`, that the strided descriptor
     `ints` selects."""
-    starts = strided_lines(shape, ints)
-    length, stride = line_shape(shape, ints)
+    starts, length, stride = strided_lines(shape, ints)
     offs = np.empty(starts.size * length, np.int64)
     for i in range(starts.size):
         for j in range(length):
@@ -2624,8 +2617,7 @@ _vjp_t = _vjp_permute
 
 @_jit
 def _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    starts = strided_lines(osh, ints)
-    length, stride = line_shape(osh, ints)
+    starts, length, stride = strided_lines(osh, ints)
     for i in range(starts.size):
         for j in range(length):
             GA[starts[i] + j * stride] += G[i * length + j]
@@ -2642,8 +2634,7 @@ _vjp_index_unsqueeze = _vjp_select
 
 @_jit
 def _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    starts = strided_lines(xsh, ints)
-    length, stride = line_shape(xsh, ints)
+    starts, length, stride = strided_lines(xsh, ints)
     for i in range(starts.size):
         for j in range(length):
             GA[i * length + j] += G[starts[i] + j * stride]
