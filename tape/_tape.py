@@ -2,6 +2,7 @@
 recorded op, appended in execution order. See Note [Tape layout].
 """
 import ctypes
+import os
 import sys
 import threading
 import traceback
@@ -458,9 +459,19 @@ class _Anomaly:
 anomaly = _Anomaly()
 
 
+# the packages whose frames a forward trace leaves out: the op's own calls
+_INTERNAL_DIRS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), name, "")
+                       for name in ("tape", "ops"))
+
+
 def keep_trace(tp, r):
-    """In anomaly mode: keep the stack of the forward call that recorded row r."""
-    tp.traces[r] = traceback.format_stack()[:-3]
+    """In anomaly mode: keep the stack of the forward call that recorded row
+    r, up to the caller's frame that called into tape (however deep the op's
+    own calls go)."""
+    stack = traceback.extract_stack()
+    while stack and stack[-1].filename.startswith(_INTERNAL_DIRS):
+        stack.pop()
+    tp.traces[r] = traceback.format_list(stack)
 
 
 class _ThreadState(threading.local):
