@@ -163,16 +163,20 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=N
                           tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
                           tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
                           _NO_SCRATCH if scratch is None else scratch)
-    status, bad = result[0], result[1]
+    status, bad, ncaps, nvisited, nreleased, grads = result
     if status != _sweep.OK:
         _raise_sweep_error(tp, status, bad)
-    return result[2:]
+    # lists now: a sweep that a hook or a VJP runs would overwrite `work`; the
+    # offsets are read (by add_into) before any other sweep can run
+    work = tp.work
+    return (work[0, :ncaps].tolist(), grads, work[4, :ncaps + 1], work[1, :nvisited].tolist(),
+            work[2, :nreleased].tolist())
 
 
 def _release(tp, released, retain):
     """After a sweep: drop the values it freed, then any whose Tensors died."""
-    if not retain and released.size:
-        tp.release(released.tolist())
+    if not retain and released:
+        tp.release(released)
     tp.release_dead()
 
 
@@ -190,10 +194,9 @@ def _native(tp, roots, seeds, target_rows, retain, into_grad):
     # in the tape's scratch: a new array each time was fresh memory to zero
     # and fault in (W5: a third of its page faults, which were 20% of its time)
     scratch = tp.grad_scratch if into_grad else None
-    caps, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
+    rows, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
                                                          target_rows is not None, True, scratch)
     _release(tp, released, retain)
-    rows = caps.tolist()
     spans = offsets.tolist()
     if into_grad:
         if flat_grads.size > scratch.size:  # it did not fit: keep the larger one
@@ -341,14 +344,14 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     empty = np.zeros(0)
     caps, _, _, visited, released = _sweep_call(
         tp, roots, np.zeros(len(roots), np.int64), empty, retain, target_rows is not None, False)
-    captured = set(caps.tolist())
+    captured = set(caps)
     leads = None if target_rows is None else tp.m_work_leads
     grads = {}
     hooked = set()  # rows whose hooks ran when the walk reached them
     with set_grad_enabled(bool(create_graph)):
         for r, s in zip(roots.tolist(), seeds):
             _accumulate(grads, r, s)
-        for r in visited.tolist():
+        for r in visited:
             g = grads.get(r) if r in captured else grads.pop(r, None)
             if g is None:
                 continue
@@ -369,7 +372,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                     _accumulate(grads, row, gi)
     _release(tp, released, retain)
     out = []
-    for r in caps.tolist():
+    for r in caps:
         g = grads.get(r)
         if g is None:
             shape = tp.shape(r)
@@ -378,7 +381,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             with set_grad_enabled(bool(create_graph)):
                 g = _hooked(tp, r, g)
         out.append(g)
-    return caps.tolist(), out
+    return caps, out
 
 
 def _check_nan(tp, r, input_grads):

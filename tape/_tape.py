@@ -176,8 +176,9 @@ class Tape:
             setattr(self, name, col)
         self.cap = cap
         # the sweep's scratch rows: the rows it captures, visits and releases,
-        # and its marks of the rows that lead to autograd.grad's inputs
-        self.work = np.zeros((4, cap), np.int64)
+        # its marks of the rows that lead to autograd.grad's inputs, and the
+        # captured rows' offsets into its flat adjoints (at most n + 1 < cap)
+        self.work = np.zeros((5, cap), np.int64)
         self.m_work_leads = memoryview(self.work[3])
         self.limit = cap - 3  # the scalar path appends at most 3 rows per op
         # writes of single items through memoryviews (m_op, m_a0, ...) are
