@@ -73,16 +73,22 @@ def _kept_shape(shape, reduced):
 
 def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     dims = _dims(x, dim)
-    a = x._array()
+    a = x._value
+    if type(a) is float:
+        a = np.array(a)
     if dtype is not None:
         a = a.astype(as_dtype(dtype))
     elif a.dtype.kind == "u":  # NumPy sums unsigned ints as uint64, PyTorch as int64
         a = a.astype(np.int64)
-    axis = None if dims is None or x.ndim == 0 else dims
-    shape = x.shape
-    # a 0-d tensor takes dim 0 or -1, which reduces nothing
-    reduced = range(len(shape)) if dims is None else dims if shape else ()
-    count = math.prod(shape[k] for k in reduced)
+    shape = a.shape
+    if dims is None or not shape:  # all of it; a 0-d tensor takes dim 0 or -1, which reduces nothing
+        axis = None
+        count = a.size
+        kshape = (1,) * len(shape)
+    else:
+        axis = dims
+        count = math.prod([shape[k] for k in dims])
+        kshape = _kept_shape(shape, dims)
     # np.add.reduce is np.sum without its Python wrapper, and np.mean is that
     # sum over the count; an empty mean is nan, without NumPy's warnings, as in PyTorch
     if mean and not count:
@@ -94,7 +100,6 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     value = wrap_value(value)
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
-    kshape = _kept_shape(shape, reduced)
     p = 1.0 / count if mean and count else 1.0
     return record(ops_all if dims is None else ops_dim, value, (x,), p=p, ints=kshape)
 

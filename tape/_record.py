@@ -5,9 +5,9 @@ import math
 
 import numpy as np
 
-from ._dtypes import get_default_dtype
+from ._dtypes import float64, get_default_dtype
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
-from ._tape import HIDDEN, RG, anomaly, keep_trace, state
+from ._tape import DATA_FIELD, HIDDEN, RG, anomaly, keep_trace, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
@@ -47,6 +47,18 @@ def broadcast_shapes(sa, sb):
     return tuple(db if da == 1 else da for da, db in zip(pa, pb))
 
 
+# Note [Early release]
+# ~~~~~~~~~~~~~~~~~~~~
+# In an expression like (a - b) ** 2, a - b dies as soon as ** records, so
+# each record looks at the inputs of the op before it and releases the
+# values whose Tensors are dead and that no consumer saved: their memory
+# goes back to the allocator at once, for the next result, as reference
+# counting frees it in PyTorch (W4's peak memory). For small values that
+# look costs more than it returns (half a microsecond an op, 5% of a small
+# MLP's forward); they wait for the release after the next backward.
+_EARLY_RELEASE_NUMEL = 1 << 13
+
+
 def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     """Record `opdef` producing `value` from `inputs` (Tensors, or None for "the
     constant in c"); return the result Tensor, which requires grad."""
@@ -63,17 +75,41 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
             y = inputs[1]
             if y is not None:
                 b = y._row if y._ep is ep else tp.adopt(y)
-    # the previous op's inputs are often an expression's temporaries, dead by now
-    tp.release(tp.last_inputs)
-    tp.last_inputs = (a, b)
+    if tp.last_inputs:  # Note [Early release]
+        tp.release(tp.last_inputs)
+    numel = tp.m_numel
+    tp.last_inputs = ((a, b) if a >= 0 and numel[a] >= _EARLY_RELEASE_NUMEL
+                      or b >= 0 and numel[b] >= _EARLY_RELEASE_NUMEL else ())
     out = Tensor.__new__(Tensor)
     out._value = value
     out._rg = True
-    # a 0-d result's token is its float (Note [Tape layout])
-    r = tp.append(opdef.code, value, value if type(value) is float else out, a, b, c, p, ints,
-                  RG | HIDDEN if hidden else RG)
-    out._row = r
     out._ep = ep
+    if (type(value) is np.ndarray and value.dtype is float64 and value.ndim and not c
+            and p == 1.0 and ints is None and not hidden and value.flags.c_contiguous):
+        # the common row, an array of two inputs at most, written here: through
+        # Tape.append, whose generality it does not need, it cost 5% more of a
+        # small MLP's forward
+        r = tp.n
+        tp.n = r + 1
+        tp.tensor_rows += 1
+        tp.m_op[r] = opdef.code
+        tp.m_a0[r] = a
+        if b != -1:
+            tp.m_a1[r] = b
+        tp.m_ptr[r] = id(value) + DATA_FIELD
+        numel[r] = value.size
+        shape = value.shape
+        tp.m_ndim[r] = len(shape)
+        off = tp.tuple_offsets.get(shape)
+        tp.m_shp[r] = tp.push_ints(shape) if off is None else off
+        tp.held_bytes += value.nbytes
+        tp.held_rows.append(r)
+        tp.owners.append(out)
+    else:
+        # a 0-d result's token is its float (Note [Tape layout])
+        r = tp.append(opdef.code, value, value if type(value) is float else out, a, b, c, p, ints,
+                      RG | HIDDEN if hidden else RG)
+    out._row = r
     if anomaly.enabled:
         keep_trace(tp, r)
     saves_for = opdef.saves_for
@@ -176,11 +212,14 @@ except ImportError:
     _FP_STATE = None
 
 
-def _default_float(out, fn, *operands):
-    """fn(*operands), computed as `out`; where NumPy made a float of another
-    dtype from bools or integers (sin of int8 is float16 there, exact to three
-    digits), fn again on the operands in the default dtype, which is what
-    PyTorch computes in."""
+def _as_result(out, fn, *operands):
+    """fn(*operands), computed as `out`, as a Tensor holds it (wrap_value);
+    where NumPy made a float of another dtype from bools or integers (sin of
+    int8 is float16 there, exact to three digits), fn again on the operands in
+    the default dtype, which is what PyTorch computes in."""
+    if type(out) is np.ndarray and out.dtype is float64 and out.ndim:
+        return out  # the common case, tested first
+    out = wrap_value(out)
     if (type(out) is np.ndarray and out.dtype.kind == "f" and out.dtype != get_default_dtype()
             and all(np.asarray(v).dtype.kind in "biu" for v in operands)):
         dtype = get_default_dtype()
@@ -223,7 +262,7 @@ def unary(opdef, scalar_fn, array_fn):
                 if tp.grad_enabled:
                     return _scalar_row(tp, code, out, x, None, 0.0)
             return new_tensor(out)
-        out = _default_float(wrap_value(quiet(array_fn, xv)), array_fn, xv)
+        out = _as_result(quiet(array_fn, xv), array_fn, xv)
         if x._rg and state.tape.grad_enabled:
             return record(opdef, out, (x,))
         return new_tensor(out)
@@ -308,7 +347,7 @@ def binary(opdef, scalar_fn, array_fn):
         xv = value_of(x) if tx else x
         yv = value_of(y) if ty else y
         try:
-            out = _default_float(wrap_value(quiet(array_fn, xv, yv)), array_fn, xv, yv)
+            out = _as_result(quiet(array_fn, xv, yv), array_fn, xv, yv)
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
             raise

@@ -402,11 +402,9 @@ class Tape:
 
         Called after a sweep for the rows it freed (nuse is read again: a
         re-taped sweep may have saved a row since its walk listed it), and by
-        each recording op for the inputs of the op before it, which in an
-        expression like (a - b) ** 2 are temporaries that died as soon as
-        that op returned: their memory goes back to the allocator at once,
-        still in cache, for the next result, as reference counting frees it
-        in PyTorch; release_dead catches the rest after backward."""
+        each recording op for the large inputs of the op before it (Note
+        [Early release] in tape._record); release_dead catches the rest after
+        backward."""
         owners, ptr, nuse = self.owners, self.m_ptr, self.m_nuse
         for r in rows:
             if (r >= 0 and ptr[r] and not nuse[r] and owners[r] is not None

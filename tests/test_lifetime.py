@@ -252,8 +252,9 @@ def test_value_of_a_dead_tensor_no_backward_reads_is_released_by_the_next_backwa
     assert value() is None
 
 
-def test_unsaved_temporary_of_an_expression_is_released_when_the_next_op_records():
-    x = tape.ones(1000, requires_grad=True)
+def test_unsaved_large_temporary_of_an_expression_is_released_when_the_next_op_records():
+    # Note [Early release]: large values only, small ones wait for a backward
+    x = tape.ones(100_000, requires_grad=True)
     temporary = x * 3.0
     value = weakref.ref(temporary.detach().numpy())
     y = temporary + 1.0  # add saves neither input
