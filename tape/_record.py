@@ -84,11 +84,11 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     out._value = value
     out._rg = True
     out._ep = ep
-    if (type(value) is np.ndarray and value.dtype is float64 and value.ndim and not c
-            and p == 1.0 and ints is None and not hidden and value.flags.c_contiguous):
-        # the common row, an array of two inputs at most, written here: through
-        # Tape.append, whose generality it does not need, it cost 5% more of a
-        # small MLP's forward
+    if (type(value) is np.ndarray and value.dtype is float64 and value.ndim and not hidden
+            and value.flags.c_contiguous):
+        # the common row, a float64 array, written here: through Tape.append,
+        # whose generality it does not need, it cost 5% more of a small MLP's
+        # forward
         r = tp.n
         tp.n = r + 1
         tp.tensor_rows += 1
@@ -96,6 +96,13 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
         tp.m_a0[r] = a
         if b != -1:
             tp.m_a1[r] = b
+        if c:
+            tp.m_c[r] = c
+        if p != 1.0:
+            tp.m_p[r] = p
+        if ints is not None:
+            tp.m_ia[r] = tp.push_ints(ints)
+            tp.m_ian[r] = len(ints)
         tp.m_ptr[r] = id(value) + DATA_FIELD
         numel[r] = value.size
         shape = value.shape
