@@ -313,9 +313,13 @@ def binary(opdef, scalar_fn, array_fn):
         if type(x) is Tensor and type(y) is Tensor:
             xv = x._value
             yv = y._value
-            if type(xv) is float and type(yv) is float:
-                return _scalar(xv, yv, x, y, x._rg, y._rg)
-            return _general(x, y)
+            if type(xv) is float:
+                if type(yv) is float:
+                    return _scalar(xv, yv, x, y, x._rg, y._rg)
+                xv = np.float64(xv)  # as value_of
+            elif type(yv) is float:
+                yv = np.float64(yv)
+            return _arrays(x, y, xv, yv, True, True)
         return _mixed(x, y)
 
     def _scalar(xv, yv, x, y, rgx, rgy):
@@ -351,8 +355,11 @@ def binary(opdef, scalar_fn, array_fn):
         if not (tx or ty):
             raise TypeError(f"{opdef.name}(): expected a Tensor, got {type(x).__name__} and "
                             f"{type(y).__name__}")
-        xv = value_of(x) if tx else x
-        yv = value_of(y) if ty else y
+        return _arrays(x, y, value_of(x) if tx else x, value_of(y) if ty else y, tx, ty)
+
+    def _arrays(x, y, xv, yv, tx, ty):
+        """x op y off the scalar path: x and y Tensors (tx, ty) or numbers or
+        arrays, whose values are xv and yv."""
         try:
             out = _as_result(quiet(array_fn, xv, yv), array_fn, xv, yv)
         except ValueError:
@@ -363,6 +370,8 @@ def binary(opdef, scalar_fn, array_fn):
         if not ((rgx or rgy) and state.tape.grad_enabled):
             return new_tensor(out)
         # the operand values that the partials of the inputs requiring grad read
+        if rgx and rgy:
+            return record(opdef, out, (x, y))
         reads = (saves_for[0] if rgx else 0) | (saves_for[1] if rgy else 0)
         a, ca = (x, 0.0) if rgx else _operand(x, reads & SAVES_X)
         b, cb = (y, 0.0) if rgy else _operand(y, reads & SAVES_Y)
