@@ -20,7 +20,7 @@ __all__ = ["expand", "broadcast_to", "reshape", "view", "flatten", "squeeze", "u
 
 
 def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    reduce_broadcast(G, GA, osh, xsh)
+    reduce_broadcast(G, GA, osh, xsh, 1.0)
 
 
 def _flat_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):

@@ -47,16 +47,16 @@ def trailing_block(full, reduced):
 
 
 @native_helper
-def reduce_broadcast(G, GA, full, reduced):
-    """GA (shape `reduced`) += G (shape `full`) summed over the broadcast dims."""
+def reduce_broadcast(G, GA, full, reduced, scale):
+    """GA (shape `reduced`) += scale * G (shape `full`) summed over the broadcast dims."""
     block = trailing_block(full, reduced)
     if block > 0:
         for o in range(0, G.size, block):
             for j in range(block):
-                GA[j] += G[o + j]
+                GA[j] += G[o + j] * scale
     else:
         for i in range(G.size):
-            GA[bcast_index(i, full, reduced)] += G[i]
+            GA[bcast_index(i, full, reduced)] += G[i] * scale
 
 
 @native_helper

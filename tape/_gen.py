@@ -419,13 +419,27 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             X = expand_flat(X, xsh, osh)
         if Y.size > 1 and Y.size != n:
             Y = expand_flat(Y, ysh, osh)
-        FA = np.zeros(n) if need_a and GA.size != n else GA
-        FB = np.zeros(n) if need_b and GB.size != n else GB
+        # (a bias's partial is 1: g itself is summed, before into_g changes it,
+        # rather than g * 1 in a full-size buffer first)
+        FA = GA
+        if need_a and GA.size != n:
+            FA = empty
+            if UNIT_A[o] != 0.0:
+                reduce_broadcast(G, GA, osh, xsh, UNIT_A[o])
+            else:
+                FA = np.zeros(n)
+        FB = GB
+        if need_b and GB.size != n:
+            FB = empty
+            if UNIT_B[o] != 0.0:
+                reduce_broadcast(G, GB, osh, ysh, UNIT_B[o])
+            else:
+                FB = np.zeros(n)
         _vjp_elementwise(o, G, X, Y, O, FA, FB, pp, into_g)
-        if FA.size != GA.size:
-            reduce_broadcast(FA, GA, osh, xsh)
-        if FB.size != GB.size:
-            reduce_broadcast(FB, GB, osh, ysh)
+        if FA.size and FA.size != GA.size:
+            reduce_broadcast(FA, GA, osh, xsh, 1.0)
+        if FB.size and FB.size != GB.size:
+            reduce_broadcast(FB, GB, osh, ysh, 1.0)
 %(tensor_dispatch)s
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -645,6 +659,12 @@ def _helper_source(fn):
     return "@_jit\n" + "\n".join(lines) + "\n"
 
 
+def _unit_partial(opdef, k):
+    """Input k's partial when it is the constant 1 or -1, else 0."""
+    partials = opdef.partials or ()
+    return float(partials[k]) if k < len(partials) and partials[k].strip() in ("1", "-1") else 0.0
+
+
 def _body():
     ops = [d for d in REGISTRY if d.arity > 0]
     elementwise = [d for d in ops if d.elementwise]
@@ -655,6 +675,8 @@ def _body():
               f"SAVES_A = np.array({[d.saves_for[0] for d in REGISTRY]}, np.int64)",
               f"SAVES_B = np.array({[d.saves_for[1] for d in REGISTRY]}, np.int64)",
               f"ELEMENTWISE = np.array({[d.elementwise for d in REGISTRY]}, np.bool_)",
+              f"UNIT_A = np.array({[_unit_partial(d, 0) for d in REGISTRY]}, np.float64)",
+              f"UNIT_B = np.array({[_unit_partial(d, 1) for d in REGISTRY]}, np.float64)",
               f"NOT_DIFFERENTIABLE = np.array({[d.not_differentiable is not None for d in REGISTRY]}, "
               "np.bool_)",
               f"OPCODES = {tuple(d.name for d in REGISTRY)!r}"]
