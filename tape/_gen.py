@@ -195,10 +195,20 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
 
 '''
 
+# The tape's columns as views that own nothing (the caller's tape keeps them
+# alive): every call of _tensor_row counted a reference to each of its
+# array arguments, in and out, atomically, about 80 atomic operations a row
+# (a sixth of a small MLP's sweep); a view without a MemInfo counts nothing.
+_UNOWNED_COLUMNS = "".join(
+    f"    {name} = carray({at}({name}.ctypes.data), ({name}.size,))\n"
+    for name, at in (("c", "_f64_at"), ("param", "_f64_at"), ("sval", "_f64_at"), ("sadj", "_f64_at"),
+                     ("ptr", "_i64_at"), ("numel", "_i64_at"), ("ndim", "_i64_at"), ("shp", "_i64_at"),
+                     ("ia", "_i64_at"), ("ian", "_i64_at"), ("pool", "_i64_at"), ("dt", "_i8_at")))
+
 _SWEEP_VARIANTS = {
     "sweep": dict(
         adj_init=("    adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])\n"
-                  "    empty = np.zeros(0)\n    cbuf = np.zeros(1)\n"),
+                  "    empty = np.zeros(0)\n    cbuf = np.zeros(1)\n" + _UNOWNED_COLUMNS),
         seed=("            g = _adjoint(r, adj, numel, ndim, sadj)\n            s = seed_off[i]\n"
               "            for k in range(g.size):\n                g[k] += seeds[s + k]\n"),
         tensor_branch=("            if sv != 0 and _released(a, b, r, sv, ndim, ptr):\n"
@@ -244,6 +254,7 @@ _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
 _i64_at = _pointer_intrinsic(types.int64)
 _u8_at = _pointer_intrinsic(types.uint8)
+_i8_at = _pointer_intrinsic(types.int8)
 
 # Fortran BLAS dgemm, the one tape._blas registers as tape_dgemm: with the
 # transposes as flags and beta 1 it accumulates into an adjoint in place,

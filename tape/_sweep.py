@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "d88631afb71dc564"
+REGISTRY_DIGEST = "c490c795bdfb0cc3"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -53,6 +53,7 @@ _f64_at = _pointer_intrinsic(types.float64)
 _f32_at = _pointer_intrinsic(types.float32)
 _i64_at = _pointer_intrinsic(types.int64)
 _u8_at = _pointer_intrinsic(types.uint8)
+_i8_at = _pointer_intrinsic(types.int8)
 
 # Fortran BLAS dgemm, the one tape._blas registers as tape_dgemm: with the
 # transposes as flags and beta 1 it accumulates into an adjoint in place,
@@ -455,6 +456,18 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
     adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])
     empty = np.zeros(0)
     cbuf = np.zeros(1)
+    c = carray(_f64_at(c.ctypes.data), (c.size,))
+    param = carray(_f64_at(param.ctypes.data), (param.size,))
+    sval = carray(_f64_at(sval.ctypes.data), (sval.size,))
+    sadj = carray(_f64_at(sadj.ctypes.data), (sadj.size,))
+    ptr = carray(_i64_at(ptr.ctypes.data), (ptr.size,))
+    numel = carray(_i64_at(numel.ctypes.data), (numel.size,))
+    ndim = carray(_i64_at(ndim.ctypes.data), (ndim.size,))
+    shp = carray(_i64_at(shp.ctypes.data), (shp.size,))
+    ia = carray(_i64_at(ia.ctypes.data), (ia.size,))
+    ian = carray(_i64_at(ian.ctypes.data), (ian.size,))
+    pool = carray(_i64_at(pool.ctypes.data), (pool.size,))
+    dt = carray(_i8_at(dt.ctypes.data), (dt.size,))
     top = roots.max() if roots.size else -1
     # the captured, visited and released rows go to the tape's scratch rows
     # (`work`, one per list, as long as the tape): an array reassigned inside
