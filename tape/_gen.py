@@ -381,6 +381,22 @@ def _value(r, ptr, numel, ndim, dt, sval):
 
 
 @_jit
+def _full_size_gradient(G, GA, need, unit, osh, xsh, empty):
+    """Where an elementwise row's kernel adds an input's gradient: GA itself,
+    or for an input that broadcasts to the output a zeroed full-size buffer,
+    summed back into GA afterwards; nothing (empty) when the input's partial
+    is the constant `unit`, 1 or -1 (a bias), whose g is summed into GA here,
+    before into_g changes it, not written out as g * 1 first."""
+    n = G.size
+    if not need or GA.size == n:
+        return GA
+    if unit != 0.0:
+        reduce_broadcast(G, GA, osh, xsh, unit)
+        return empty
+    return np.zeros(n)
+
+
+@_jit
 def _adjoint(r, adj, numel, ndim, sadj):
     if ndim[r] == 0:
         return sadj[r:r + 1]
@@ -430,22 +446,8 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             X = expand_flat(X, xsh, osh)
         if Y.size > 1 and Y.size != n:
             Y = expand_flat(Y, ysh, osh)
-        # (a bias's partial is 1: g itself is summed, before into_g changes it,
-        # rather than g * 1 in a full-size buffer first)
-        FA = GA
-        if need_a and GA.size != n:
-            FA = empty
-            if UNIT_A[o] != 0.0:
-                reduce_broadcast(G, GA, osh, xsh, UNIT_A[o])
-            else:
-                FA = np.zeros(n)
-        FB = GB
-        if need_b and GB.size != n:
-            FB = empty
-            if UNIT_B[o] != 0.0:
-                reduce_broadcast(G, GB, osh, ysh, UNIT_B[o])
-            else:
-                FB = np.zeros(n)
+        FA = _full_size_gradient(G, GA, need_a, UNIT_A[o], osh, xsh, empty)
+        FB = _full_size_gradient(G, GB, need_b, UNIT_B[o], osh, ysh, empty)
         _vjp_elementwise(o, G, X, Y, O, FA, FB, pp, into_g)
         if FA.size and FA.size != GA.size:
             reduce_broadcast(FA, GA, osh, xsh, 1.0)

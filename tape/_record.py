@@ -7,7 +7,7 @@ import numpy as np
 
 from ._dtypes import float64, get_default_dtype
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
-from ._tape import DATA_FIELD, HIDDEN, RG, anomaly, keep_trace, state
+from ._tape import HIDDEN, RG, anomaly, keep_trace, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
@@ -84,38 +84,9 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     out._value = value
     out._rg = True
     out._ep = ep
-    if (type(value) is np.ndarray and value.dtype is float64 and value.ndim and not hidden
-            and value.flags.c_contiguous):
-        # the common row, a float64 array, written here: through Tape.append,
-        # whose generality it does not need, it cost 5% more of a small MLP's
-        # forward
-        r = tp.n
-        tp.n = r + 1
-        tp.tensor_rows += 1
-        tp.m_op[r] = opdef.code
-        tp.m_a0[r] = a
-        if b != -1:
-            tp.m_a1[r] = b
-        if c:
-            tp.m_c[r] = c
-        if p != 1.0:
-            tp.m_p[r] = p
-        if ints is not None:
-            tp.m_ia[r] = tp.push_ints(ints)
-            tp.m_ian[r] = len(ints)
-        tp.m_ptr[r] = id(value) + DATA_FIELD
-        numel[r] = value.size
-        shape = value.shape
-        tp.m_ndim[r] = len(shape)
-        off = tp.tuple_offsets.get(shape)
-        tp.m_shp[r] = tp.push_ints(shape) if off is None else off
-        tp.held_bytes += value.nbytes
-        tp.held_rows.append(r)
-        tp.owners.append(out)
-    else:
-        # a 0-d result's token is its float (Note [Tape layout])
-        r = tp.append(opdef.code, value, value if type(value) is float else out, a, b, c, p, ints,
-                      RG | HIDDEN if hidden else RG)
+    # a 0-d result's token is its float (Note [Tape layout])
+    r = tp.append(opdef.code, value, value if type(value) is float else out, a, b, c, p, ints,
+                  RG | HIDDEN if hidden else RG)
     out._row = r
     if anomaly.enabled:
         keep_trace(tp, r)

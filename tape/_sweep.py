@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "c490c795bdfb0cc3"
+REGISTRY_DIGEST = "4cbe51e3d32e40dd"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
@@ -180,6 +180,22 @@ def _value(r, ptr, numel, ndim, dt, sval):
 
 
 @_jit
+def _full_size_gradient(G, GA, need, unit, osh, xsh, empty):
+    """Where an elementwise row's kernel adds an input's gradient: GA itself,
+    or for an input that broadcasts to the output a zeroed full-size buffer,
+    summed back into GA afterwards; nothing (empty) when the input's partial
+    is the constant `unit`, 1 or -1 (a bias), whose g is summed into GA here,
+    before into_g changes it, not written out as g * 1 first."""
+    n = G.size
+    if not need or GA.size == n:
+        return GA
+    if unit != 0.0:
+        reduce_broadcast(G, GA, osh, xsh, unit)
+        return empty
+    return np.zeros(n)
+
+
+@_jit
 def _adjoint(r, adj, numel, ndim, sadj):
     if ndim[r] == 0:
         return sadj[r:r + 1]
@@ -229,22 +245,8 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             X = expand_flat(X, xsh, osh)
         if Y.size > 1 and Y.size != n:
             Y = expand_flat(Y, ysh, osh)
-        # (a bias's partial is 1: g itself is summed, before into_g changes it,
-        # rather than g * 1 in a full-size buffer first)
-        FA = GA
-        if need_a and GA.size != n:
-            FA = empty
-            if UNIT_A[o] != 0.0:
-                reduce_broadcast(G, GA, osh, xsh, UNIT_A[o])
-            else:
-                FA = np.zeros(n)
-        FB = GB
-        if need_b and GB.size != n:
-            FB = empty
-            if UNIT_B[o] != 0.0:
-                reduce_broadcast(G, GB, osh, ysh, UNIT_B[o])
-            else:
-                FB = np.zeros(n)
+        FA = _full_size_gradient(G, GA, need_a, UNIT_A[o], osh, xsh, empty)
+        FB = _full_size_gradient(G, GB, need_b, UNIT_B[o], osh, ysh, empty)
         _vjp_elementwise(o, G, X, Y, O, FA, FB, pp, into_g)
         if FA.size and FA.size != GA.size:
             reduce_broadcast(FA, GA, osh, xsh, 1.0)
