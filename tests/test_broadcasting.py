@@ -43,6 +43,18 @@ def test_gradients_sum_back_to_input_shapes(shapes, seed):
     np.testing.assert_allclose(gy.numpy(), _sum_to(np.broadcast_to(a, full), b.shape), rtol=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(SHAPES, st.integers(0, 2**16))
+def test_sums_and_differences_send_g_back_with_their_partials_signs(shapes, seed):
+    # partials 1 and -1: the native sweep sums g straight into a broadcast input
+    x, y = _inputs(shapes, seed)
+    g = np.random.default_rng(seed + 1).uniform(-1.0, 1.0, shapes.result_shape)
+    for out, sx, sy in ((x + y, 1.0, 1.0), (x - y, 1.0, -1.0), (y - x, -1.0, 1.0)):
+        gx, gy = tape.autograd.grad(out, [x, y], tape.tensor(g))
+        np.testing.assert_allclose(gx.numpy(), sx * _sum_to(g, x.shape), rtol=1e-12)
+        np.testing.assert_allclose(gy.numpy(), sy * _sum_to(g, y.shape), rtol=1e-12)
+
+
 @settings(max_examples=30, deadline=None)
 @given(SHAPES, st.integers(0, 2**16))
 def test_native_and_retaped_sweeps_agree_under_broadcasting(shapes, seed):
