@@ -195,7 +195,8 @@ def _as_result(out, fn, *operands):
     where NumPy made a float of another dtype from bools or integers (sin of
     int8 is float16 there, exact to three digits), fn again on the operands in
     the default dtype, which is what PyTorch computes in."""
-    if type(out) is np.ndarray and out.dtype is float64 and out.ndim:
+    if (type(out) is np.ndarray and out.dtype is float64 and out.ndim
+            and get_default_dtype() is float64):
         return out  # the common case, tested first
     out = wrap_value(out)
     if (type(out) is np.ndarray and out.dtype.kind == "f" and out.dtype != get_default_dtype()

@@ -399,6 +399,17 @@ def test_legacy_constructor_follows_the_default_dtype():
         tape.set_default_dtype(tape.float64)
 
 
+@pytest.mark.parametrize("op", [tape.sin, lambda x: x / tape.tensor([2, 2, 2])])
+def test_float_results_of_integer_tensors_take_the_default_dtype(op):
+    # NumPy gives float64 for them whatever the default; PyTorch its default dtype
+    tape.set_default_dtype(tape.float32)
+    try:
+        out = op(tape.tensor([1, 2, 3]))
+    finally:
+        tape.set_default_dtype(tape.float64)
+    assert out.dtype == tape.float32
+
+
 def test_legacy_constructor_refuses_a_number():
     with pytest.raises(TypeError, match=r"new\(\): data must be a sequence \(got float\)"):
         tape.Tensor(2.5)
