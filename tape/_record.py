@@ -192,15 +192,17 @@ except ImportError:
 
 def _as_result(out, fn, *operands):
     """fn(*operands), computed as `out`, as a Tensor holds it (wrap_value);
-    where NumPy made a float of another dtype from bools or integers (sin of
-    int8 is float16 there, exact to three digits), fn again on the operands in
-    the default dtype, which is what PyTorch computes in."""
+    where NumPy made a float of another dtype from bool or integer tensors
+    (sin of int8 is float16 there, exact to three digits), fn again on the
+    operands in the default dtype, which is what PyTorch computes in."""
     if (type(out) is np.ndarray and out.dtype is float64 and out.ndim
             and get_default_dtype() is float64):
         return out  # the common case, tested first
     out = wrap_value(out)
+    # a Python number operand does not count: PyTorch's int tensor + 0.5 is
+    # in the default dtype too
     if (type(out) is np.ndarray and out.dtype.kind == "f" and out.dtype != get_default_dtype()
-            and all(np.asarray(v).dtype.kind in "biu" for v in operands)):
+            and all(np.asarray(v).dtype.kind in "biu" for v in operands if type(v) not in _NUMBER)):
         dtype = get_default_dtype()
         return wrap_value(quiet(fn, *(np.asarray(v, dtype) for v in operands)))
     return out
@@ -268,7 +270,7 @@ def with_constant(opdef, scalar_fn, array_fn):
                 if tp.grad_enabled:
                     return _scalar_row(tp, code, out, x, None, c)
             return new_tensor(out)
-        out = wrap_value(quiet(array_fn, xv, c))
+        out = _as_result(quiet(array_fn, xv, c), array_fn, xv, c)
         if x._rg and state.tape.grad_enabled:
             return record(opdef, out, (x, None), c=float(c))
         return new_tensor(out)

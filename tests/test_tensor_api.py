@@ -399,7 +399,8 @@ def test_legacy_constructor_follows_the_default_dtype():
         tape.set_default_dtype(tape.float64)
 
 
-@pytest.mark.parametrize("op", [tape.sin, lambda x: x / tape.tensor([2, 2, 2])])
+@pytest.mark.parametrize("op", [tape.sin, lambda x: x / tape.tensor([2, 2, 2]), lambda x: x + 0.5,
+                                lambda x: x * 2.5, lambda x: 0.5 - x, lambda x: x ** 0.5])
 def test_float_results_of_integer_tensors_take_the_default_dtype(op):
     # NumPy gives float64 for them whatever the default; PyTorch its default dtype
     tape.set_default_dtype(tape.float32)
