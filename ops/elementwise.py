@@ -451,8 +451,7 @@ def pow(x, exponent):
     >>> tape.pow(tape.tensor(3.0), 2)
     tensor(9.)
     """
-    if type(exponent) not in _NUMBER:
-        x, exponent = python_number(x), python_number(exponent)
+    x, exponent = python_number(x), python_number(exponent)
     if isinstance(x, Tensor) and type(exponent) in _NUMBER:
         return _pow_number(x, exponent)
     if type(x) in _NUMBER and isinstance(exponent, Tensor):

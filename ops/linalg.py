@@ -83,7 +83,8 @@ _BMM = defop("bmm", "BmmBackward0", 2, saves=_SAVES, native=_bmm_native,
 
 
 def _product(opdef, x, y, value):
-    value = wrap_value(value)
+    """The Tensor of a product `value` of x and y (an array: dot wraps its 0-d
+    value itself), recorded when either requires grad."""
     rgx, rgy = x._rg, y._rg
     if not ((rgx or rgy) and state.tape.grad_enabled):
         return new_tensor(value)
@@ -112,7 +113,7 @@ def dot(x, y):
                            "same number of elements, but got %d and %d elements respectively"
                            % (x.shape[0], y.shape[0], x.shape[0], y.shape[0]))
     _check_float("dot", x, y)
-    return _product(_DOT, x, y, np.dot(x._value, y._value))
+    return _product(_DOT, x, y, wrap_value(np.dot(x._value, y._value)))
 
 
 def mv(x, y):
@@ -172,10 +173,7 @@ def matmul(x, y):
     # the common case first, with mm's checks folded into one test
     if (type(xv) is np.ndarray and type(yv) is np.ndarray and xv.ndim == 2 and yv.ndim == 2
             and xv.shape[1] == yv.shape[0] and xv.dtype == yv.dtype):
-        value = np.dot(xv, yv)  # a matrix: nothing for _product's wrap_value to do
-        if (x._rg or y._rg) and state.tape.grad_enabled:
-            return record(_MM, value, (x, y))
-        return new_tensor(value)
+        return _product(_MM, x, y, np.dot(xv, yv))
     if x.ndim == 0 or y.ndim == 0:
         raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
                            f"and {y.ndim}D")

@@ -73,9 +73,7 @@ def _kept_shape(shape, reduced):
 
 def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     dims = _dims(x, dim)
-    a = x._value
-    if type(a) is float:
-        a = np.array(a)
+    a = x._array()
     if dtype is not None:
         a = a.astype(as_dtype(dtype))
     elif a.dtype.kind == "u":  # NumPy sums unsigned ints as uint64, PyTorch as int64

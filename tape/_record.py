@@ -287,13 +287,9 @@ def binary(opdef, scalar_fn, array_fn):
         if type(x) is Tensor and type(y) is Tensor:
             xv = x._value
             yv = y._value
-            if type(xv) is float:
-                if type(yv) is float:
-                    return _scalar(xv, yv, x, y, x._rg, y._rg)
-                xv = np.float64(xv)  # as value_of
-            elif type(yv) is float:
-                yv = np.float64(yv)
-            return _arrays(x, y, xv, yv, True, True)
+            if type(xv) is float and type(yv) is float:
+                return _scalar(xv, yv, x, y, x._rg, y._rg)
+            return _arrays(x, y, value_of(x), value_of(y), True, True)
         return _mixed(x, y)
 
     def _scalar(xv, yv, x, y, rgx, rgy):
