@@ -224,11 +224,15 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
     already holds a C-contiguous float64 array of the gradient's size is added
     into in place, by one native call: a NumPy add per tensor, with a Tensor
     and a view made for it, was a quarter of a small MLP's backward. A first
-    gradient, a float32 or 0-d one, goes through _accumulate_grad."""
+    gradient, or a float32 one, goes through _accumulate_grad; see
+    _add_into_number_grads for 0-d ones."""
+    pending = enumerate(rows)
+    if spans[-1] == len(rows) and not tp.hooks:
+        pending = _add_into_number_grads(tp, rows, flat_grads)
     ops = tp.m_op
     dest = [0] * len(rows)
     rest = []
-    for k, r in enumerate(rows):
+    for k, r in pending:
         owner = tp.tensor_at(r) if ops[r] == LEAF else _retained_tensor(tp, r)
         if owner is None:
             continue
@@ -246,6 +250,30 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
     for owner, k, r in rest:  # flat_grads is the scratch: each .grad gets a copy
         g = _hooked(tp, r, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1], True))
         _accumulate_grad(owner, g, False)
+
+
+def _add_into_number_grads(tp, rows, flat_grads):
+    """The 0-d float64 leaves among `rows`, each with one gradient in
+    flat_grads (row k's at k), get it added to the Python float of their
+    `.grad`, or as their first `.grad`, here: the general path made two
+    Tensors for each, most of a scalar network's backward (353 weights in
+    W2). Returns the (k, row) pairs left to it."""
+    ops, ndim, dt, owners = tp.m_op, tp.m_ndim, tp.m_dt, tp.owners
+    left = []
+    for k, (r, g) in enumerate(zip(rows, flat_grads[:len(rows)].tolist())):
+        owner = owners[r]
+        if ops[r] != LEAF or ndim[r] or dt[r] or type(owner) is not Tensor:
+            left.append((k, r))  # a retained tensor, a float32 leaf, a leaf that left its row
+            continue
+        grad = owner._grad
+        if grad is None:
+            owner._grad = new_tensor(g)
+        elif type(grad._value) is float:
+            _changing_in_place(grad)
+            grad._value += g
+        else:
+            left.append((k, r))
+    return left
 
 
 # what a sweep whose flat gradients are returned gets as scratch: never large enough

@@ -353,6 +353,23 @@ def test_grads_accumulate_over_two_fresh_graphs():
     assert x.grad.tolist() == [4.0, 12.0]
 
 
+def test_number_gradients_reach_every_kind_of_0d_receiver_in_one_backward():
+    # the 0-d float64 leaves (c with an assigned .grad) take backward's bulk
+    # path; a float32 leaf and a retained non-leaf take the general one
+    a, b = tape.tensor(2.0, requires_grad=True), tape.tensor(3.0, requires_grad=True)
+    h = tape.tensor(0.5, dtype=tape.float32, requires_grad=True)
+    c = tape.tensor(4.0, requires_grad=True)
+    c.grad = tape.tensor(1.0)
+    for _ in range(2):
+        ab = a * b
+        ab.retain_grad()
+        (ab * c + h.double() * a).backward()
+
+    assert (a.grad.item(), b.grad.item(), c.grad.item()) == (2 * (3.0 * 4 + 0.5), 2 * 2.0 * 4, 1 + 2 * 6.0)
+    assert (h.grad.item(), h.grad.dtype) == (2 * 2.0, tape.float32)
+    assert ab.grad.item() == 4.0
+
+
 def test_subnormal_adjoints_of_a_decaying_chain_flush_to_zero():
     # Note [Subnormal adjoints]: the adjoint of x underflows, and in exact
     # float64 arithmetic it would stick at 4.9e-324; a's gradient, summed over
