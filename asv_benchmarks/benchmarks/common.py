@@ -99,6 +99,7 @@ BACKENDS = ["tape", "torch"]
 SCALAR_STEPS = [1_000] if FAST else [1_000, 10_000]  # W1
 ELEMENTWISE_SIZE = 10**5 if FAST else 10**6  # W4, W10
 MATMUL_SIZES = [128] if FAST else [128, 512]  # W5
+HESSIAN_SIZE = 16 if FAST else 64  # W6
 ROSENBROCK_SIZE = 10_000 if FAST else 100_000  # W7
 
 # Interleaved measurements (track_ benchmarks and report.py): rounds, and the
