@@ -227,8 +227,8 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
     gradient, or a float32 one, goes through _accumulate_grad; see
     _add_into_number_grads for 0-d ones."""
     pending = enumerate(rows)
-    if spans[-1] == len(rows) and not tp.hooks:
-        pending = _add_into_number_grads(tp, rows, flat_grads)
+    if spans[-1] <= 2 * len(rows) and not tp.hooks:  # mostly 0-d: see _add_into_number_grads
+        pending = _add_into_number_grads(tp, rows, flat_grads, spans)
     ops = tp.m_op
     dest = [0] * len(rows)
     rest = []
@@ -252,25 +252,26 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
         _accumulate_grad(owner, g, False)
 
 
-def _add_into_number_grads(tp, rows, flat_grads):
-    """The 0-d float64 leaves among `rows`, each with one gradient in
-    flat_grads (row k's at k), get it added to the Python float of their
-    `.grad`, or as their first `.grad`, here: the general path made two
-    Tensors for each, most of a scalar network's backward (353 weights in
-    W2). Returns the (k, row) pairs left to it."""
+def _add_into_number_grads(tp, rows, flat_grads, spans):
+    """The 0-d float64 leaves among `rows` get their gradient (row k's at
+    flat_grads[spans[k]]) added to the Python float of their `.grad`, or as
+    their first `.grad`, here: the general path made two Tensors for each,
+    most of a scalar network's backward (353 weights in W2). Returns the
+    (k, row) pairs left to it."""
     ops, ndim, dt, owners = tp.m_op, tp.m_ndim, tp.m_dt, tp.owners
+    numbers = flat_grads[:spans[-1]].tolist()
     left = []
-    for k, (r, g) in enumerate(zip(rows, flat_grads[:len(rows)].tolist())):
+    for k, r in enumerate(rows):
         owner = owners[r]
         if ops[r] != LEAF or ndim[r] or dt[r] or type(owner) is not Tensor:
             left.append((k, r))  # a retained tensor, a float32 leaf, a leaf that left its row
             continue
         grad = owner._grad
         if grad is None:
-            owner._grad = new_tensor(g)
+            owner._grad = new_tensor(numbers[spans[k]])
         elif type(grad._value) is float:
             _changing_in_place(grad)
-            grad._value += g
+            grad._value += numbers[spans[k]]
         else:
             left.append((k, r))
     return left

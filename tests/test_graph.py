@@ -370,6 +370,17 @@ def test_number_gradients_reach_every_kind_of_0d_receiver_in_one_backward():
     assert ab.grad.item() == 4.0
 
 
+def test_a_0d_leaf_gets_its_own_gradient_beside_empty_and_vector_leaves():
+    # the flat gradients of an empty leaf (no element), a 0-d leaf and a
+    # 2-vector: the 0-d leaf's is not at its row's position among them
+    e, s = tape.zeros(0, requires_grad=True), tape.tensor(2.0, requires_grad=True)
+    v = tape.tensor([1.0, 5.0], requires_grad=True)
+
+    (s * v.sum() + e.sum()).backward()
+
+    assert (s.grad.item(), v.grad.tolist(), e.grad.shape) == (6.0, [2.0, 2.0], (0,))
+
+
 def test_subnormal_adjoints_of_a_decaying_chain_flush_to_zero():
     # Note [Subnormal adjoints]: the adjoint of x underflows, and in exact
     # float64 arithmetic it would stick at 4.9e-324; a's gradient, summed over
