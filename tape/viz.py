@@ -75,8 +75,17 @@ def to_dot(t, *, params=None):
     names = _names(params)
     nodes, edges = [], []
     ids = {}  # tape -> {row: node id}
-    queue = deque()
+    queue = deque()  # (row, node id) of the nodes whose edges are still to draw
     op_lines = {}  # opcode -> the label part of its nodes' lines
+
+    def node_id(tp, seen, r):
+        nid = seen.get(r)
+        if nid is None:
+            nid = seen[r] = f"n{len(nodes)}"
+            nodes.append(_node_line(tp, r, nid, names, op_lines))
+            queue.append((r, nid))
+        return nid
+
     seen_outputs = set()
     for out in outputs:
         if id(out) in seen_outputs:
@@ -87,26 +96,15 @@ def to_dot(t, *, params=None):
         fn = out.grad_fn
         if fn is None:
             continue
-        tp, r = fn._ep.tape, fn.row()
+        r = fn.row()
+        tp = fn._ep.tape  # a graph is on one tape: that of its output
         seen = ids.setdefault(tp, {})
-        fid = seen.get(r)
-        if fid is None:
-            fid = seen[r] = f"n{len(nodes)}"
-            nodes.append(_node_line(tp, r, fid, names, op_lines))
-            queue.append((tp, r, fid))
-        edges.append(f"  {oid} -> {fid};\n")
+        edges.append(f"  {oid} -> {node_id(tp, seen, r)};\n")
         while queue:
-            tp, r, nid = queue.popleft()
-            seen = ids[tp]
+            r, nid = queue.popleft()
             for i in next_rows(tp, r):
-                if i < 0:
-                    continue
-                j = seen.get(i)
-                if j is None:
-                    j = seen[i] = f"n{len(nodes)}"
-                    nodes.append(_node_line(tp, i, j, names, op_lines))
-                    queue.append((tp, i, j))
-                edges.append(f"  {nid} -> {j};\n")
+                if i >= 0:
+                    edges.append(f"  {nid} -> {node_id(tp, seen, i)};\n")
     return "".join((_HEADER, *nodes, *edges, "}\n"))
 
 
