@@ -6,7 +6,7 @@ Each op's node type is a subclass named after PyTorch's (`SinBackward0`), so
 from ._registry import LEAF, REGISTRY
 from ._tape import HIDDEN, RG
 
-__all__ = ["Node", "AccumulateGrad", "node_for"]
+__all__ = ["Node", "AccumulateGrad", "node_for", "next_rows"]
 
 
 class Node:
@@ -29,9 +29,8 @@ class Node:
 
     @property
     def next_functions(self):
-        r = self.row()
         tp = self._ep.tape
-        return tuple(_edge(tp, int(i)) for i in (tp.a0[r], tp.a1[r])[:REGISTRY[tp.op[r]].arity])
+        return tuple((None, 0) if i < 0 else (node_for(tp, i), 0) for i in next_rows(tp, self.row()))
 
     def __eq__(self, other):
         return (isinstance(other, Node) and self._ep.tape is other._ep.tape
@@ -87,11 +86,19 @@ def node_for(tp, r):
     return node
 
 
-def _edge(tp, i):
-    if i < 0 or not tp.flags[i] & RG:
-        return (None, 0)
-    while tp.flags[i] & HIDDEN:
-        i = int(tp.a0[i])
-    if tp.op[i] == LEAF and tp.tensor_at(i) is None:
-        return (None, 0)
-    return (node_for(tp, i), 0)
+def next_rows(tp, r):
+    """The rows of the nodes in row r's `next_functions`, -1 where it has None:
+    the one rule of which input reaches which node, shared with walks that
+    make no Node objects (tape.viz)."""
+    a0, flags = tp.m_a0, tp.m_flags
+    rows = []
+    for i in (a0[r], tp.m_a1[r])[:REGISTRY[tp.m_op[r]].arity]:
+        if i >= 0 and flags[i] & RG:
+            while flags[i] & HIDDEN:
+                i = a0[i]
+            if tp.m_op[i] == LEAF and tp.tensor_at(i) is None:
+                i = -1
+        else:
+            i = -1
+        rows.append(i)
+    return rows
