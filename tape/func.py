@@ -1,0 +1,639 @@
+"""Composable function transforms, as torch.func: grad, grad_and_value, vjp,
+jvp, jacrev, jacfwd and hessian, with torch.func's signatures, pytrees of
+inputs and outputs, and error texts. Each runs on autograd.grad over the tape.
+"""
+import functools
+import weakref
+
+import numpy as np
+
+from . import _sweep
+from ._engine import grad as _autograd
+from ._factories import tensor, zeros, zeros_like
+from ._grad_mode import enable_grad, is_grad_enabled
+from ._registry import LEAF
+from ._tape import RG, state, where
+from ._tensor import Tensor
+
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+
+# Note [Transform levels]
+# ~~~~~~~~~~~~~~~~~~~~~~~
+# Each call of a transform is a level, which differentiates with respect to
+# fresh aliases of its inputs: a new leaf (detach().requires_grad_()) for an
+# input that no enclosing graph tracks, or a recorded view (view_as) of one
+# that requires grad, so that the level's results stay connected to the
+# enclosing graph (an outer level's alias, or the caller's own leaves). The
+# gradient with respect to a view is what flows through that view only, so a
+# level never sees an enclosing level's paths (no perturbation confusion).
+#
+# A level needs create_graph only when what it differentiates reaches a leaf
+# requiring grad that is not one of its own fresh aliases (an outer level's
+# alias, a closed-over parameter, the leaf under a view alias): otherwise
+# nothing outside can differentiate the result again, and the native sweep
+# computes it. Results leave a level as torch.func "unwraps" them: one whose
+# graph reaches no leaf but the level's own is detached, so it requires grad
+# only when an enclosing level or the caller's graph needs it. Under an outer
+# no_grad nothing outside can need it, and every result is detached.
+
+_JVP = "jvp(f, primals, tangents)"
+
+
+class _Api:
+    """The error texts of torch.func's vjp or jvp, which jacrev and jacfwd
+    (and so hessian) raise too."""
+
+    def __init__(self, name, call, floats_only):
+        self.name, self.call, self.floats_only = name, call, floats_only
+
+
+_VJP_API = _Api("vjp(f, *primals)", "f(*primals)", True)
+# jacfwd runs in reverse mode, with jvp's texts (its outputs may be integer)
+_JVP_API = _Api(_JVP, "f(*primals)", False)
+
+
+# -- pytrees: tuples (namedtuples too), lists and dicts; anything else is a leaf
+
+class _Spec:
+    """The structure of a pytree, as torch.utils._pytree's TreeSpec (and its repr)."""
+    __slots__ = ("type", "context", "children")
+
+    def __init__(self, type_, context, children):
+        self.type, self.context, self.children = type_, context, children
+
+    @property
+    def num_leaves(self):
+        return 1 if self.type is None else sum(c.num_leaves for c in self.children)
+
+    def __eq__(self, other):
+        return (isinstance(other, _Spec) and self.type is other.type and self.context == other.context
+                and self.children == other.children)
+
+    def __hash__(self):
+        return hash((self.type, self.num_leaves))
+
+    def __repr__(self, indent=0):
+        if self.type is None:
+            return "*"
+        text = f"TreeSpec({self.type.__name__}, {self.context}, ["
+        if self.children:
+            indent += 2
+            text += self.children[0].__repr__(indent) + ("," if len(self.children) > 1 else "")
+            text += ",".join("\n" + " " * indent + c.__repr__(indent) for c in self.children[1:])
+        return text + "])"
+
+    def pprint(self):
+        """The tree with `*` for each leaf, as torch's treespec_pprint."""
+        return repr(_unflatten([_Star()] * self.num_leaves, self))
+
+
+class _Star:
+    def __repr__(self):
+        return "*"
+
+
+_LEAF_SPEC = _Spec(None, None, ())
+
+
+def _flatten(tree):
+    """(the leaves of `tree` in order, its _Spec)."""
+    leaves = []
+
+    def spec_of(node):
+        kids = _children(node)
+        if kids is None:
+            leaves.append(node)
+            return _LEAF_SPEC
+        context, children = kids
+        return _Spec(type(node), context, tuple(spec_of(c) for c in children))
+    return leaves, spec_of(tree)
+
+
+def _children(node):
+    """(context, children) of a pytree node, or None for a leaf."""
+    if type(node) in (tuple, list):
+        return None, tuple(node)
+    if _is_namedtuple(node):
+        return type(node), tuple(node)
+    if type(node) is dict:
+        return list(node), tuple(node.values())
+    return None
+
+
+def _is_namedtuple(node):
+    return isinstance(node, tuple) and hasattr(type(node), "_fields")
+
+
+def _unflatten(leaves, spec):
+    """The pytree of `spec` with `leaves` in order."""
+    it = iter(leaves)
+
+    def build(s):
+        if s.type is None:
+            return next(it)
+        kids = [build(c) for c in s.children]
+        if s.type is dict:
+            return dict(zip(s.context, kids))
+        if s.type is list:
+            return kids
+        if s.type is tuple:
+            return tuple(kids)
+        return s.type(*kids)  # a namedtuple
+    return build(spec)
+
+
+def _tree_map(fn, tree):
+    leaves, spec = _flatten(tree)
+    return _unflatten([fn(v) for v in leaves], spec)
+
+
+# -- levels (Note [Transform levels])
+
+# the aliases of the levels that have returned: leaves that results may
+# still reach, which no one outside can differentiate (Note [Transform levels])
+# (by id: a Tensor's == is elementwise)
+_FINISHED = weakref.WeakValueDictionary()
+
+
+class _Level:
+    """One transform call: its fresh aliases, and whether grad mode was on
+    outside it."""
+
+    def __init__(self):
+        self.outer_grad = is_grad_enabled()
+        self.own = []
+        self._grad_mode = enable_grad()
+
+    def __enter__(self):
+        self._grad_mode.__enter__()  # f runs with grad on, whatever the mode outside
+        return self
+
+    def __exit__(self, *exc):
+        self._grad_mode.__exit__(*exc)
+        # the level returns: no enclosing level differentiates its aliases
+        _FINISHED.update((id(t), t) for t in self.own)
+
+    def alias(self, t):
+        """The tensor the level differentiates for input t."""
+        if not isinstance(t, Tensor):
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(t)}")
+        if not t.is_floating_point():
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if self.outer_grad and t.requires_grad:
+            return t.view_as(t)
+        fresh = t.detach().requires_grad_()
+        self.own.append(fresh)
+        return fresh
+
+    def reaches_outside(self, tensors):
+        """Whether the graph behind `tensors` reaches a leaf requiring grad
+        that is neither this level's alias nor a finished level's (and grad
+        mode was on outside)."""
+        if not self.outer_grad:
+            return False
+        own = {id(t) for t in self.own}
+        tp = state.tape
+        roots = []
+        for t in tensors:
+            if not isinstance(t, Tensor) or not t._rg:
+                continue
+            t_tape, r = where(t)
+            if t_tape is None:  # a leaf that no op has used yet
+                if id(t) not in own and _FINISHED.get(id(t)) is not t:
+                    return True
+            elif t_tape is not tp:
+                return True
+            else:
+                roots.append(r)
+        if not roots:
+            return False
+        reached = _sweep.reachable(tp.a0, tp.a1, max(roots) + 1, np.array(roots, np.int64))
+        for r in reached[(tp.op[reached] == LEAF) & (tp.flags[reached] & RG != 0)].tolist():
+            leaf = tp.tensor_at(r)
+            # a dead leaf: nothing can ask for its gradient
+            if leaf is not None and id(leaf) not in own and _FINISHED.get(id(leaf)) is not leaf:
+                return True
+        return False
+
+    def unwrap(self, t):
+        """t as a result of the level: detached unless something outside needs its graph."""
+        if isinstance(t, Tensor) and t._rg and not self.reaches_outside((t,)):
+            return t.detach()
+        return t
+
+    def unwrap_tree(self, tree):
+        return _tree_map(self.unwrap, tree)
+
+
+# -- argnums
+
+def _wrap_argnum(argnum, num_args):
+    if not isinstance(argnum, int):
+        raise RuntimeError(f"argnum must be int, got: {type(argnum)}")
+    if 0 <= argnum < num_args:
+        return argnum
+    if -num_args <= argnum < 0:
+        return argnum + num_args
+    raise RuntimeError(f"Got argnum={argnum}, but only {num_args} positional inputs")
+
+
+def _wrap_argnums(argnums, num_args):
+    """argnums checked as torch.func checks them, negative ones made positive."""
+    if isinstance(argnums, int):
+        return _wrap_argnum(argnums, num_args)
+    if not isinstance(argnums, tuple):
+        raise RuntimeError(f"argnums must be int or Tuple[int, ...], got: {type(argnums)}")
+    wrapped = tuple(_wrap_argnum(a, num_args) for a in argnums)
+    if not wrapped:
+        raise RuntimeError("argnums must be non-empty")
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError(f"argnums elements must be unique, got {wrapped}")
+    return wrapped
+
+
+def _slice_argnums(args, argnums, as_tuple=False):
+    """The differentiated arguments: one (argnums an int, unless `as_tuple`)
+    or a tuple of them."""
+    argnums = _wrap_argnums(argnums, len(args))
+    if isinstance(argnums, int):
+        return (args[argnums],) if as_tuple else args[argnums]
+    return tuple(args[i] for i in argnums)
+
+
+def _replace_args(args, new, argnums):
+    argnums = _wrap_argnums(argnums, len(args))
+    if isinstance(argnums, int):
+        return tuple(new if i == argnums else a for i, a in enumerate(args))
+    return tuple(new[argnums.index(i)] if i in argnums else a for i, a in enumerate(args))
+
+
+# -- shared pieces
+
+def _split_aux(output, api, has_aux):
+    if not has_aux:
+        return output, None
+    if not (isinstance(output, tuple) and len(output) == 2):
+        raise RuntimeError(f"{api}: output of function f should be a tuple: (output, aux) if has_aux is True")
+    return output
+
+
+def _check_tensor_outputs(flat, api):
+    """torch.func's checks of what f returned: something, and only tensors."""
+    if (len(flat) == 1 and flat[0] is None) or not flat:
+        raise RuntimeError(f"{api.name}: Expected f to be a function that has non-empty output (got output = "
+                           f"{flat})")
+    for out in flat:
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"{api.name}: expected {api.call} to return only tensors, got unsupported type "
+                               f"{type(out)}")
+        if api.floats_only and not out.is_floating_point():
+            raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
+                               f"Tensor with dtype tape.{out.dtype.name}")
+
+
+def _gradients(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
+    """autograd.grad of the outputs that require grad, with zeros for the
+    inputs they do not reach (torch.func's _autograd_grad)."""
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    kept = [(out, g) for out, g in zip(outputs, grad_outputs) if out._rg]
+    if not kept:
+        return tuple(zeros_like(inp) for inp in inputs)
+    grads = _autograd([out for out, _ in kept], inputs, [g for _, g in kept], retain_graph=retain_graph,
+                      create_graph=create_graph, allow_unused=True)
+    return tuple(zeros_like(inp) if g is None else g for g, inp in zip(grads, inputs))
+
+
+class _Linearized:
+    """f run once at its primals, ready for vector-Jacobian products: the
+    level, the flat outputs (still attached), the flat differentiated
+    aliases and the structures of both."""
+
+    def __init__(self, func, primals, argnums, has_aux, api):
+        with _Level() as level:
+            self.level = level
+            if argnums is None:
+                diff = _tree_map(level.alias, primals)
+                args = diff
+            else:
+                diff = _tree_map(level.alias, _slice_argnums(primals, argnums))
+                args = _replace_args(primals, diff, argnums)
+            output, aux = _split_aux(func(*args), api.name, has_aux)
+            self.aux = level.unwrap_tree(aux) if has_aux else None
+            self.flat_out, self.out_spec = _flatten(output)
+            _check_tensor_outputs(self.flat_out, api)
+            self.flat_diff, self.diff_spec = _flatten(diff)
+        self.output = _unflatten([level.unwrap(o) for o in self.flat_out], self.out_spec)
+
+    def pull(self, outputs, cotangents, create_graph, retain_graph=True):
+        """The gradients of `outputs` (some of flat_out) with `cotangents`
+        with respect to the aliases, unwrapped."""
+        level = self.level
+        graph = create_graph and level.reaches_outside(list(outputs) + list(cotangents))
+        grads = _gradients(outputs, self.flat_diff, cotangents, create_graph=graph, retain_graph=retain_graph)
+        return [level.unwrap(g) for g in grads] if graph else list(grads)
+
+
+# -- the transforms
+
+def vjp(func, *primals, has_aux=False):
+    """(func(*primals), vjp_fn) [, aux]: vjp_fn(cotangents) gives the
+    vector-Jacobian product with respect to each primal, as torch.func.vjp.
+
+    Parameters
+    ----------
+    func : callable
+        Takes the primals (Tensors, or tuples, lists and dicts of them) and
+        returns a Tensor or a pytree of Tensors (with `has_aux`, a pair
+        (output, aux)).
+    *primals : Tensor or pytree of Tensors
+    has_aux : bool
+
+    Returns
+    -------
+    (output, vjp_fn) or (output, vjp_fn, aux). ``vjp_fn(cotangents,
+    retain_graph=True, create_graph=None)`` takes cotangents of the output's
+    structure and returns a tuple with one gradient per primal.
+
+    Examples
+    --------
+    >>> import tape
+    >>> out, vjp_fn = tape.func.vjp(lambda x: x ** 2, tape.tensor([1., 2.]))
+    >>> vjp_fn(tape.tensor([1., 1.]))
+    (tensor([2., 4.]),)
+    """
+    lin = _Linearized(func, primals, None, has_aux, _VJP_API)
+
+    def vjp_fn(cotangents, retain_graph=True, create_graph=None):
+        if create_graph is None:
+            create_graph = is_grad_enabled()
+        flat_cot, cot_spec = _flatten(cotangents)
+        if cot_spec != lin.out_spec:
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure of "
+                               f"outputs to the function. cotangents: {cot_spec.pprint()}, primal output: "
+                               f"{lin.out_spec.pprint()}")
+        return _unflatten(lin.pull(lin.flat_out, flat_cot, create_graph, retain_graph), lin.diff_spec)
+
+    if has_aux:
+        return lin.output, vjp_fn, lin.aux
+    return lin.output, vjp_fn
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """A function returning (gradient, value) of `func`, whose output is a
+    0-d Tensor, with respect to the arguments `argnums` (with `has_aux`,
+    (gradient, (value, aux))), as torch.func.grad_and_value.
+
+    Examples
+    --------
+    >>> import tape
+    >>> g, value = tape.func.grad_and_value(lambda x: (x ** 2).sum())(tape.tensor([1., 2.]))
+    >>> g, value
+    (tensor([2., 4.]), tensor(5.))
+    """
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        with _Level() as level:
+            diff = _tree_map(level.alias, _slice_argnums(args, argnums))
+            output, aux = _split_aux(func(*_replace_args(args, diff, argnums), **kwargs),
+                                     "grad_and_value(f)(*args)", has_aux)
+            if not isinstance(output, Tensor):
+                raise RuntimeError(f"grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got "
+                                   f"{type(output)}")
+            if output.ndim != 0:
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got "
+                                   f"tensor with {output.ndim} dims. Maybe you wanted to use the vjp or jacrev "
+                                   "APIs instead?")
+            flat_diff, spec = _flatten(diff)
+            graph = level.reaches_outside((output,))
+            grads = _gradients((output,), flat_diff, create_graph=graph)
+            if graph:
+                grads = [level.unwrap(g) for g in grads]
+            value = output if graph else output.detach()
+            result = _unflatten(grads, spec)
+            if has_aux:
+                return result, (value, level.unwrap_tree(aux))
+            return result, value
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The gradient of `func` (whose output is a 0-d Tensor) with respect to
+    the arguments `argnums`, as a function (torch.func.grad): a Tensor, or a
+    tuple of them for a tuple `argnums`, shaped as the arguments (pytrees
+    too); with `has_aux`, (gradient, aux). Inputs need not require grad;
+    the gradient requires grad only when an enclosing transform or the
+    caller's graph needs it, so ``grad(grad(f))`` is the second derivative.
+
+    Parameters
+    ----------
+    func : callable
+    argnums : int or tuple of int
+    has_aux : bool
+        `func` returns (output, aux); aux is passed through, detached.
+
+    Examples
+    --------
+    >>> import tape
+    >>> x = tape.tensor(0.0)
+    >>> tape.func.grad(tape.sin)(x)
+    tensor(1.)
+    >>> tape.func.grad(tape.func.grad(tape.sin))(x)
+    tensor(0.)
+    """
+    inner = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        g, value = inner(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+    return wrapper
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """(func(*primals), J v) [, aux]: the Jacobian-vector product of func at
+    `primals` with `tangents`, as torch.func.jvp. Computed in reverse mode
+    by the double-vjp trick (the VJP is linear in its cotangent u, so the
+    gradient of <VJP(u), v> with respect to u is J v), which gives forward
+    mode's results.
+
+    Examples
+    --------
+    >>> import tape
+    >>> out, tangent = tape.func.jvp(lambda x: x ** 2, (tape.tensor([1., 2.]),), (tape.tensor([1., 1.]),))
+    >>> tangent
+    tensor([2., 4.])
+    """
+    if not isinstance(primals, tuple):
+        raise RuntimeError(f"{_JVP}: Expected primals to be a tuple. E.g. it should be valid to call f(*primals).")
+    flat_primals, primals_spec = _flatten(primals)
+    flat_tangents, tangents_spec = _flatten(tangents)
+    if primals_spec != tangents_spec:
+        raise RuntimeError(f"{_JVP}: Expected primals and tangents to have the same python structure. For "
+                           "example, if primals is a tuple of 3 tensors, tangents also must be. Got primals "
+                           f"with structure {primals_spec!r} and tangents with structure {tangents_spec!r}")
+    for name, flat in (("primals", flat_primals), ("tangents", flat_tangents)):
+        if not flat:
+            raise RuntimeError(f"{_JVP}: Expected {name} to contain at least one Tensor.")
+        for t in flat:
+            if not isinstance(t, Tensor):
+                raise RuntimeError(f"{_JVP}: Expected {name} to only contain Tensors, got {type(t)}")
+    for p, t in zip(flat_primals, flat_tangents):
+        _check_dual(p, t)
+    with _Level() as level:
+        aliases = [level.alias(p) for p in flat_primals]
+        output, aux = _split_aux(func(*_unflatten(aliases, primals_spec)), _JVP, has_aux)
+        flat_out, out_spec = _flatten(output)
+        _check_tensor_outputs(flat_out, _JVP_API)
+        tangents_out = _pushed(level, flat_out, aliases, flat_tangents, strict)
+        primals_out = _unflatten([level.unwrap(o) for o in flat_out], out_spec)
+        tangents_out = _unflatten(tangents_out, out_spec)
+        if has_aux:
+            return primals_out, tangents_out, level.unwrap_tree(aux)
+        return primals_out, tangents_out
+
+
+def _check_dual(primal, tangent):
+    """What torch's make_dual checks of a primal and its tangent."""
+    if not primal.is_floating_point():
+        raise ValueError(f"Expected primal to be floating point or complex, but got: tape.{primal.dtype.name}")
+    if tangent.shape != primal.shape:
+        raise RuntimeError("Trying to set a forward gradient that has a different size than that of the original "
+                           f"Tensor, this is not supported. Tensor is of size {list(primal.shape)} while the given "
+                           f"forward gradient is of size {list(tangent.shape)}.")
+
+
+def _pushed(level, flat_out, aliases, flat_tangents, strict):
+    """J v for each output, by the double-vjp trick (see jvp)."""
+    diff = [k for k, out in enumerate(flat_out) if out._rg and out.is_floating_point()]
+    # the VJP is linear in these, so their value (zeros) does not matter
+    u = [zeros_like(flat_out[k], requires_grad=True) for k in diff]
+    level.own.extend(u)
+    pushed = [None] * len(flat_out)
+    if diff:
+        vjps = _autograd([flat_out[k] for k in diff], aliases, u, create_graph=True, allow_unused=True)
+        kept = [(g, t) for g, t in zip(vjps, flat_tangents) if g is not None and g._rg]
+        if kept:
+            graph = level.reaches_outside([g for g, _ in kept] + [t for _, t in kept])
+            jv = _autograd([g for g, _ in kept], u, [t for _, t in kept], create_graph=graph, allow_unused=True)
+            for k, g in zip(diff, jv):
+                pushed[k] = level.unwrap(g) if graph and g is not None else g
+    for k, out in enumerate(flat_out):
+        if pushed[k] is None:
+            if strict:
+                raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of "
+                                   "the inputs. This is not allowed with strict=True.")
+            pushed[k] = zeros_like(out)
+    return pushed
+
+
+def _chunk_size_checked(name, chunk_size):
+    if not (chunk_size is None or chunk_size > 0):
+        raise ValueError(f"{name}: `chunk_size` should be greater than 0.")
+
+
+def _jacobian(func, args, argnums, has_aux, api):
+    """The Jacobian of func at args with respect to `argnums`, in reverse
+    mode (one sweep per output element), in torch.func's structure: for
+    each output (its pytree), for each differentiated argument (unpacked
+    for an int argnums), a Tensor of shape output.shape + input.shape."""
+    lin = _Linearized(func, args, argnums, has_aux, api)
+    flat_primals, primals_spec = _flatten(_slice_argnums(args, argnums, as_tuple=True))
+    create_graph = is_grad_enabled()
+    per_output = []
+    for out in lin.flat_out:
+        if not out.is_floating_point():  # jacfwd's integer output: its tangents are zeros
+            rows = [zeros(out.shape + p.shape, dtype=out.dtype) for p in flat_primals]
+        else:
+            rows = _jacobian_of(lin, out, flat_primals, create_graph)
+        jac = _unflatten(rows, primals_spec)
+        per_output.append(jac[0] if isinstance(argnums, int) else jac)
+    result = _unflatten(per_output, lin.out_spec)
+    return (result, lin.aux) if has_aux else result
+
+
+def _jacobian_of(lin, out, flat_primals, create_graph):
+    """The Jacobians of one output with respect to each flat primal."""
+    from ops import stack
+    n = out.numel()
+    if n == 0 or not out._rg:
+        return [zeros(out.shape + p.shape, dtype=p.dtype) for p in flat_primals]
+    rows = [[] for _ in flat_primals]
+    for k in range(n):
+        seed = np.zeros(n, out.dtype)
+        seed[k] = 1
+        for row, g in zip(rows, lin.pull((out,), (tensor(seed.reshape(out.shape)),), create_graph)):
+            row.append(g)
+    return [stack(row).reshape(out.shape + p.shape) for row, p in zip(rows, flat_primals)]
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """The Jacobian of `func` with respect to the arguments `argnums`, by
+    reverse mode, as a function (torch.func.jacrev): for an output of shape
+    (m...) and an input of shape (n...), a Tensor of shape (m..., n...);
+    tuples (pytrees) for several outputs or a tuple `argnums`. `chunk_size`
+    is checked and accepted; every chunk size gives the same numbers, one
+    reverse sweep per output element.
+
+    Examples
+    --------
+    >>> import tape
+    >>> A = tape.tensor([[1., 2.], [3., 4.]])
+    >>> tape.func.jacrev(lambda x: A @ x)(tape.tensor([5., 6.]))
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
+    _chunk_size_checked("jacrev", chunk_size)
+
+    @functools.wraps(func)
+    def wrapper(*args):
+        return _jacobian(func, args, argnums, has_aux, _VJP_API)
+    return wrapper
+
+
+_RANDOMNESS = ("error", "different", "same")
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of `func` with respect to the arguments `argnums`, as a
+    function (torch.func.jacfwd): the results, shapes and errors of
+    forward mode, computed here by reverse mode (tape has no forward-mode
+    AD), one sweep per output element. `randomness` is checked as
+    torch.func's; func's random ops draw once, as in a single forward call.
+
+    Examples
+    --------
+    >>> import tape
+    >>> tape.func.jacfwd(tape.sin)(tape.tensor([0., 0.]))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    @functools.wraps(func)
+    def wrapper(*args):
+        flat_primals, _ = _flatten(_slice_argnums(args, argnums))
+        for p in flat_primals:
+            p.numel()  # as torch.func's jacfwd, a non-Tensor fails here
+        for p in flat_primals:
+            if not p.is_floating_point():
+                raise ValueError(f"Expected primal to be floating point or complex, but got: tape.{p.dtype.name}")
+        if randomness not in _RANDOMNESS:
+            raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got "
+                               f"{randomness}")
+        return _jacobian(func, args, argnums, has_aux, _JVP_API)
+    return wrapper
+
+
+def hessian(func, argnums=0):
+    """The Hessian of `func` with respect to the arguments `argnums`, as a
+    function: ``jacfwd(jacrev(func, argnums), argnums)``, as torch.func.hessian
+    (for an output of shape (m...) and an input of shape (n...), shape
+    (m..., n..., n...)).
+
+    Examples
+    --------
+    >>> import tape
+    >>> tape.func.hessian(lambda x: (x ** 3).sum())(tape.tensor([1., 2.]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacfwd(jacrev(func, argnums), argnums)
