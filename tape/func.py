@@ -43,13 +43,13 @@ class _Api:
     """The error texts of torch.func's vjp or jvp, which jacrev and jacfwd
     (and so hessian) raise too."""
 
-    def __init__(self, name, call, floats_only):
-        self.name, self.call, self.floats_only = name, call, floats_only
+    def __init__(self, name, floats_only):
+        self.name, self.floats_only = name, floats_only
 
 
-_VJP_API = _Api("vjp(f, *primals)", "f(*primals)", True)
+_VJP_API = _Api("vjp(f, *primals)", True)
 # jacfwd runs in reverse mode, with jvp's texts (its outputs may be integer)
-_JVP_API = _Api(_JVP, "f(*primals)", False)
+_JVP_API = _Api(_JVP, False)
 
 
 # -- pytrees: tuples (namedtuples too), lists and dicts; anything else is a leaf
@@ -284,7 +284,7 @@ def _check_tensor_outputs(flat, api):
                            f"{flat})")
     for out in flat:
         if not isinstance(out, Tensor):
-            raise RuntimeError(f"{api.name}: expected {api.call} to return only tensors, got unsupported type "
+            raise RuntimeError(f"{api.name}: expected f(*primals) to return only tensors, got unsupported type "
                                f"{type(out)}")
         if api.floats_only and not out.is_floating_point():
             raise RuntimeError("vjp(f, ...): All outputs of f must be floating-point or complex Tensors, got "
