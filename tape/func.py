@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from . import _sweep
+from . import _batched, _sweep
 from ._engine import grad as _autograd
 from ._factories import tensor, zeros, zeros_like
 from ._grad_mode import enable_grad, is_grad_enabled
@@ -15,7 +15,7 @@ from ._registry import LEAF
 from ._tape import RG, state, where
 from ._tensor import Tensor
 
-__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"]
+__all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]
 
 # Note [Transform levels]
 # ~~~~~~~~~~~~~~~~~~~~~~~
@@ -159,10 +159,15 @@ class _Level:
     """One transform call: its fresh aliases, and whether grad mode was on
     outside it."""
 
-    def __init__(self):
+    def __init__(self, name, batching=False):
         self.outer_grad = is_grad_enabled()
         self.own = []
         self._grad_mode = enable_grad()
+        # inside vmap: the active levels, to which every alias is batched
+        self.levels = tuple(lv for lv, _ in _batched.active_levels())
+        if self.levels and not batching:
+            raise NotImplementedError(f"tape.func.{name} inside vmap is not supported: of the transforms, grad and "
+                                      "grad_and_value work inside vmap (vmap works inside all of them)")
 
     def __enter__(self):
         self._grad_mode.__enter__()  # f runs with grad on, whatever the mode outside
@@ -174,11 +179,19 @@ class _Level:
         _FINISHED.update((id(t), t) for t in self.own)
 
     def alias(self, t):
-        """The tensor the level differentiates for input t."""
+        """The tensor the level differentiates for input t. Inside vmap, it is
+        batched at every active level, so that each sample has its own copy
+        and the gradient of the sum over samples is the per-sample gradient
+        (no batching rule mixes samples)."""
         if not isinstance(t, Tensor):
             raise ValueError(f"Thing passed to transform API must be Tensor, got {type(t)}")
         if not t.is_floating_point():
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        if self.levels:
+            return _batched.batched(self._alias_of(_batched.with_levels(t, self.levels)), self.levels)
+        return self._alias_of(t)
+
+    def _alias_of(self, t):
         if self.outer_grad and t.requires_grad:
             return t.view_as(t)
         fresh = t.detach().requires_grad_()
@@ -194,7 +207,7 @@ class _Level:
         own = {id(t) for t in self.own}
         tp = state.tape
         roots = []
-        for t in tensors:
+        for t in map(_batched.physical, tensors):
             if not isinstance(t, Tensor) or not t._rg:
                 continue
             t_tape, r = where(t)
@@ -217,6 +230,8 @@ class _Level:
 
     def unwrap(self, t):
         """t as a result of the level: detached unless something outside needs its graph."""
+        if isinstance(t, _batched.BatchedTensor):
+            return _batched.batched(self.unwrap(t.phys), t.levels)
         if isinstance(t, Tensor) and t._rg and not self.reaches_outside((t,)):
             return t.detach()
         return t
@@ -310,7 +325,8 @@ class _Linearized:
     aliases and the structures of both."""
 
     def __init__(self, func, primals, argnums, has_aux, api):
-        with _Level() as level:
+        with _Level(api.name.split("(")[0] if argnums is None else ("jacrev" if api is _VJP_API else "jacfwd")) \
+                as level:
             self.level = level
             if argnums is None:
                 diff = _tree_map(level.alias, primals)
@@ -393,7 +409,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     """
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        with _Level() as level:
+        with _Level("grad", batching=True) as level:
             diff = _tree_map(level.alias, _slice_argnums(args, argnums))
             output, aux = _split_aux(func(*_replace_args(args, diff, argnums), **kwargs),
                                      "grad_and_value(f)(*args)", has_aux)
@@ -405,11 +421,14 @@ def grad_and_value(func, argnums=0, has_aux=False):
                                    f"tensor with {output.ndim} dims. Maybe you wanted to use the vjp or jacrev "
                                    "APIs instead?")
             flat_diff, spec = _flatten(diff)
-            graph = level.reaches_outside((output,))
-            grads = _gradients((output,), flat_diff, create_graph=graph)
+            # inside vmap, the samples' outputs summed (see _Level.alias)
+            target = output.phys.sum() if isinstance(output, _batched.BatchedTensor) else output
+            graph = level.reaches_outside((target,))
+            grads = _gradients((target,), [_batched.physical(a) for a in flat_diff], create_graph=graph)
             if graph:
                 grads = [level.unwrap(g) for g in grads]
-            value = output if graph else output.detach()
+            grads = [_batched.batched(g, level.levels) for g in grads]
+            value = output if graph else level.unwrap(output) if output.requires_grad else output
             result = _unflatten(grads, spec)
             if has_aux:
                 return result, (value, level.unwrap_tree(aux))
@@ -480,7 +499,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                 raise RuntimeError(f"{_JVP}: Expected {name} to only contain Tensors, got {type(t)}")
     for p, t in zip(flat_primals, flat_tangents):
         _check_dual(p, t)
-    with _Level() as level:
+    with _Level("jvp") as level:
         aliases = [level.alias(p) for p in flat_primals]
         output, aux = _split_aux(func(*_unflatten(aliases, primals_spec)), _JVP, has_aux)
         flat_out, out_spec = _flatten(output)
@@ -637,3 +656,167 @@ def hessian(func, argnums=0):
             [ 0., 12.]])
     """
     return jacfwd(jacrev(func, argnums), argnums)
+
+
+# -- vmap (Note [Batched tensors] in tape/_batched.py)
+
+def _func_name(func):
+    if hasattr(func, "__name__"):
+        return func.__name__
+    if isinstance(func, functools.partial):
+        return f"functools.partial({_func_name(func.func)}, ...)"
+    return repr(func)
+
+
+def _broadcast_prefix(prefix, spec):
+    """The leaves of `prefix` (a pytree prefix of the tree of `spec`), each
+    repeated over the leaves of its subtree there; None if it is no prefix."""
+    kids = _children(prefix)
+    if kids is None:
+        return [prefix] * spec.num_leaves
+    context, children = kids
+    if spec.type is not type(prefix) or spec.context != context or len(spec.children) != len(children):
+        return None
+    flat = []
+    for child, child_spec in zip(children, spec.children):
+        part = _broadcast_prefix(child, child_spec)
+        if part is None:
+            return None
+        flat.extend(part)
+    return flat
+
+
+def _batch_inputs(func, in_dims, args):
+    """(batch size, flat in_dims, flat args, args' spec), checked as torch.func.vmap checks them."""
+    name = _func_name(func)
+    if not isinstance(in_dims, (int, tuple)):
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): expected `in_dims` to be int or a "
+                         f"(potentially nested) tuple matching the structure of inputs, got: {type(in_dims)}.")
+    if not args:
+        raise ValueError(f"vmap({name})(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are "
+                         "trying to vmap over a function with no inputs. The latter is unsupported.")
+    flat_args, args_spec = _flatten(args)
+    flat_in_dims = _broadcast_prefix(in_dims, args_spec)
+    if flat_in_dims is None:
+        raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): in_dims is not compatible with the "
+                         f"structure of `inputs`. in_dims has structure {_flatten(in_dims)[1]!r} but inputs has "
+                         f"structure {args_spec!r}.")
+    for i, (arg, in_dim) in enumerate(zip(flat_args, flat_in_dims)):
+        if not isinstance(in_dim, int) and in_dim is not None:
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={in_dim} for an input "
+                             "but in_dim must be either an integer dimension or None.")
+        if isinstance(in_dim, int) and not isinstance(arg, Tensor):
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={in_dim} for an input "
+                             f"but the input is of type {type(arg)}. We cannot vmap over non-Tensor arguments, "
+                             "please use None as the respective in_dim")
+        if in_dim is not None and not -arg.dim() <= in_dim < arg.dim():
+            raise ValueError(f"vmap({name}, in_dims={in_dims}, ...)(<inputs>): Got in_dim={in_dim} for some "
+                             f"input, but that input is a Tensor of dimensionality {arg.dim()} so expected in_dim "
+                             f"to satisfy -{arg.dim()} <= in_dim < {arg.dim()}.")
+        if in_dim is not None and in_dim < 0:
+            flat_in_dims[i] = in_dim % arg.dim()
+    sizes = [arg.size(d) for d, arg in zip(flat_in_dims, flat_args) if d is not None]
+    if not sizes:
+        raise ValueError("vmap: Expected at least one Tensor to vmap over")
+    if any(n != sizes[0] for n in sizes):
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{sizes} for the mapped dimension")
+    return sizes[0], flat_in_dims, flat_args, args_spec
+
+
+def _check_out_dims(func, out_dims):
+    for d in _flatten(out_dims)[0]:
+        if d is not None and not isinstance(d, int):
+            raise ValueError(f"vmap({_func_name(func)}, ..., out_dims={out_dims}): `out_dims` must be an int, "
+                             "None or a python collection of ints representing where in the outputs the vmapped "
+                             "dimension should appear.")
+
+
+def _unbatch_outputs(func, out, out_dims, level, batch_size):
+    name = _func_name(func)
+    flat_out, out_spec = _flatten(out)
+    if isinstance(out, Tensor):
+        flat_dims = list(out_dims) if isinstance(out_dims, tuple) and len(out_dims) == 1 else (
+            [out_dims] if out_dims is None or isinstance(out_dims, int) else None)
+    else:
+        flat_dims = _broadcast_prefix(out_dims, out_spec)
+    if flat_dims is None:
+        raise ValueError(f"vmap({name}, ..., out_dims={out_dims})(<inputs>): out_dims is not compatible with the "
+                         f"structure of `outputs`. out_dims has structure {_flatten(out_dims)[1]!r} but outputs "
+                         f"has structure {out_spec!r}.")
+    result = []
+    for t, d in zip(flat_out, flat_dims):
+        if d is None:
+            if isinstance(t, _batched.BatchedTensor) and level in t.levels:
+                raise ValueError(f"vmap({name}, ...): `{name}` can not return a BatchedTensor when out_dim is None")
+            result.append(t)
+            continue
+        if not isinstance(t, Tensor):
+            raise ValueError(f"vmap({name}, ...): `{name}` must only return Tensors, got type {type(t)}. Did you "
+                             "mean to set out_dims= to None for output?")
+        result.append(_batched.remove_batch_dim(t, level, batch_size, d))
+    return _unflatten(result, out_spec)
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """`func` mapped over a dim of its inputs, as torch.func.vmap: the batch
+    runs as batched array ops (one tape op per op of func, for all samples),
+    not a Python loop. Inside, func sees tensors of one sample's shape
+    (x.sum() sums one sample, x @ w with a vector x is a dot product).
+
+    Parameters
+    ----------
+    func : callable
+    in_dims : int, None, or a tuple (pytree prefix of the arguments)
+        The dim of each input that is mapped over; None for an input that
+        every sample shares.
+    out_dims : int, None or a pytree prefix of the outputs
+        Where the mapped dim goes in each output.
+    randomness : str
+        Checked as torch.func's ('error', 'different', 'same'). tape's
+        random functions know nothing of vmap: inside it they draw one
+        value for all samples, as 'same'.
+    chunk_size : int or None
+        Checked and accepted: every chunk size gives the same results, and
+        the whole batch runs at once.
+
+    Notes
+    -----
+    Inside vmap, the Tensor methods and operators have batching rules
+    (elementwise ops, reductions over dims, the matmul family, shape ops,
+    indexing); tape functions (``tape.sin(x)``) and in-place ops do not,
+    and raise a RuntimeError rather than compute a wrong result. Of the other
+    transforms, ``grad`` and ``grad_and_value`` work inside vmap (per-sample
+    gradients); the others raise there. vmap works inside all of them.
+
+    Examples
+    --------
+    >>> import tape
+    >>> w = tape.tensor([1., 2.])
+    >>> x = tape.tensor([[1., 1.], [2., 0.], [0., 3.]])
+    >>> tape.func.vmap(lambda x: x @ w)(x)
+    tensor([3., 2., 6.])
+    >>> tape.func.vmap(tape.func.grad(lambda w, x: (x @ w) ** 2), in_dims=(None, 0))(w, x)
+    tensor([[ 6.,  6.],
+            [ 8.,  0.],
+            [ 0., 36.]])
+    """
+    if randomness not in _RANDOMNESS:
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got "
+                           f"{randomness}")
+    if chunk_size is not None and not (isinstance(chunk_size, int) and chunk_size > 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
+
+    @functools.wraps(func)
+    def wrapped(*args, **kwargs):
+        _check_out_dims(func, out_dims)
+        batch_size, flat_in_dims, flat_args, args_spec = _batch_inputs(func, in_dims, args)
+        level = _batched.push_level(batch_size)
+        try:
+            batched = [a if d is None else _batched.add_batch_dim(a, d, level)
+                       for a, d in zip(flat_args, flat_in_dims)]
+            out = func(*_unflatten(batched, args_spec), **kwargs)
+            return _unbatch_outputs(func, out, out_dims, level, batch_size)
+        finally:
+            _batched.pop_level()
+    return wrapped
