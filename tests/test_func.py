@@ -379,3 +379,224 @@ def test_jacfwd_of_a_bool_output_is_false():
 
 def test_empty_output_jacobian():
     assert func.jacrev(lambda x: x[:0])(_x()).shape == (0, 3)
+
+
+# -- vmap
+
+RNG = np.random.default_rng(7)
+XB = RNG.normal(size=(4, 3))
+ZB = RNG.normal(size=(4, 3, 2))
+M = RNG.normal(size=(3, 2))
+
+
+def vmapped(fn, *args, **kwargs):
+    return func.vmap(fn, **kwargs)(*(tape.tensor(a) for a in args)).numpy()
+
+
+def test_vmap_per_sample_gradients_of_a_linear_model():
+    # DESIGN.md W8: 10 features, batch 256; d/dw (x.w - t)^2 = 2 (x.w - t) x
+    rng = np.random.default_rng(0)
+    w, x, t = rng.normal(size=10), rng.normal(size=(256, 10)), rng.normal(size=256)
+    per_sample = func.vmap(func.grad(lambda w, x, t: (x @ w - t) ** 2), in_dims=(None, 0, 0))(
+        tape.tensor(w), tape.tensor(x), tape.tensor(t))
+    close(per_sample.numpy(), 2 * (x @ w - t)[:, None] * x)
+
+
+def test_vmap_sum_reduces_one_sample():
+    close(vmapped(lambda x: x.sum(), XB), XB.sum(1))
+
+
+def test_vmap_vector_matmul_is_a_dot_product():
+    w = tape.tensor(XB[0])
+    close(vmapped(lambda x: x @ w, XB), XB @ XB[0])
+
+
+def test_vmap_matrix_times_batched_vector():
+    m = tape.tensor(M)
+    close(vmapped(lambda x: m.T @ x, XB), XB @ M)
+
+
+def test_vmap_batched_matmul_of_two_batched_tensors():
+    close(vmapped(lambda z, x: x @ z, ZB, XB), np.einsum("bi,bij->bj", XB, ZB))
+
+
+def test_vmap_shapes_seen_by_f_exclude_the_batch_dim():
+    seen = []
+    func.vmap(lambda z: seen.append((z.shape, z.ndim, z.size(-1), len(z))) or z)(tape.tensor(ZB))
+    assert seen == [((3, 2), 2, 2, 3)]
+
+
+def test_vmap_indexing():
+    close(vmapped(lambda z: z[1:, 0], ZB), ZB[:, 1:, 0])
+
+
+def test_vmap_indexing_with_an_index_tensor():
+    index = tape.tensor([2, 0])
+    close(vmapped(lambda z: z[index], ZB), ZB[:, [2, 0]])
+
+
+def test_vmap_reductions_over_dims():
+    out = func.vmap(lambda z: (z.mean(0), z.amax(-1, keepdim=True), z.softmax(1), z.max(0).indices))(tape.tensor(ZB))
+    expected = [ZB.mean(1), ZB.max(-1, keepdims=True), np.exp(ZB) / np.exp(ZB).sum(-1, keepdims=True),
+                ZB.argmax(1)]
+    close(np.concatenate([o.numpy().ravel() for o in out]), np.concatenate([e.ravel() for e in expected]))
+
+
+def test_vmap_shape_ops():
+    out = func.vmap(lambda z: z.T.reshape(-1).unsqueeze(0).flip(1))(tape.tensor(ZB))
+    close(out.numpy(), ZB.transpose(0, 2, 1).reshape(4, 1, 6)[:, :, ::-1])
+
+
+def test_vmap_in_dims_and_out_dims():
+    out = func.vmap(lambda x, m: x @ m, in_dims=(1, None), out_dims=1)(tape.tensor(XB.T), tape.tensor(M))
+    close(out.numpy(), (XB @ M).T)
+
+
+def test_vmap_negative_in_dim():
+    close(vmapped(lambda x: x * 2, XB.T, in_dims=-1), XB * 2)
+
+
+def test_vmap_pytree_inputs_and_outputs():
+    out = func.vmap(lambda d: {"s": d["a"].sum(), "p": [d["a"] * d["b"]]})({"a": tape.tensor(XB), "b": tape.tensor(XB)})
+    close(np.concatenate([out["s"].numpy(), out["p"][0].numpy().ravel()]),
+          np.concatenate([XB.sum(1), (XB * XB).ravel()]))
+
+
+def test_vmap_output_independent_of_the_batch_is_expanded():
+    close(vmapped(lambda x: tape.ones(2), XB), np.ones((4, 2)))
+
+
+def test_nested_vmap():
+    close(vmapped(func.vmap(lambda a: a.sum()), ZB), ZB.sum(-1))
+
+
+def test_nested_vmap_over_different_inputs():
+    # outer over the rows of x, inner over the columns of m: x_i . m_j
+    out = func.vmap(lambda x: func.vmap(lambda m: x @ m, in_dims=1)(tape.tensor(M)))(tape.tensor(XB))
+    close(out.numpy(), XB @ M)
+
+
+def test_vmap_of_second_derivatives():
+    s = XB[:, 0]
+    d2 = func.vmap(func.grad(func.grad(lambda s: s.sin() * s)))(tape.tensor(s))
+    close(d2.numpy(), 2 * np.cos(s) - s * np.sin(s))
+
+
+def test_grad_of_vmap():
+    w = XB[0]
+    g = func.grad(lambda w: func.vmap(lambda x: (x @ w).tanh())(tape.tensor(XB)).sum())(tape.tensor(w))
+    close(g.numpy(), ((1 - np.tanh(XB @ w) ** 2)[:, None] * XB).sum(0))
+
+
+def test_jacrev_of_vmap():
+    w = XB[0]
+    jac = func.jacrev(lambda w: func.vmap(lambda x: x @ w)(tape.tensor(XB)))(tape.tensor(w))
+    close(jac.numpy(), XB)
+
+
+def test_vmap_grad_of_a_matrix_parameter():
+    g = func.vmap(func.grad(lambda m, x: ((x @ m).tanh() ** 2).sum()), in_dims=(None, 0))(tape.tensor(M),
+                                                                                         tape.tensor(XB))
+    h = np.tanh(XB @ M)
+    close(g.numpy(), np.einsum("bi,bj->bij", XB, 2 * h * (1 - h ** 2)))
+
+
+def test_vmap_stays_connected_to_the_callers_graph():
+    x = tape.tensor(XB, requires_grad=True)
+    (g,) = tape.autograd.grad(func.vmap(lambda x: (x ** 2).sum())(x).sum(), x)
+    close(g.numpy(), 2 * XB)
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.integers(1, 4), st.lists(st.integers(1, 3), min_size=1, max_size=3), st.integers(0, 2))
+def test_vmap_equals_a_loop_over_samples(batch, shape, where):
+    # f reduces over its last dim and mixes in a shared tensor, for a batch dim at any position
+    data = np.random.default_rng(batch).normal(size=[batch] + shape)
+    d = where % data.ndim
+    shared = tape.tensor(np.linspace(0.5, 1.5, shape[-1]))
+    out = func.vmap(lambda x: (x.sin() * shared).sum(-1), in_dims=d)(tape.tensor(np.moveaxis(data, 0, d)))
+    close(out.numpy(), np.stack([(np.sin(s) * shared.numpy()).sum(-1) for s in data]))
+
+
+VMAP_ERRORS = [
+    (lambda: func.vmap(lambda x: x.sum().item())(tape.ones(2, 3)), RuntimeError,
+     "vmap: It looks like you're calling .item() on a Tensor. We don't support vmap over calling .item() on a "
+     "Tensor, please try to rewrite what you're doing with other operations. If error is occurring somewhere "
+     "inside PyTorch internals, please file a bug report."),
+    (lambda: func.vmap(lambda x: bool(x.sum() > 0))(tape.ones(2, 3)), RuntimeError,
+     "vmap: It looks like you're attempting to use a Tensor in some data-dependent control flow. We don't "
+     "support that yet, please file an issue at https://github.com/pytorch/pytorch/issues ."),
+    (lambda: func.vmap(lambda x: x, chunk_size=0), ValueError, "vmap: chunk_size should be None or greater than 0. "
+     "(got 0)"),
+    (lambda: func.vmap(lambda x: x, randomness="bogus"), RuntimeError,
+     "Only allowed values for randomness are 'error', 'different', or 'same'. Got bogus"),
+    (lambda: func.vmap(lambda x: 3.0)(tape.ones(2, 3)), ValueError,
+     "vmap(<lambda>, ...): `<lambda>` must only return Tensors, got type <class 'float'>. Did you mean to set "
+     "out_dims= to None for output?"),
+    (lambda: func.vmap(lambda x: x, out_dims=2)(tape.ones(2, 3)), IndexError,
+     "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
+    (lambda: func.vmap(lambda x: x, out_dims="a")(tape.ones(2, 3)), ValueError,
+     "vmap(<lambda>, ..., out_dims=a): `out_dims` must be an int, None or a python collection of ints "
+     "representing where in the outputs the vmapped dimension should appear."),
+    (lambda: func.vmap(lambda x: x, in_dims=2)(tape.ones(2, 3)), ValueError,
+     "vmap(<lambda>, in_dims=2, ...)(<inputs>): Got in_dim=2 for some input, but that input is a Tensor of "
+     "dimensionality 2 so expected in_dim to satisfy -2 <= in_dim < 2."),
+    (lambda: func.vmap(lambda x: x, in_dims=[0])(tape.ones(2, 3)), ValueError,
+     "vmap(<lambda>, in_dims=[0], ...)(<inputs>): expected `in_dims` to be int or a (potentially nested) tuple "
+     "matching the structure of inputs, got: <class 'list'>."),
+    (lambda: func.vmap(lambda x: x, in_dims=(0, 0))(tape.ones(2, 3)), ValueError,
+     "vmap(<lambda>, in_dims=(0, 0), ...)(<inputs>): in_dims is not compatible with the structure of `inputs`. "
+     "in_dims has structure TreeSpec(tuple, None, [*,\n  *]) but inputs has structure TreeSpec(tuple, None, [*])."),
+    (lambda: func.vmap(lambda x: x, in_dims=(None,))(tape.ones(2, 3)), ValueError,
+     "vmap: Expected at least one Tensor to vmap over"),
+    (lambda: func.vmap(lambda x, y: x, in_dims=(0, 0))(tape.ones(2, 3), 3.0), ValueError,
+     "vmap(<lambda>, in_dims=(0, 0), ...)(<inputs>): Got in_dim=0 for an input but the input is of type "
+     "<class 'float'>. We cannot vmap over non-Tensor arguments, please use None as the respective in_dim"),
+    (lambda: func.vmap(lambda x, y: x + y)(tape.ones(2, 3), tape.ones(3, 2)), ValueError,
+     "vmap: Expected all tensors to have the same size in the mapped dimension, got sizes [2, 3] for the mapped "
+     "dimension"),
+    (lambda: func.vmap(lambda x: x)(), ValueError,
+     "vmap(<lambda>)(<inputs>): got no inputs. Maybe you forgot to add inputs, or you are trying to vmap over a "
+     "function with no inputs. The latter is unsupported."),
+    (lambda: func.vmap(lambda x: x, out_dims=None)(tape.ones(2, 3)), ValueError,
+     "vmap(<lambda>, ...): `<lambda>` can not return a BatchedTensor when out_dim is None"),
+    (lambda: func.vmap(lambda x: x.sum(2))(tape.ones(2, 3)), IndexError,
+     "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
+    (lambda: func.vmap(lambda x: x.mT)(tape.ones(2, 3)), RuntimeError,
+     "tensor.mT is only supported on matrices or batches of matrices. Got 1-D tensor."),
+    (lambda: func.vmap(lambda x: x.sum() @ x)(tape.ones(2, 3)), RuntimeError,
+     "both arguments to matmul need to be at least 1D, but they are 0D and 1D"),
+    (lambda: func.vmap(lambda x: x[x > 1])(tape.ones(2, 3)), RuntimeError,
+     "vmap: We do not support batching operators that can support dynamic shape. Attempting to batch over "
+     "indexing with a boolean mask."),
+    (lambda: func.vmap(lambda x: x.reshape(2, 2))(tape.ones(2, 3)), RuntimeError,
+     "shape '[2, 2]' is invalid for input of size 3"),
+    (lambda: func.vmap(func.grad(lambda x: x.sin()))(tape.ones(2, 3)), RuntimeError,
+     "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor with 1 dims. Maybe you "
+     "wanted to use the vjp or jacrev APIs instead?"),
+]
+
+
+@pytest.mark.parametrize("call, exc, text", VMAP_ERRORS)
+def test_vmap_errors(call, exc, text):
+    with pytest.raises(exc) as info:
+        call()
+    assert str(info.value) == text
+
+
+@pytest.mark.parametrize("fn, what", [(lambda x: tape.sin(x), "this operation"),
+                                      (lambda x: x.add_(1), "the in-place Tensor.add_"),
+                                      (lambda x: x.gather(0, tape.tensor([0])), "Tensor.gather"),
+                                      (lambda x: func.jacrev(lambda y: y * x)(x), None)])
+def test_vmap_refuses_what_it_cannot_batch(fn, what):
+    with pytest.raises((RuntimeError, NotImplementedError)) as info:
+        func.vmap(fn)(tape.ones(2, 3))
+    assert (f"vmap: {what} has no batching rule" if what else "inside vmap is not supported") in str(info.value)
+
+
+def test_tape_keeps_working_after_a_vmap_error():
+    with pytest.raises(RuntimeError):
+        func.vmap(lambda x: tape.sin(x))(tape.ones(2, 3))
+    x = tape.tensor(XB, requires_grad=True)
+    x.sin().sum().backward()
+    close([*x.grad.numpy().ravel(), *vmapped(lambda x: x.sum(), XB)], [*np.cos(XB).ravel(), *XB.sum(1)])
