@@ -271,13 +271,9 @@ class BatchedTensor(Tensor):
 
     # -- reductions and other ops over dims
     def _reduce(self, name, dim, keep, extra, kwargs):
-        """phys.<name> over the logical `dim` (None: all of them), keepdim
-        `keep` (None for an op without one)."""
-        if keep is not None:
-            kwargs = dict(kwargs, keepdim=keep)
+        """phys.<name> over the logical `dim` (None: all of them), keepdim `keep`."""
         if dim is None or (isinstance(dim, (tuple, list)) and not len(dim)):
             flat = self.phys.reshape(self._batch_shape() + (-1,))
-            kwargs.pop("keepdim", None)
             out = getattr(flat, "a" + name if name in ("max", "min") else name)(-1, *extra, **kwargs)
             if keep:
                 out = out.reshape(self._batch_shape() + (1,) * self.ndim)
@@ -285,10 +281,9 @@ class BatchedTensor(Tensor):
         if not self.ndim:  # one sample is 0-d: reduce a dim of one element
             for d in dim if isinstance(dim, (tuple, list)) else (dim,):
                 _dim_index(d, 0)
-            kwargs.pop("keepdim", None)
             return _wrap_result(getattr(self.phys.unsqueeze(-1), name)(-1, *extra, **kwargs), self.levels)
         pdim = tuple(self._pdim(d) for d in dim) if isinstance(dim, (tuple, list)) else self._pdim(dim)
-        return _wrap_result(getattr(self.phys, name)(pdim, *extra, **kwargs), self.levels)
+        return _wrap_result(getattr(self.phys, name)(pdim, *extra, keepdim=keep, **kwargs), self.levels)
 
     def _along(self, name, dim, *args, **kwargs):
         """phys.<name> along one logical dim, the shape kept (softmax, cumsum)."""
@@ -453,17 +448,15 @@ def _binary(fn, reflected=False):
 
 def _reduction(name, keep_pos):
     """A reduction's method; its dim is the first argument, keepdim the
-    argument at keep_pos (None: it has no keepdim)."""
+    argument at keep_pos."""
     def method(self, *args, **kwargs):
         args = list(args)
         dim = args.pop(0) if args else kwargs.pop("dim", kwargs.pop("axis", None))
-        keep = False
-        if keep_pos is not None:
-            if len(args) >= keep_pos:
-                keep = bool(args.pop(keep_pos - 1))
-            else:
-                keep = bool(kwargs.pop("keepdim", kwargs.pop("keepdims", False)))
-        return self._reduce(name, dim, keep if keep_pos is not None else None, args, kwargs)
+        if len(args) >= keep_pos:
+            keep = bool(args.pop(keep_pos - 1))
+        else:
+            keep = bool(kwargs.pop("keepdim", kwargs.pop("keepdims", False)))
+        return self._reduce(name, dim, keep, args, kwargs)
     method.__name__ = name
     return method
 

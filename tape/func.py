@@ -34,7 +34,14 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"
 # computes it. Results leave a level as torch.func "unwraps" them: one whose
 # graph reaches no leaf but the level's own is detached, so it requires grad
 # only when an enclosing level or the caller's graph needs it. Under an outer
-# no_grad nothing outside can need it, and every result is detached.
+# no_grad nothing outside can need it, and every result is detached. Once a
+# level returns, its aliases count as its own for every level (_FINISHED):
+# results may still reach them, but no one outside can differentiate them.
+#
+# Inside vmap (Note [Batched tensors], tape/_batched.py), grad's aliases are
+# batched at every active vmap level, a copy per sample, and it takes the
+# gradient of the sum of the samples' outputs: as no batching rule mixes
+# samples, that is each sample's gradient.
 
 _JVP = "jvp(f, primals, tangents)"
 
@@ -324,9 +331,8 @@ class _Linearized:
     level, the flat outputs (still attached), the flat differentiated
     aliases and the structures of both."""
 
-    def __init__(self, func, primals, argnums, has_aux, api):
-        with _Level(api.name.split("(")[0] if argnums is None else ("jacrev" if api is _VJP_API else "jacfwd")) \
-                as level:
+    def __init__(self, name, func, primals, argnums, has_aux, api):
+        with _Level(name) as level:
             self.level = level
             if argnums is None:
                 diff = _tree_map(level.alias, primals)
@@ -378,7 +384,7 @@ def vjp(func, *primals, has_aux=False):
     >>> vjp_fn(tape.tensor([1., 1.]))
     (tensor([2., 4.]),)
     """
-    lin = _Linearized(func, primals, None, has_aux, _VJP_API)
+    lin = _Linearized("vjp", func, primals, None, has_aux, _VJP_API)
 
     def vjp_fn(cotangents, retain_graph=True, create_graph=None):
         if create_graph is None:
@@ -428,7 +434,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             if graph:
                 grads = [level.unwrap(g) for g in grads]
             grads = [_batched.batched(g, level.levels) for g in grads]
-            value = output if graph else level.unwrap(output) if output.requires_grad else output
+            value = output if graph else level.unwrap(output)
             result = _unflatten(grads, spec)
             if has_aux:
                 return result, (value, level.unwrap_tree(aux))
@@ -551,12 +557,12 @@ def _chunk_size_checked(name, chunk_size):
         raise ValueError(f"{name}: `chunk_size` should be greater than 0.")
 
 
-def _jacobian(func, args, argnums, has_aux, api):
+def _jacobian(name, func, args, argnums, has_aux, api):
     """The Jacobian of func at args with respect to `argnums`, in reverse
     mode (one sweep per output element), in torch.func's structure: for
     each output (its pytree), for each differentiated argument (unpacked
     for an int argnums), a Tensor of shape output.shape + input.shape."""
-    lin = _Linearized(func, args, argnums, has_aux, api)
+    lin = _Linearized(name, func, args, argnums, has_aux, api)
     flat_primals, primals_spec = _flatten(_slice_argnums(args, argnums, as_tuple=True))
     create_graph = is_grad_enabled()
     per_output = []
@@ -606,7 +612,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
 
     @functools.wraps(func)
     def wrapper(*args):
-        return _jacobian(func, args, argnums, has_aux, _VJP_API)
+        return _jacobian("jacrev", func, args, argnums, has_aux, _VJP_API)
     return wrapper
 
 
@@ -638,7 +644,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         if randomness not in _RANDOMNESS:
             raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got "
                                f"{randomness}")
-        return _jacobian(func, args, argnums, has_aux, _JVP_API)
+        return _jacobian("jacfwd", func, args, argnums, has_aux, _JVP_API)
     return wrapper
 
 
