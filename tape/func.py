@@ -38,10 +38,12 @@ __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian"
 # level returns, its aliases count as its own for every level (_FINISHED):
 # results may still reach them, but no one outside can differentiate them.
 #
-# Inside vmap (Note [Batched tensors], tape/_batched.py), grad's aliases are
-# batched at every active vmap level, a copy per sample, and it takes the
-# gradient of the sum of the samples' outputs: as no batching rule mixes
-# samples, that is each sample's gradient.
+# Inside vmap (Note [Batched tensors], tape/_batched.py), a level's aliases
+# are batched at every active vmap level, a copy per sample, and it takes
+# gradients of the physical values: of the sum of the samples' outputs for
+# grad, with the same cotangent for every sample for jacrev's rows. As no
+# batching rule mixes samples, what reaches a sample's copy is that sample's
+# gradient.
 
 _JVP = "jvp(f, primals, tangents)"
 
@@ -166,15 +168,12 @@ class _Level:
     """One transform call: its fresh aliases, and whether grad mode was on
     outside it."""
 
-    def __init__(self, name, batching=False):
+    def __init__(self):
         self.outer_grad = is_grad_enabled()
         self.own = []
         self._grad_mode = enable_grad()
-        # inside vmap: the active levels, to which every alias is batched
+        # inside vmap: the active vmap levels, at which every alias is batched
         self.levels = tuple(lv for lv, _ in _batched.active_levels())
-        if self.levels and not batching:
-            raise NotImplementedError(f"tape.func.{name} inside vmap is not supported: of the transforms, grad and "
-                                      "grad_and_value work inside vmap (vmap works inside all of them)")
 
     def __enter__(self):
         self._grad_mode.__enter__()  # f runs with grad on, whatever the mode outside
@@ -197,6 +196,17 @@ class _Level:
         if self.levels:
             return _batched.batched(self._alias_of(_batched.with_levels(t, self.levels)), self.levels)
         return self._alias_of(t)
+
+    def physical(self, t):
+        """Tensor t as the level's autograd sees it: inside vmap, the
+        physical value with a batch dim for every active vmap level."""
+        if self.levels and isinstance(t, Tensor):
+            return _batched.with_levels(t, self.levels)
+        return t
+
+    def batched(self, g):
+        """A physical result g as f's caller sees it (batched inside vmap)."""
+        return _batched.batched(g, self.levels)
 
     def _alias_of(self, t):
         if self.outer_grad and t.requires_grad:
@@ -331,8 +341,8 @@ class _Linearized:
     level, the flat outputs (still attached), the flat differentiated
     aliases and the structures of both."""
 
-    def __init__(self, name, func, primals, argnums, has_aux, api):
-        with _Level(name) as level:
+    def __init__(self, func, primals, argnums, has_aux, api):
+        with _Level() as level:
             self.level = level
             if argnums is None:
                 diff = _tree_map(level.alias, primals)
@@ -344,16 +354,20 @@ class _Linearized:
             self.aux = level.unwrap_tree(aux) if has_aux else None
             self.flat_out, self.out_spec = _flatten(output)
             _check_tensor_outputs(self.flat_out, api)
+            self.phys_out = [level.physical(o) for o in self.flat_out]
             self.flat_diff, self.diff_spec = _flatten(diff)
+            self.phys_diff = [_batched.physical(a) for a in self.flat_diff]
         self.output = _unflatten([level.unwrap(o) for o in self.flat_out], self.out_spec)
 
     def pull(self, outputs, cotangents, create_graph, retain_graph=True):
-        """The gradients of `outputs` (some of flat_out) with `cotangents`
-        with respect to the aliases, unwrapped."""
+        """The gradients of `outputs` (some of phys_out) with `cotangents`
+        with respect to the aliases, unwrapped. Inside vmap, each sample's
+        cotangent gives that sample's gradient (Note [Transform levels])."""
         level = self.level
-        graph = create_graph and level.reaches_outside(list(outputs) + list(cotangents))
-        grads = _gradients(outputs, self.flat_diff, cotangents, create_graph=graph, retain_graph=retain_graph)
-        return [level.unwrap(g) for g in grads] if graph else list(grads)
+        cotangents = [level.physical(c) for c in cotangents]
+        graph = create_graph and level.reaches_outside(list(outputs) + cotangents)
+        grads = _gradients(outputs, self.phys_diff, cotangents, create_graph=graph, retain_graph=retain_graph)
+        return [level.batched(level.unwrap(g) if graph else g) for g in grads]
 
 
 # -- the transforms
@@ -384,7 +398,7 @@ def vjp(func, *primals, has_aux=False):
     >>> vjp_fn(tape.tensor([1., 1.]))
     (tensor([2., 4.]),)
     """
-    lin = _Linearized("vjp", func, primals, None, has_aux, _VJP_API)
+    lin = _Linearized(func, primals, None, has_aux, _VJP_API)
 
     def vjp_fn(cotangents, retain_graph=True, create_graph=None):
         if create_graph is None:
@@ -394,7 +408,7 @@ def vjp(func, *primals, has_aux=False):
             raise RuntimeError("Expected pytree structure of cotangents to be the same as pytree structure of "
                                f"outputs to the function. cotangents: {cot_spec.pprint()}, primal output: "
                                f"{lin.out_spec.pprint()}")
-        return _unflatten(lin.pull(lin.flat_out, flat_cot, create_graph, retain_graph), lin.diff_spec)
+        return _unflatten(lin.pull(lin.phys_out, flat_cot, create_graph, retain_graph), lin.diff_spec)
 
     if has_aux:
         return lin.output, vjp_fn, lin.aux
@@ -415,7 +429,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
     """
     @functools.wraps(func)
     def wrapper(*args, **kwargs):
-        with _Level("grad", batching=True) as level:
+        with _Level() as level:
             diff = _tree_map(level.alias, _slice_argnums(args, argnums))
             output, aux = _split_aux(func(*_replace_args(args, diff, argnums), **kwargs),
                                      "grad_and_value(f)(*args)", has_aux)
@@ -433,7 +447,7 @@ def grad_and_value(func, argnums=0, has_aux=False):
             grads = _gradients((target,), [_batched.physical(a) for a in flat_diff], create_graph=graph)
             if graph:
                 grads = [level.unwrap(g) for g in grads]
-            grads = [_batched.batched(g, level.levels) for g in grads]
+            grads = [level.batched(g) for g in grads]
             value = output if graph else level.unwrap(output)
             result = _unflatten(grads, spec)
             if has_aux:
@@ -505,7 +519,7 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
                 raise RuntimeError(f"{_JVP}: Expected {name} to only contain Tensors, got {type(t)}")
     for p, t in zip(flat_primals, flat_tangents):
         _check_dual(p, t)
-    with _Level("jvp") as level:
+    with _Level() as level:
         aliases = [level.alias(p) for p in flat_primals]
         output, aux = _split_aux(func(*_unflatten(aliases, primals_spec)), _JVP, has_aux)
         flat_out, out_spec = _flatten(output)
@@ -529,26 +543,30 @@ def _check_dual(primal, tangent):
 
 
 def _pushed(level, flat_out, aliases, flat_tangents, strict):
-    """J v for each output, by the double-vjp trick (see jvp)."""
-    diff = [k for k, out in enumerate(flat_out) if out._rg and out.is_floating_point()]
+    """J v for each output, by the double-vjp trick (see jvp), on the
+    physical values inside vmap."""
+    phys_out = [level.physical(o) for o in flat_out]
+    aliases = [_batched.physical(a) for a in aliases]
+    diff = [k for k, out in enumerate(phys_out) if out._rg and out.is_floating_point()]
     # the VJP is linear in these, so their value (zeros) does not matter
-    u = [zeros_like(flat_out[k], requires_grad=True) for k in diff]
+    u = [zeros_like(phys_out[k], requires_grad=True) for k in diff]
     level.own.extend(u)
     pushed = [None] * len(flat_out)
     if diff:
-        vjps = _autograd([flat_out[k] for k in diff], aliases, u, create_graph=True, allow_unused=True)
-        kept = [(g, t) for g, t in zip(vjps, flat_tangents) if g is not None and g._rg]
+        vjps = _autograd([phys_out[k] for k in diff], aliases, u, create_graph=True, allow_unused=True)
+        kept = [(g, level.physical(t)) for g, t in zip(vjps, flat_tangents) if g is not None and g._rg]
         if kept:
             graph = level.reaches_outside([g for g, _ in kept] + [t for _, t in kept])
             jv = _autograd([g for g, _ in kept], u, [t for _, t in kept], create_graph=graph, allow_unused=True)
             for k, g in zip(diff, jv):
-                pushed[k] = level.unwrap(g) if graph and g is not None else g
+                if g is not None:
+                    pushed[k] = level.batched(level.unwrap(g) if graph else g)
     for k, out in enumerate(flat_out):
         if pushed[k] is None:
             if strict:
                 raise RuntimeError("jvp(f, primals, tangents, strict=True): The output of f is independent of "
                                    "the inputs. This is not allowed with strict=True.")
-            pushed[k] = zeros_like(out)
+            pushed[k] = level.batched(zeros_like(phys_out[k]))
     return pushed
 
 
@@ -557,39 +575,42 @@ def _chunk_size_checked(name, chunk_size):
         raise ValueError(f"{name}: `chunk_size` should be greater than 0.")
 
 
-def _jacobian(name, func, args, argnums, has_aux, api):
+def _jacobian(func, args, argnums, has_aux, api):
     """The Jacobian of func at args with respect to `argnums`, in reverse
     mode (one sweep per output element), in torch.func's structure: for
     each output (its pytree), for each differentiated argument (unpacked
     for an int argnums), a Tensor of shape output.shape + input.shape."""
-    lin = _Linearized(name, func, args, argnums, has_aux, api)
+    lin = _Linearized(func, args, argnums, has_aux, api)
     flat_primals, primals_spec = _flatten(_slice_argnums(args, argnums, as_tuple=True))
     create_graph = is_grad_enabled()
     per_output = []
-    for out in lin.flat_out:
+    for out, phys in zip(lin.flat_out, lin.phys_out):
         if not out.is_floating_point():  # jacfwd's integer output: its tangents are zeros
             rows = [zeros(out.shape + p.shape, dtype=out.dtype) for p in flat_primals]
         else:
-            rows = _jacobian_of(lin, out, flat_primals, create_graph)
+            rows = _jacobian_of(lin, out, phys, flat_primals, create_graph)
         jac = _unflatten(rows, primals_spec)
         per_output.append(jac[0] if isinstance(argnums, int) else jac)
     result = _unflatten(per_output, lin.out_spec)
     return (result, lin.aux) if has_aux else result
 
 
-def _jacobian_of(lin, out, flat_primals, create_graph):
-    """The Jacobians of one output with respect to each flat primal."""
+def _jacobian_of(lin, out, phys, flat_primals, create_graph):
+    """The Jacobians of one output (`phys` its physical value) with respect
+    to each flat primal; inside vmap, each sample's."""
     from ops import stack
     n = out.numel()
-    if n == 0 or not out._rg:
+    if n == 0 or not phys._rg:
         return [zeros(out.shape + p.shape, dtype=p.dtype) for p in flat_primals]
     rows = [[] for _ in flat_primals]
     for k in range(n):
         seed = np.zeros(n, out.dtype)
         seed[k] = 1
-        for row, g in zip(rows, lin.pull((out,), (tensor(seed.reshape(out.shape)),), create_graph)):
-            row.append(g)
-    return [stack(row).reshape(out.shape + p.shape) for row, p in zip(rows, flat_primals)]
+        for row, g in zip(rows, lin.pull((phys,), (tensor(seed.reshape(out.shape)),), create_graph)):
+            row.append(_batched.physical(g))
+    nb = len(lin.level.levels)
+    return [lin.level.batched(stack(row, nb).reshape(tuple(row[0].shape[:nb]) + out.shape + p.shape))
+            for row, p in zip(rows, flat_primals)]
 
 
 def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
@@ -612,7 +633,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
 
     @functools.wraps(func)
     def wrapper(*args):
-        return _jacobian("jacrev", func, args, argnums, has_aux, _VJP_API)
+        return _jacobian(func, args, argnums, has_aux, _VJP_API)
     return wrapper
 
 
@@ -644,7 +665,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
         if randomness not in _RANDOMNESS:
             raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or 'same'. Got "
                                f"{randomness}")
-        return _jacobian("jacfwd", func, args, argnums, has_aux, _JVP_API)
+        return _jacobian(func, args, argnums, has_aux, _JVP_API)
     return wrapper
 
 
@@ -791,9 +812,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     Inside vmap, the Tensor methods and operators have batching rules
     (elementwise ops, reductions over dims, the matmul family, shape ops,
     indexing); tape functions (``tape.sin(x)``) and in-place ops do not,
-    and raise a RuntimeError rather than compute a wrong result. Of the other
-    transforms, ``grad`` and ``grad_and_value`` work inside vmap (per-sample
-    gradients); the others raise there. vmap works inside all of them.
+    and raise a RuntimeError rather than compute a wrong result. The other
+    transforms work inside vmap (``vmap(grad(f))`` gives per-sample
+    gradients, ``vmap(jacrev(f))`` per-sample Jacobians) and around it.
 
     Examples
     --------
