@@ -2,7 +2,9 @@
 sample of the enclosing vmap levels, with a batching rule for each Tensor
 method and operator that has one. See Note [Batched tensors].
 """
+import itertools
 import operator
+import threading
 
 import numpy as np
 
@@ -34,23 +36,32 @@ __all__ = ["BatchedTensor", "active_levels", "push_level", "pop_level", "add_bat
 _NO_RULE = ("vmap: {what} has no batching rule for a batched tensor. Inside vmap, use the Tensor methods and "
             "operators (x.sin(), x.sum(0), x @ w, x[i], ...) rather than tape functions (tape.sin(x))")
 
-# the active vmap levels, innermost last: (level id, batch size)
-_LEVELS = []
-_next_id = [0]
+
+class _Levels(threading.local):
+    """The active vmap levels of this thread (as its tape, one per thread):
+    (level id, batch size), innermost last."""
+
+    def __init__(self):
+        self.stack = []
+
+
+_LEVELS = _Levels()
+# level ids only grow, so a batched tensor's levels sort outermost first
+_next_id = itertools.count(1)
 
 
 def active_levels():
-    return tuple(_LEVELS)
+    return tuple(_LEVELS.stack)
 
 
 def push_level(batch_size):
-    _next_id[0] += 1
-    _LEVELS.append((_next_id[0], batch_size))
-    return _next_id[0]
+    level = next(_next_id)
+    _LEVELS.stack.append((level, batch_size))
+    return level
 
 
 def pop_level():
-    _LEVELS.pop()
+    _LEVELS.stack.pop()
 
 
 class BatchedTensor(Tensor):
@@ -172,8 +183,9 @@ class BatchedTensor(Tensor):
         return self.reshape(shape[:d] + (1,) + shape[d:])
 
     def transpose(self, dim0, dim1):
-        if not self.ndim:
-            _dim_index(dim0, 0), _dim_index(dim1, 0)
+        if not self.ndim:  # PyTorch lets a 0-d tensor transpose dims 0 and -1
+            _dim_index(dim0, 0)
+            _dim_index(dim1, 0)
             return self
         return batched(self.phys.transpose(self._pdim(dim0), self._pdim(dim1)), self.levels)
 
@@ -208,7 +220,7 @@ class BatchedTensor(Tensor):
         sizes = _shape_arg(sizes)
         n, m = self.ndim, len(sizes)
         if m < n:
-            raise RuntimeError(f"expand(tape.DoubleTensor{{{list(self.shape)}}}, size={list(sizes)}): the number "
+            raise RuntimeError(f"expand({self.dtype.name}{list(self.shape)}, size={list(sizes)}): the number "
                                f"of sizes provided ({m}) must be greater or equal to the number of dimensions in "
                                f"the tensor ({n})")
         padded = self.reshape((1,) * (m - n) + self.shape)
@@ -396,7 +408,7 @@ def with_levels(t, levels):
     """t (batched or not) with a batch dim for each of `levels` (the active
     ones, a superset of its own), expanded to each level's size: a
     physical Tensor of shape (sizes..., t.shape...)."""
-    sizes = dict(_LEVELS)
+    sizes = dict(_LEVELS.stack)
     own = t.levels if isinstance(t, BatchedTensor) else ()
     base = t.phys if isinstance(t, BatchedTensor) else t
     logical = tuple(base.shape[len(own):])
