@@ -623,3 +623,18 @@ def test_tape_keeps_working_after_a_vmap_error():
     x = tape.tensor(XB, requires_grad=True)
     x.sin().sum().backward()
     close([*x.grad.numpy().ravel(), *vmapped(lambda x: x.sum(), XB)], [*np.cos(XB).ravel(), *XB.sum(1)])
+
+
+def test_grad_of_per_sample_gradients():
+    # meta-gradient: d/dw sum_i |d/dw (x_i . w)^2|^2 = d/dw sum_i 4 (x_i . w)^2 |x_i|^2
+    w = XB[0]
+    meta = func.grad(lambda w: (func.vmap(func.grad(lambda w, x: (x @ w) ** 2), in_dims=(None, 0))(
+        w, tape.tensor(XB)) ** 2).sum())(tape.tensor(w))
+    close(meta.numpy(), (8 * (XB @ w) * (XB ** 2).sum(1)) @ XB)
+
+
+def test_per_sample_gradients_stay_connected_to_the_callers_graph():
+    w = tape.tensor(XB[0], requires_grad=True)
+    g = func.vmap(func.grad(lambda w, x: (x @ w) ** 2), in_dims=(None, 0))(w, tape.tensor(XB))
+    (gw,) = tape.autograd.grad(g.sum(), w)
+    close(gw.numpy(), 2 * XB.T @ XB.sum(1))
