@@ -1,6 +1,7 @@
 """Composable function transforms, as torch.func: grad, grad_and_value, vjp,
-jvp, jacrev, jacfwd and hessian, with torch.func's signatures, pytrees of
-inputs and outputs, and error texts. Each runs on autograd.grad over the tape.
+jvp, jacrev, jacfwd, hessian and vmap, with torch.func's signatures, pytrees
+of inputs and outputs, and error texts. The derivatives run on autograd.grad
+over the tape; vmap on batched tensors (tape/_batched.py).
 """
 import functools
 import weakref
@@ -14,6 +15,7 @@ from ._grad_mode import enable_grad, is_grad_enabled
 from ._registry import LEAF
 from ._tape import RG, state, where
 from ._tensor import Tensor
+from .autograd.functional import _autograd_grad as _functional_grad
 
 __all__ = ["grad", "grad_and_value", "vjp", "jvp", "jacrev", "jacfwd", "hessian", "vmap"]
 
@@ -326,13 +328,7 @@ def _check_tensor_outputs(flat, api):
 def _gradients(outputs, inputs, grad_outputs=None, create_graph=False, retain_graph=None):
     """autograd.grad of the outputs that require grad, with zeros for the
     inputs they do not reach (torch.func's _autograd_grad)."""
-    if grad_outputs is None:
-        grad_outputs = (None,) * len(outputs)
-    kept = [(out, g) for out, g in zip(outputs, grad_outputs) if out._rg]
-    if not kept:
-        return tuple(zeros_like(inp) for inp in inputs)
-    grads = _autograd([out for out, _ in kept], inputs, [g for _, g in kept], retain_graph=retain_graph,
-                      create_graph=create_graph, allow_unused=True)
+    grads = _functional_grad(outputs, inputs, grad_outputs, create_graph=create_graph, retain_graph=retain_graph)
     return tuple(zeros_like(inp) if g is None else g for g, inp in zip(grads, inputs))
 
 
