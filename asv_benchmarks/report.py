@@ -35,6 +35,7 @@ from benchmarks.bench_micrograd import ScalarMLPRatio  # noqa: E402
 from benchmarks.bench_mlp import MLPRatio  # noqa: E402
 from benchmarks.bench_scalar import ScalarChainRatio  # noqa: E402
 from benchmarks.bench_startup import startup_medians  # noqa: E402
+from benchmarks.bench_vmap import BATCH as W8_BATCH, PerSampleGradsRatio  # noqa: E402
 
 _TABLE = "perf-table" if common.ONE_THREAD else "perf-table-default-threads"
 START_MARKER = f"<!-- {_TABLE}-start -->"
@@ -53,6 +54,7 @@ IN_PROCESS = [
     ("W6V", f"W6 the same, `vectorize=True` (PyTorch's vmap)", RosenbrockHessianVectorizedRatio, None),
     ("W7", f"W7 Rosenbrock Hessian-vector product, n = {RosenbrockHVPRatio.args[0]:,}",
      RosenbrockHVPRatio, 1.2),
+    ("W8", f"W8 per-sample gradients, vmap(grad), linear model, batch {W8_BATCH}", PerSampleGradsRatio, None),
 ]
 W9_SECONDS = 1.0
 W10_RATIO = 1.25
@@ -188,7 +190,8 @@ def table(rows):
         "|---|---|---|---|---|",
         *rows,
         "",
-        f"Medians of forward + backward (W6: the whole Hessian; W7: forward and both backwards), "
+        f"Medians of forward + backward (W6: the whole Hessian; W7: forward and both backwards; "
+        f"W8: the per-sample gradients), "
         f"float64, {threads}; "
         f"tape and PyTorch timed in turn in one process per workload, "
         f"{common.RATIO_ROUNDS} rounds; "
