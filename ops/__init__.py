@@ -11,7 +11,8 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "logical_xor", "logical_not", "all", "any", "ceil", "trunc", "round", "tan", "asin", "acos",
            "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p",
            "rsqrt", "maximum", "minimum", "atan2", "cat", "stack", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum", "where", "split", "chunk", "unbind", "flip",
-           "index_select", "gather", "diagonal", "triu", "tril", "erf", "silu", "gelu", "softplus", "prod", "einsum"]
+           "index_select", "gather", "diagonal", "triu", "tril", "erf", "silu", "gelu", "softplus", "prod", "einsum",
+           "argmax", "argmin", "sort", "argsort", "msort", "topk"]
 
 from tape import _registry
 
@@ -26,6 +27,7 @@ from ops.reduction import (amax, amin, cumsum, log_softmax, logsumexp, max, mean
                            sum, var)
 from ops.linalg import bmm, dot, einsum, matmul, mm, mv, outer
 from ops import matrix  # noqa: F401  (tape.linalg's ops)
+from ops.sorting import argmax, argmin, argsort, msort, sort, topk
 from ops.selection import chunk, diagonal, flip, gather, index_select, split, tril, triu, unbind, where
 from ops.inplace import add_, div_, fill_, mul_, sub_, zero_
 from ops.comparison import eq, ge, gt, le, lt, ne

@@ -433,6 +433,16 @@ def test_inputs_of_a_failed_op_still_backprop():
      "where expected condition to be a boolean tensor, but got a tensor with dtype Double"),
     (lambda: tape.autograd.grad(tape.ones(1, requires_grad=True).sum(), [1.0]), RuntimeError,
      "all inputs have to be Tensors or GradientEdges, but got float"),
+    (lambda: tape.zeros(0).argmax(), IndexError,
+     "argmax(): Expected reduction dim to be specified for input.numel() == 0."),
+    (lambda: tape.zeros(2, 0).argmin(1), IndexError, "argmin(): Expected reduction dim 1 to have non-zero size."),
+    (lambda: tape.zeros(3).argmax(1), IndexError,
+     "Dimension out of range (expected to be in range of [-1, 0], but got 1)"),
+    (lambda: tape.tensor([True, False]).argmin(), RuntimeError, "argmin(): does not support bool input"),
+    (lambda: tape.topk(tape.ones(3, requires_grad=True), 4), RuntimeError, "selected index k out of range"),
+    (lambda: tape.ones(3).topk(-1), RuntimeError, "selected index k out of range"),
+    (lambda: tape.sort(tape.ones(3, requires_grad=True), 2), IndexError,
+     "Dimension out of range (expected to be in range of [-1, 0], but got 2)"),
 ])
 def test_errors_with_pytorchs_type_and_text(call, error, message):
     with pytest.raises(error, match=re.escape(message)):
