@@ -12,7 +12,9 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p",
            "rsqrt", "maximum", "minimum", "atan2", "cat", "stack", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum", "where", "split", "chunk", "unbind", "flip",
            "index_select", "gather", "diagonal", "triu", "tril", "erf", "silu", "gelu", "softplus", "prod", "einsum",
-           "argmax", "argmin", "sort", "argsort", "msort", "topk"]
+           "argmax", "argmin", "sort", "argsort", "msort", "topk",
+           "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "nonzero", "count_nonzero",
+           "masked_fill", "masked_fill_", "masked_select"]
 
 from tape import _registry
 
@@ -28,9 +30,11 @@ from ops.reduction import (amax, amin, cumsum, log_softmax, logsumexp, max, mean
 from ops.linalg import bmm, dot, einsum, matmul, mm, mv, outer
 from ops import matrix  # noqa: F401  (tape.linalg's ops)
 from ops.sorting import argmax, argmin, argsort, msort, sort, topk
-from ops.selection import chunk, diagonal, flip, gather, index_select, split, tril, triu, unbind, where
-from ops.inplace import add_, div_, fill_, mul_, sub_, zero_
-from ops.comparison import eq, ge, gt, le, lt, ne
+from ops.selection import (chunk, diagonal, flip, gather, index_select, masked_fill, masked_select, split, tril,
+                           triu, unbind, where)
+from ops.inplace import add_, div_, fill_, masked_fill_, mul_, sub_, zero_
+from ops.comparison import (allclose, count_nonzero, eq, equal, ge, gt, isclose, isfinite, isinf, isnan, le, lt,
+                            ne, nonzero)
 from ops.logical import (all, any, bitwise_and, bitwise_not, bitwise_or, bitwise_xor, logical_and,
                          logical_not, logical_or, logical_xor)
 

@@ -15,12 +15,13 @@ from tape._tape import RETAIN, state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops import elementwise
+from ops.selection import masked_fill
 from ops.elementwise import add, div, mul, requires_grad, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gather, _strided_view,
                        register_copy, reshape, strided_offsets)
 
 __all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_", "clamp_", "neg_", "exp_", "log_", "sin_", "cos_",
-           "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "setitem"]
+           "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "masked_fill_", "setitem"]
 
 
 def _no_gradient_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -322,6 +323,18 @@ def fill_(t, value):
     return _apply(t, _constant_op(_FILL, value))
 
 
+def masked_fill_(t, mask, value):
+    """Fill t where `mask` (a bool tensor that broadcasts to t) holds with
+    `value` (a number or a 0-d tensor), in place; differentiable in both.
+
+    >>> import tape
+    >>> x = tape.zeros(3)
+    >>> x.masked_fill_(tape.tensor([False, True, True]), 2.).tolist()
+    [0.0, 2.0, 2.0]
+    """
+    return _apply(t, lambda x, v: masked_fill(x, mask, v), value)
+
+
 # x[key] = v, out of place: x with the region `key` selects replaced by v
 # (broadcast to the region: the hidden expand of binary ops). The region is a
 # strided descriptor for basic indexing (CopySlices, ints = descriptor then
@@ -440,7 +453,8 @@ def setitem(t, key, value):
 for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_,
                    "remainder_": remainder_, "neg_": neg_, "exp_": exp_, "log_": log_, "sin_": sin_,
                    "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_, "relu_": relu_, "abs_": abs_,
-                   "sqrt_": sqrt_, "copy_": copy_, "zero_": zero_, "fill_": fill_, "__iadd__": add_,
+                   "sqrt_": sqrt_, "copy_": copy_, "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_,
+                   "__iadd__": add_,
                    "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__ipow__": pow_,
                    "__imod__": remainder_, "floor_divide_": floor_divide_, "clamp_": clamp_,
                    "__ifloordiv__": floor_divide_, "__setitem__": setitem}.items():

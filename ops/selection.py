@@ -7,7 +7,7 @@ composition."""
 import numpy as np
 
 from tape._broadcast import bcast_index
-from tape._dtypes import scalar_type_name
+from tape._dtypes import cpp_type_name, scalar_type_name
 from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import defop
 from tape._tape import state
@@ -16,7 +16,8 @@ from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 from ops.shape import (_gather, _gather_native, _index_vjp, _strided_gather_native, _strided_vjp, getitem,
                        indexed_result, sum_to)
 
-__all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"]
+__all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
+           "masked_fill", "masked_select"]
 
 
 def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -57,6 +58,70 @@ def where(condition, input=None, other=None):
         return new_tensor(value)
     held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
     return record(_WHERE, value, inputs, ints=held)
+
+
+# masked_fill is where(mask, value, input) with the condition turned round, so
+# that input is the row's first input, as in PyTorch's next_functions; of a
+# number value (MaskedFillBackward0) it is the only one
+def _masked_fill_number_vjp(ctx, g):
+    return _where_vjp(ctx, g)[:1]
+
+
+_MASKED_FILL = defop("masked_fill", "MaskedFillBackward0", 1, vjp=_masked_fill_number_vjp,
+                     native=_where_native)
+_MASKED_FILL_TENSOR = defop("masked_fill_tensor", "MaskedFillBackward1", 2, vjp=_where_vjp,
+                            native=_where_native)
+
+
+def _bool_mask(mask, error):
+    m = mask._array() if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise RuntimeError(error(m.dtype))
+    return m
+
+
+def masked_fill(input, mask, value):
+    """input with the elements where `mask` (a bool tensor, broadcast) holds
+    replaced by `value`, a number or a 0-d tensor. A value that requires
+    grad gets the sum of the gradient over the filled elements.
+
+    >>> import tape
+    >>> tape.tensor([1., 2., 3.]).masked_fill(tape.tensor([True, False, True]), 0.).tolist()
+    [0.0, 2.0, 0.0]
+    """
+    m = _bool_mask(mask, lambda dtype: "masked_fill_ only supports boolean masks, but got mask with dtype "
+                                       f"{cpp_type_name(dtype)}")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    shape = broadcast_shapes(m.shape, input.shape)  # PyTorch names the mask a
+    v = value._array() if isinstance(value, Tensor) else python_number(value)
+    out = wrap_value(np.where(m, v, input._array()).astype(input.dtype, copy=False))
+    rgv = isinstance(value, Tensor) and value._rg
+    if not (state.tape.grad_enabled and (input._rg or rgv)):
+        return new_tensor(out)
+    kept = np.broadcast_to(~m, shape).reshape(-1).astype(np.int64)
+    x = input if input._rg else None
+    if isinstance(value, Tensor):
+        return record(_MASKED_FILL_TENSOR, out, (x, value if rgv else None), ints=kept)
+    return record(_MASKED_FILL, out, (x,), ints=kept)
+
+
+_MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, vjp=_index_vjp, native=_gather_native)
+
+
+def masked_select(input, mask):
+    """The elements of input (broadcast with `mask`, a bool tensor) where mask
+    holds, as a 1-D tensor; their gradient goes back to where they came from.
+
+    >>> import tape
+    >>> tape.masked_select(tape.tensor([[1., 2.], [3., 4.]]), tape.tensor([True, False])).tolist()
+    [1.0, 3.0]
+    """
+    m = _bool_mask(mask, lambda dtype: "masked_select: expected BoolTensor for mask")
+    shape = broadcast_shapes(m.shape, input.shape)
+    positions = np.broadcast_to(_flat_positions(input), shape)[np.broadcast_to(m, shape)]
+    return _gather(_MASKED_SELECT, input, positions.astype(np.int64), positions.shape)
 
 
 # each part of split, chunk and unbind is a strided view, recorded under PyTorch's name
@@ -220,5 +285,6 @@ tril = _triangle("tril", _TRIL, np.tril, -1.0)
 
 
 Tensor.where = lambda self, condition, other: where(condition, self, other)
-for _name in ("split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"):
+for _name in ("split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
+              "masked_fill", "masked_select"):
     setattr(Tensor, _name, globals()[_name])

@@ -15,15 +15,15 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "88f8439df38f82c2"
+REGISTRY_DIGEST = "223645c1353c320c"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-UNIT_A = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
-UNIT_B = np.array([0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+UNIT_A = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
+UNIT_B = np.array([0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -322,53 +322,59 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 99:  # where
         _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # split
+    elif o == 100:  # masked_fill
+        _vjp_masked_fill(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 101:  # masked_fill_tensor
+        _vjp_masked_fill_tensor(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 102:  # masked_select
+        _vjp_masked_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 103:  # split
         _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # split_with_sizes
+    elif o == 104:  # split_with_sizes
         _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # unbind
+    elif o == 105:  # unbind
         _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 103:  # flip
+    elif o == 106:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 104:  # index_select
+    elif o == 107:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 105:  # gather
+    elif o == 108:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 106:  # diagonal
+    elif o == 109:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 107:  # triu
+    elif o == 110:  # triu
         _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 108:  # tril
+    elif o == 111:  # tril
         _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 109:  # mm
+    elif o == 112:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # mv
+    elif o == 113:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 111:  # dot
+    elif o == 114:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # bmm
+    elif o == 115:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # inv
+    elif o == 116:  # inv
         _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 114:  # det
+    elif o == 117:  # det
         _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 115:  # slogdet
+    elif o == 118:  # slogdet
         _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 116:  # solve
+    elif o == 119:  # solve
         _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 117:  # cholesky
+    elif o == 120:  # cholesky
         _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 118:  # sort
+    elif o == 121:  # sort
         _vjp_sort(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 119:  # topk
+    elif o == 122:  # topk
         _vjp_topk(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 120:  # zero_
+    elif o == 123:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 121:  # fill_
+    elif o == 124:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 123:  # copy_slices
+    elif o == 126:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 124:  # index_put_
+    elif o == 127:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -788,7 +794,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                     sadj[a] += g * (within(x, -1e309, y))
                 if need_b:
                     sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 122:  # copy
+            elif o == 125:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1172,7 +1178,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                     sadj[a] += g * (within(x, -1e309, y))
                 if need_b:
                     sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 122:  # copy
+            elif o == 125:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -2602,7 +2608,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, -1e309, y))
-    elif o == 122:  # copy
+    elif o == 125:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
@@ -2844,6 +2850,15 @@ def _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
                 GA[bcast_index(i, osh, xsh)] += G[i]
         elif GB.size:
             GB[bcast_index(i, osh, ysh)] += G[i]
+
+
+_vjp_masked_fill = _vjp_where
+
+
+_vjp_masked_fill_tensor = _vjp_where
+
+
+_vjp_masked_select = _vjp_index
 
 
 _vjp_split = _vjp_select

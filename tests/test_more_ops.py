@@ -91,3 +91,81 @@ def test_msort_sorts_along_the_first_dim():
     x = tape.tensor([[2.0, 0.0], [1.0, 5.0]], requires_grad=True)
     out = tape.msort(x)
     assert out.tolist() == [[1.0, 0.0], [2.0, 5.0]] and out.grad_fn.name() == "SortBackward0"
+
+
+# -- tests and masks -------------------------------------------------------------------
+
+def test_isnan_isinf_and_isfinite():
+    x = tape.tensor([1.0, NAN, np.inf, -np.inf, 0.0])
+    assert tape.isnan(x).tolist() == [False, True, False, False, False]
+    assert x.isinf().tolist() == [False, False, True, True, False]
+    assert tape.isfinite(x).tolist() == [True, False, False, False, True]
+    assert tape.isfinite(tape.tensor([1, 2])).tolist() == [True, True] and tape.isnan(x).dtype == tape.bool
+
+
+def test_isclose_allclose_and_equal_as_pytorchs():
+    a = tape.tensor([1.0, NAN, 1e-9, 2.0])
+    b = tape.tensor([1.0 + 1e-9, NAN, 0.0, 2.1])
+    assert tape.isclose(a, b).tolist() == [True, False, True, False]
+    assert a.isclose(b, equal_nan=True).tolist() == [True, True, True, False]
+    assert tape.isclose(a, b, rtol=0.1, atol=0).tolist() == [True, False, False, True]
+    assert tape.isclose(tape.tensor([np.inf, -np.inf]), tape.tensor([np.inf, np.inf])).tolist() == [True, False]
+    assert tape.isclose(tape.tensor([True, False]), tape.tensor([True, True])).tolist() == [True, False]
+    assert tape.isclose(tape.tensor([100000]), tape.tensor([100001])).tolist() == [True]
+    assert tape.allclose(a, b) is False and a.allclose(a, equal_nan=True) is True
+    assert tape.allclose(tape.ones(2, 1), tape.ones(3)) is True
+    assert tape.equal(tape.ones(2), tape.ones(2, dtype=tape.int64)) is True
+    assert (tape.equal(a, a), tape.equal(tape.ones(1, 2), tape.ones(2))) == (False, False)
+
+
+def test_nonzero_and_count_nonzero():
+    m = tape.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]])
+    assert tape.nonzero(m).tolist() == [[0, 1], [0, 2], [1, 0]] and m.nonzero().dtype == tape.int64
+    assert [i.tolist() for i in m.nonzero(as_tuple=True)] == [[0, 0, 1], [1, 2, 0]]
+    assert tape.nonzero(tape.tensor(3.0)).shape == (1, 0) and tape.nonzero(tape.tensor(0.0)).shape == (0, 0)
+    assert [i.tolist() for i in tape.nonzero(tape.tensor(3.0), as_tuple=True)] == [[0]]
+    assert tape.ones(2, 0).nonzero().shape == (0, 2)
+    assert tape.count_nonzero(m).item() == 3 and tape.count_nonzero(m, dim=1).tolist() == [2, 1]
+    assert m.count_nonzero((0, 1)).item() == 3 and tape.count_nonzero(tape.tensor([NAN, 0.0])).item() == 1
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_masked_fill_gives_a_tensor_value_the_sum_over_the_filled_elements(retaped):
+    # PyTorch's figures for the same script
+    x = tape.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    v = tape.tensor(2.0, requires_grad=True)
+    y = x.masked_fill(tape.tensor([True, False, True]), v)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        (y * tape.arange(6.0).reshape(2, 3)).sum().backward()
+    assert y.tolist() == [[2.0, 2.0, 2.0], [2.0, 5.0, 2.0]] and type(y.grad_fn).__name__ == "MaskedFillBackward1"
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [0.0, 4.0, 0.0]] and v.grad.item() == 10.0
+    number = x.masked_fill(tape.tensor([True, False, True]), 0.5)
+    assert type(number.grad_fn).__name__ == "MaskedFillBackward0" and len(number.grad_fn.next_functions) == 1
+
+
+def test_masked_fill_broadcasts_and_casts_the_value_to_the_input_dtype():
+    mask = tape.tensor([True, False, True])
+    assert tape.ones(3).masked_fill(tape.ones(2, 3, dtype=tape.bool), 2.0).shape == (2, 3)
+    assert tape.ones(3, dtype=tape.int64).masked_fill(mask, 2.7).tolist() == [2, 1, 2]
+    assert tape.ones(3, dtype=tape.int64).masked_fill(mask, tape.tensor(2.7)).dtype == tape.int64
+
+
+def test_masked_fill_in_place_bumps_the_version_and_records():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = tape.tensor(2.0, requires_grad=True)
+    y = x * 1.0
+    y.masked_fill_(tape.tensor([True, False, True]), 5.0)
+    z = tape.ones(3)
+    z.masked_fill_(tape.tensor([True, False, True]), v)
+    assert y.tolist() == [5.0, 2.0, 5.0] and y._version == 1 and y.grad_fn.name() == "MaskedFillBackward0"
+    assert z.grad_fn.name() == "MaskedFillBackward1" and z.grad_fn.next_functions[0] == (None, 0)
+    (y.sum() + z.sum()).backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0] and v.grad.item() == 2.0
+
+
+def test_masked_select_broadcasts_and_scatters_its_gradient_back():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    out = tape.masked_select(x, tape.tensor([[True, False], [True, True]]))
+    (out * tape.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert out.tolist() == [1.0, 1.0, 2.0] and out.grad_fn.name() == "MaskedSelectBackward0"
+    assert x.grad.tolist() == [3.0, 3.0]
