@@ -14,7 +14,9 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "index_select", "gather", "diagonal", "triu", "tril", "erf", "silu", "gelu", "softplus", "prod", "einsum",
            "argmax", "argmin", "sort", "argsort", "msort", "topk",
            "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "nonzero", "count_nonzero",
-           "masked_fill", "masked_fill_", "masked_select"]
+           "masked_fill", "masked_fill_", "masked_select",
+           "repeat", "roll", "tile", "narrow", "select", "movedim", "moveaxis", "swapaxes", "swapdims", "hstack",
+           "vstack", "ravel", "diag", "trace", "cumprod"]
 
 from tape import _registry
 
@@ -23,15 +25,16 @@ from ops.elementwise import (abs, acos, acosh, add, asin, asinh, atan, atan2, at
                              maximum, minimum, mul, neg,
                              pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, silu, sin, sinh, softplus,
                              sqrt, square, sub, tan, tanh, to, true_divide, trunc)
-from ops.shape import (broadcast_to, cat, expand, flatten, permute, reshape, squeeze, stack, t, transpose,
-                       unsqueeze, view)
-from ops.reduction import (amax, amin, cumsum, log_softmax, logsumexp, max, mean, min, norm, prod, softmax, std,
+from ops.shape import (broadcast_to, cat, expand, flatten, hstack, moveaxis, movedim, narrow, permute, ravel, repeat,
+                       reshape, roll, select, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unsqueeze, view,
+                       vstack)
+from ops.reduction import (amax, amin, cumprod, cumsum, log_softmax, logsumexp, max, mean, min, norm, prod, softmax, std,
                            sum, var)
 from ops.linalg import bmm, dot, einsum, matmul, mm, mv, outer
 from ops import matrix  # noqa: F401  (tape.linalg's ops)
 from ops.sorting import argmax, argmin, argsort, msort, sort, topk
-from ops.selection import (chunk, diagonal, flip, gather, index_select, masked_fill, masked_select, split, tril,
-                           triu, unbind, where)
+from ops.selection import (chunk, diag, diagonal, flip, gather, index_select, masked_fill, masked_select, split, tril,
+                           trace, triu, unbind, where)
 from ops.inplace import add_, div_, fill_, masked_fill_, mul_, sub_, zero_
 from ops.comparison import (allclose, count_nonzero, eq, equal, ge, gt, isclose, isfinite, isinf, isnan, le, lt,
                             ne, nonzero)

@@ -4,6 +4,8 @@ split, chunk and unbind (slices), flip, index_select, gather and diagonal
 triu and tril. where is one recorded op whose VJP is where on g; triu and
 tril compose recorded ops, so their gradients of any order are those of the
 composition."""
+import builtins
+
 import numpy as np
 
 from tape._broadcast import bcast_index
@@ -13,11 +15,11 @@ from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
-from ops.shape import (_gather, _gather_native, _index_vjp, _strided_gather_native, _strided_vjp, getitem,
-                       indexed_result, sum_to)
+from ops.shape import (_flat_positions, _gather, _gather_native, _index_vjp, _scatter, _scatter_native, _scatter_vjp,
+                       _strided_gather_native, _strided_vjp, expand, getitem, indexed_result, sum_to)
 
 __all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
-           "masked_fill", "masked_select"]
+           "masked_fill", "masked_select", "diag", "trace"]
 
 
 def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -193,10 +195,6 @@ def _take(opdef, x, positions):
     return _gather(opdef, x, np.asarray(positions, np.int64).reshape(-1), np.shape(positions))
 
 
-def _flat_positions(x):
-    return np.arange(x.numel()).reshape(x.shape)
-
-
 def flip(input, *dims):
     """input reversed along dims."""
     dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
@@ -253,6 +251,64 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
                           np.unravel_index(positions, input.shape))
 
 
+# diag of a vector places it on a diagonal of zeros: the gradient gathers g
+# from there (the index_put kernel); diag of a matrix gathers a diagonal, a
+# copy, which PyTorch records as DiagonalBackward0_copy
+_DIAG_EMBED = defop("diag_embed", "DiagEmbedBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
+_DIAG_COPY = _taken("diag_copy", "DiagonalBackward0_copy")
+
+
+def diag(input, diagonal=0):
+    """Of a vector, the square matrix with it on the `diagonal`-th diagonal
+    (above the main one for diagonal > 0); of a matrix, that diagonal, a copy.
+
+    >>> import tape
+    >>> tape.diag(tape.tensor([1., 2.])).tolist()
+    [[1.0, 0.0], [0.0, 2.0]]
+    >>> tape.diag(tape.tensor([[1., 2.], [3., 4.]]), 1).tolist()
+    [2.0]
+    """
+    if input.ndim == 2:
+        return _take(_DIAG_COPY, input, np.diagonal(_flat_positions(input), diagonal))
+    if input.ndim != 1:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    k = int(diagonal)
+    n = input.shape[0] + builtins.abs(k)
+    positions = np.diagonal(np.arange(n * n).reshape(n, n), k).astype(np.int64)
+    value = np.zeros(n * n, input.dtype)
+    value[positions] = input._array()
+    return op_result(_DIAG_EMBED, value.reshape(n, n), (input,), ints=positions)
+
+
+def _trace_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for k in range(ints.size):
+        GA[ints[k]] += G[0]
+
+
+def _trace_vjp(ctx, g):
+    return (_scatter(expand(g, (len(ctx.ints),)), ctx.ints, ctx.x_shape, unique=True),)
+
+
+_TRACE = defop("trace", "TraceBackward0", 1, vjp=_trace_vjp, native=_trace_native)
+
+
+def trace(input):
+    """The sum of the main diagonal of a matrix (int64 for integer matrices).
+
+    >>> import tape
+    >>> tape.trace(tape.tensor([[1., 2.], [3., 4.]])).item()
+    5.0
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    a = input._array()
+    if a.dtype == np.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    positions = np.diagonal(_flat_positions(input)).astype(np.int64)
+    value = np.trace(a, dtype=np.int64 if a.dtype.kind in "iu" else None)
+    return op_result(_TRACE, value, (input,), ints=positions)
+
+
 def _triangle_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g where the element is kept: column - row - diagonal >= 0 for triu (pp
     # 1), <= 0 for tril (pp -1)
@@ -286,5 +342,5 @@ tril = _triangle("tril", _TRIL, np.tril, -1.0)
 
 Tensor.where = lambda self, condition, other: where(condition, self, other)
 for _name in ("split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
-              "masked_fill", "masked_select"):
+              "masked_fill", "masked_select", "diag", "trace"):
     setattr(Tensor, _name, globals()[_name])

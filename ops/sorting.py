@@ -9,7 +9,7 @@ import numpy as np
 from tape._registry import defop
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
-from ops.shape import _gather, _gather_native, _index_vjp
+from ops.shape import _flat_positions, _gather, _gather_native, _index_vjp
 
 __all__ = ["argmax", "argmin", "sort", "argsort", "msort", "topk"]
 
@@ -69,7 +69,7 @@ def _sorted_order(a, d, descending):
 
 def _selected(opdef, input, d, order, result):
     """(input's elements at `order` along dim d, order) as `result`."""
-    positions = np.take_along_axis(np.arange(input.numel()).reshape(input.shape), order, d)
+    positions = np.take_along_axis(_flat_positions(input), order, d)
     values = _gather(opdef, input, positions.reshape(-1), order.shape)
     return result(values, new_tensor(wrap_value(order.astype(np.int64))))
 

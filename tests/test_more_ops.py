@@ -169,3 +169,72 @@ def test_masked_select_broadcasts_and_scatters_its_gradient_back():
     (out * tape.tensor([1.0, 2.0, 3.0])).sum().backward()
     assert out.tolist() == [1.0, 1.0, 2.0] and out.grad_fn.name() == "MaskedSelectBackward0"
     assert x.grad.tolist() == [3.0, 3.0]
+
+
+# -- shapes ----------------------------------------------------------------------------
+
+def test_shape_ops_carry_pytorchs_grad_fn_names():
+    x = tape.arange(6.0).reshape(2, 3).requires_grad_()
+    v = tape.arange(3.0).requires_grad_()
+    outputs = {"RepeatBackward0": [x.repeat(2, 1), x.tile(2), tape.tile(x, ())],
+               "RollBackward0": [tape.roll(x, 1), x.roll(1, 1)],
+               "SliceBackward0": [x.narrow(1, 1, 2)], "SelectBackward0": [x.select(1, 2)],
+               "PermuteBackward0": [tape.movedim(x, 0, 1), x.moveaxis(0, 1)],
+               "TransposeBackward0": [x.swapaxes(0, 1), tape.swapdims(x, 0, 1)],
+               "CatBackward0": [tape.hstack([x, x]), tape.vstack([v, v]), tape.vstack([v])],
+               "ViewBackward0": [x.ravel(), x.t().ravel(), tape.ravel(v)],
+               "DiagEmbedBackward0": [tape.diag(v)], "DiagonalBackward0_copy": [x.diag(1)],
+               "TraceBackward0": [tape.trace(x)], "CumprodBackward0": [x.cumprod(1)]}
+    assert {name: [type(t.grad_fn).__name__ for t in ts] for name, ts in outputs.items()} == {
+        name: [name] * len(ts) for name, ts in outputs.items()}
+    assert tape.ravel(v) is not v
+
+
+def test_shape_ops_values_as_pytorchs():
+    x = tape.arange(6.0).reshape(2, 3)
+    assert tape.roll(x, 1).tolist() == [[5.0, 0.0, 1.0], [2.0, 3.0, 4.0]]
+    assert tape.roll(x, (1, -1), (0, 1)).tolist() == [[4.0, 5.0, 3.0], [1.0, 2.0, 0.0]]
+    assert x.narrow(0, -1, 1).tolist() == [[3.0, 4.0, 5.0]] and x.narrow(0, tape.tensor(1), 1).shape == (1, 3)
+    assert tape.movedim(tape.ones(2, 3, 4), (0, 1), (2, 0)).shape == (3, 4, 2)
+    assert x.repeat(2, 1, 2).shape == (2, 2, 6) and tape.tile(x, (2, 1, 1)).shape == (2, 2, 3)
+    assert tape.hstack([tape.tensor(1.0), tape.tensor(2.0)]).tolist() == [1.0, 2.0]
+    assert tape.vstack([tape.tensor(1.0), tape.tensor(2.0)]).tolist() == [[1.0], [2.0]]
+    assert tape.vstack([x, tape.ones(3)]).shape == (3, 3)
+    assert tape.diag(tape.arange(3.0), 1).tolist() == [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0],
+                                                        [0.0, 0.0, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0]]
+    assert x.diag(1).tolist() == [1.0, 5.0] and x.diag(-1).tolist() == [3.0] and x.diag(5).shape == (0,)
+    assert tape.diag(tape.ones(0)).shape == (0, 0)
+    assert tape.trace(x).item() == 4.0 and tape.trace(tape.ones(2, 3, dtype=tape.int64)).dtype == tape.int64
+    assert tape.cumprod(tape.tensor([1, 2, 3]), 0).dtype == tape.int64
+    assert tape.cumprod(tape.tensor([1.0, 2.0], dtype=tape.float32), 0, dtype=tape.float64).dtype == tape.float64
+
+
+def test_repeat_and_roll_gradients():
+    x = tape.tensor([[1.0, 2.0]], requires_grad=True)
+    (x.repeat(3, 2) * tape.arange(12.0).reshape(3, 4)).sum().backward()
+    assert x.grad.tolist() == [[0.0 + 2 + 4 + 6 + 8 + 10, 1.0 + 3 + 5 + 7 + 9 + 11]]
+    y = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (tape.roll(y, 1) * tape.tensor([1.0, 10.0, 100.0])).sum().backward()
+    assert y.grad.tolist() == [10.0, 100.0, 1.0]
+
+
+CUMPROD_AT_ZEROS = [
+    # PyTorch's figures: the first derivative with weights 1..n, then the
+    # second derivative of the sum of that gradient
+    ([2.0, 0.0, 3.0, 0.0, 4.0], [1.0, 22.0, 0.0, 0.0, 0.0], [11.0, 161.0, 6.0, 144.0, 0.0]),
+    ([0.0, 0.0, 3.0], [1.0, 0.0, 0.0], [11.0, 11.0, 0.0]),
+    ([2.0, 0.5, 3.0, -1.0, 4.0], [-29.5, -122.0, -21.0, 72.0, -15.0], None),
+]
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+@pytest.mark.parametrize("values, grad, second", CUMPROD_AT_ZEROS)
+def test_cumprod_gradient_is_exact_at_zeros_as_pytorchs(values, grad, second, retaped):
+    c = tape.tensor(values, requires_grad=True)
+    w = tape.arange(1.0, len(values) + 1)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        (g,) = tape.autograd.grad(tape.cumprod(c, 0), c, w, create_graph=second is not None)
+    np.testing.assert_allclose(g.detach().numpy(), grad, rtol=1e-14)
+    if second is not None:
+        (h,) = tape.autograd.grad(g.sum(), c)
+        np.testing.assert_allclose(h.numpy(), second, rtol=1e-14)
