@@ -16,15 +16,18 @@ __all__ = ["abs", "add", "clamp", "clamp_min", "clamp_max", "clone", "cos", "div
            "isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "nonzero", "count_nonzero",
            "masked_fill", "masked_fill_", "masked_select",
            "repeat", "roll", "tile", "narrow", "select", "movedim", "moveaxis", "swapaxes", "swapdims", "hstack",
-           "vstack", "ravel", "diag", "trace", "cumprod"]
+           "vstack", "ravel", "diag", "trace", "cumprod",
+           "absolute", "negative", "subtract", "multiply", "divide", "arccos", "arcsin", "arctan", "arctan2", "clip",
+           "xlogy", "hypot", "logaddexp", "lerp"]
 
 from tape import _registry
 
-from ops.elementwise import (abs, acos, acosh, add, asin, asinh, atan, atan2, atanh, ceil, clamp, clamp_max, clamp_min, clone,
-                             cos, cosh, div, erf, exp, exp2, expm1, floor, floor_divide, gelu, log, log10, log1p, log2,
-                             maximum, minimum, mul, neg,
-                             pow, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, silu, sin, sinh, softplus,
-                             sqrt, square, sub, tan, tanh, to, true_divide, trunc)
+from ops.elementwise import (abs, absolute, acos, acosh, add, arccos, arcsin, arctan, arctan2, asin, asinh, atan, atan2,
+                             atanh, ceil, clamp, clamp_max, clamp_min, clip, clone, cos, cosh, div, divide, erf, exp, exp2,
+                             expm1, floor, floor_divide, gelu, hypot, lerp, log, log10, log1p, log2, logaddexp, maximum,
+                             minimum, mul, multiply, neg, negative, pow, reciprocal, relu, remainder, round, rsqrt,
+                             sigmoid, sign, silu, sin, sinh, softplus, sqrt, square, sub, subtract, tan, tanh, to,
+                             true_divide, trunc, xlogy)
 from ops.shape import (broadcast_to, cat, expand, flatten, hstack, moveaxis, movedim, narrow, permute, ravel, repeat,
                        reshape, roll, select, squeeze, stack, swapaxes, swapdims, t, tile, transpose, unsqueeze, view,
                        vstack)

@@ -450,6 +450,12 @@ def setitem(t, key, value):
     _apply(t, lambda x, v: _put(x, where_, shape, v), value)
 
 
+# the in-place forms of the other names (PyTorch's aliases)
+for _name, _fn in {"absolute_": abs_, "negative_": neg_, "subtract_": sub_, "multiply_": mul_, "divide_": div_,
+                   "clip_": clamp_}.items():
+    setattr(Tensor, _name, _fn)
+for _alias, _name in (("arccos_", "acos_"), ("arcsin_", "asin_"), ("arctan_", "atan_")):
+    setattr(Tensor, _alias, getattr(Tensor, _name))
 for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_,
                    "remainder_": remainder_, "neg_": neg_, "exp_": exp_, "log_": log_, "sin_": sin_,
                    "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_, "relu_": relu_, "abs_": abs_,

@@ -492,6 +492,18 @@ def test_inputs_of_a_failed_op_still_backprop():
     (lambda: tape.ones(2, 3, requires_grad=True).cumprod(2), IndexError,
      "Dimension out of range (expected to be in range of [-2, 1], but got 2)"),
     (lambda: tape.ones(2, 3).cumprod((0,)), TypeError, "cumprod(): argument 'dim' (position 2) must be int, not tuple"),
+    (lambda: tape.hypot(tape.tensor([1, 2]), tape.tensor([1, 2])), NotImplementedError,
+     "\"hypot_cpu\" not implemented for 'Long'"),
+    (lambda: tape.hypot(tape.ones(2, requires_grad=True), 2.0), TypeError,
+     "hypot(): argument 'other' (position 2) must be Tensor, not float"),
+    (lambda: tape.logaddexp(tape.tensor([1, 2]), tape.tensor([1, 2])), NotImplementedError,
+     "\"logaddexp_cpu\" not implemented for 'Long'"),
+    (lambda: tape.lerp(tape.tensor([1, 2]), tape.tensor([1, 2]), 0.5), NotImplementedError,
+     "\"lerp_kernel_scalar\" not implemented for 'Long'"),
+    (lambda: tape.lerp(tape.ones(3, requires_grad=True), tape.ones(3, dtype=tape.float32), 0.5), RuntimeError,
+     "expected dtype double for `end` but got dtype float"),
+    (lambda: tape.lerp(tape.ones(3, requires_grad=True), tape.ones(3), tape.ones(3)), RuntimeError,
+     "lerp() with a tensor weight is not supported while recording for autograd"),
 ])
 def test_errors_with_pytorchs_type_and_text(call, error, message):
     with pytest.raises(error, match=re.escape(message)):

@@ -238,3 +238,69 @@ def test_cumprod_gradient_is_exact_at_zeros_as_pytorchs(values, grad, second, re
     if second is not None:
         (h,) = tape.autograd.grad(g.sum(), c)
         np.testing.assert_allclose(h.numpy(), second, rtol=1e-14)
+
+
+# -- other names and small arithmetic --------------------------------------------------
+
+def test_numpys_names_are_the_same_ops_and_nodes_as_pytorchs():
+    x = tape.tensor([0.5, -0.3, 0.2], requires_grad=True)
+    y = tape.tensor([1.5, 2.0, 0.7], requires_grad=True)
+    outputs = [tape.absolute(x), x.negative(), tape.arccos(x), x.arcsin(), tape.arctan(x), x.arctan2(y),
+               tape.subtract(x, y, alpha=2), x.multiply(y), tape.divide(x, y), tape.clip(x, 0, 1)]
+    assert [type(t.grad_fn).__name__ for t in outputs] == [
+        "AbsBackward0", "NegBackward0", "AcosBackward0", "AsinBackward0", "AtanBackward0", "Atan2Backward0",
+        "SubBackward0", "MulBackward0", "DivBackward0", "ClampBackward1"]
+    a, b = x.detach().numpy(), y.detach().numpy()
+    np.testing.assert_allclose([t.detach().numpy() for t in outputs], [
+        np.abs(a), -a, np.arccos(a), np.arcsin(a), np.arctan(a), np.arctan2(a, b), a - 2 * b, a * b, a / b,
+        np.clip(a, 0, 1)], rtol=1e-15)
+    z = tape.tensor([-1.0, 0.25])
+    z.absolute_().arccos_()
+    assert z.tolist() == np.arccos([1.0, 0.25]).tolist()
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_xlogy_is_zero_at_zero_with_pytorchs_gradients(retaped):
+    # PyTorch's figures for the same script
+    x = tape.tensor([0.0, 0.0, 2.0, -1.0, 1.0], requires_grad=True)
+    y = tape.tensor([0.0, NAN, 3.0, 2.0, 0.0], requires_grad=True)
+    out = tape.xlogy(x, y)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        out.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), [0.0, NAN, 2 * np.log(3.0), -np.log(2.0), -np.inf])
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, NAN, np.log(3.0), np.log(2.0), -np.inf])
+    np.testing.assert_allclose(y.grad.numpy(), [NAN, NAN, 2 / 3, -0.5, np.inf])
+    assert [tape.xlogy(x, 2.0).grad_fn.name(), tape.xlogy(2.0, y).grad_fn.name()] == ["XlogyBackward2", "XlogyBackward1"]
+    assert tape.xlogy(tape.tensor([1, 2]), tape.tensor([3, 4])).dtype == tape.float64
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_hypot_and_logaddexp_at_their_edges_as_pytorchs(retaped):
+    h = tape.tensor([0.0], requires_grad=True)
+    q = tape.tensor([-np.inf], requires_grad=True)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        tape.hypot(h, tape.tensor([0.0])).sum().backward()
+        tape.logaddexp(q, tape.tensor([-np.inf])).sum().backward()
+    assert np.isnan(h.grad.item()) and np.isnan(q.grad.item())
+    big = tape.logaddexp(tape.tensor([np.inf, -np.inf, 1000.0]), tape.tensor([np.inf, -np.inf, 1000.0]))
+    assert big.tolist() == [np.inf, -np.inf, 1000.0 + np.log(2.0)]
+    assert tape.logaddexp(tape.tensor(np.inf), tape.tensor(np.inf)).item() == np.inf
+
+
+def test_lerp_gradients_and_a_tensor_weight_without_grad():
+    s = tape.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    e = tape.tensor([10.0, 10.0, 10.0], requires_grad=True)
+    out = tape.lerp(s, e, 0.3)
+    out.sum().backward()
+    assert out.grad_fn.name() == "LerpBackward0" and len(out.grad_fn.next_functions) == 2
+    np.testing.assert_allclose([s.grad.tolist(), e.grad.tolist()], [[0.7] * 3, [0.3] * 3], rtol=1e-15)
+    with tape.no_grad():
+        w = tape.lerp(s, e, tape.tensor([0.1, 0.5, 0.9]))
+    np.testing.assert_allclose(w.numpy(), [1.0, 5.5, 9.2], rtol=1e-15)
+
+
+def test_type_as_casts_to_the_other_dtype():
+    x = tape.tensor([1.5, 2.0], requires_grad=True)
+    assert tape.ones(2).type_as(tape.ones(1, dtype=tape.int64)).tolist() == [1, 1]
+    assert x.type_as(tape.ones(1, dtype=tape.float32)).grad_fn.name() == "ToCopyBackward0"
+    assert x.type_as(x) is x

@@ -129,6 +129,12 @@ ELEMENTWISE_BINARY = [
     ("maximum", lambda x, y: tape.maximum(x, y), np.maximum, (0.5, -2), (2, 0)),
     ("minimum", lambda x, y: x.minimum(y), np.minimum, (0.5, -2), (2, 0)),
     ("atan2", lambda x, y: tape.atan2(x, y), np.arctan2, (-2, 0.5), (2, 2)),
+    ("xlogy", lambda x, y: tape.xlogy(x, y), lambda a, b: a * np.log(b), (-2, 0.5), (2, 2)),
+    ("hypot", lambda x, y: tape.hypot(x, y), np.hypot, (-2, 0.5), (2, 2)),
+    ("logaddexp", lambda x, y: x.logaddexp(y), np.logaddexp, (-2, -2), (2, 2)),
+    # PyTorch's lerp computes from the nearer end: a weight on either side of 0.5
+    ("lerp", lambda x, y: tape.lerp(x, y, 0.3), lambda a, b: a + 0.3 * (b - a), (-2, -2), (2, 2)),
+    ("lerp_near_end", lambda x, y: x.lerp(y, 0.8), lambda a, b: b - (b - a) * 0.2, (-2, -2), (2, 2)),
 ]
 
 CASES = []
@@ -317,6 +323,8 @@ CASES += [
     Case("trace", lambda x: tape.trace(x) * x, lambda a: np.trace(a) * a, ((3, 4),)),
     Case("cumprod", lambda x: x.cumprod(1), lambda a: np.cumprod(a, 1), ((2, 4),)),
     Case("cumprod_dim0", lambda x: tape.cumprod(x, 0), lambda a: np.cumprod(a, 0), ((3, 2, 2),)),
+    Case("xlogy_numbers", lambda x: tape.xlogy(x, 2.5) * tape.xlogy(1.5, x), lambda a: a * np.log(2.5) * 1.5 * np.log(a),
+         ((3,),), low=(0.3,)),
     Case("getitem_scalar", lambda x: x[1, 0] * x[0, 1], lambda a: a[1, 0] * a[0, 1], ((2, 2),)),
     Case("chain", lambda x, y: ((x * y).sin() + x.exp()).tanh().sum(dim=0),
          lambda a, b: np.tanh(np.sin(a * b) + np.exp(a)).sum(axis=0), ((2, 3), (3,))),
