@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from tape._factories import rand, randn
 from tape._grad_mode import no_grad
 from tape._record import _broadcast_input, binary, record
 from tape._registry import SAVES_X, defop, lookup, native_helper
@@ -21,7 +22,8 @@ from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gath
                        register_copy, reshape, strided_offsets)
 
 __all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_", "clamp_", "neg_", "exp_", "log_", "sin_", "cos_",
-           "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "masked_fill_", "setitem"]
+           "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "masked_fill_", "uniform_",
+           "normal_", "setitem"]
 
 
 def _no_gradient_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -34,6 +36,8 @@ def _no_gradient(ctx, g):
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 _FILL = defop("fill_", "FillBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
+_UNIFORM = defop("uniform_", "UniformBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
+_NORMAL = defop("normal_", "NormalBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
 def _check_inplace(t, recording):
@@ -308,6 +312,53 @@ def _constant_op(opdef, fill):
     return compute
 
 
+def _random_op(opdef, draw):
+    """A fill with fresh random values, draw(x) (from the generator that
+    tape.manual_seed seeds, drawn once the in-place checks have passed),
+    recorded, when x requires grad, as PyTorch's node whose gradient is none."""
+    def compute(x):
+        value = wrap_value(np.asarray(draw(x), x.dtype))
+        if x._rg and state.tape.grad_enabled:
+            return record(opdef, value, (x,))
+        return new_tensor(value)
+    return compute
+
+
+def uniform_(t, a=0, b=1):
+    """Fill t with numbers drawn uniformly from [a, b), in place: weight
+    initialisation, reproducible after tape.manual_seed.
+
+    >>> import tape
+    >>> tape.manual_seed(0)
+    >>> w = tape.empty(3).uniform_(-1, 1)
+    >>> bool(((w >= -1) & (w < 1)).all())
+    True
+    """
+    def draw(x):
+        values = rand(*x.shape, dtype=x.dtype)  # PyTorch's error for an integer tensor comes first
+        if a > b:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
+        return a + (b - a) * values._array()
+    return _apply(t, _random_op(_UNIFORM, draw))
+
+
+def normal_(t, mean=0, std=1):
+    """Fill t with numbers drawn from the normal distribution of `mean` and
+    `std`, in place: weight initialisation, reproducible after tape.manual_seed.
+
+    >>> import tape
+    >>> tape.manual_seed(0)
+    >>> tape.zeros(2, 3).normal_(0.0, 0.01).shape
+    (2, 3)
+    """
+    def draw(x):
+        values = randn(*x.shape, dtype=x.dtype)
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        return mean + std * values._array()
+    return _apply(t, _random_op(_NORMAL, draw))
+
+
 def zero_(t):
     return _apply(t, _constant_op(_ZERO, 0))
 
@@ -460,6 +511,7 @@ for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_
                    "remainder_": remainder_, "neg_": neg_, "exp_": exp_, "log_": log_, "sin_": sin_,
                    "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_, "relu_": relu_, "abs_": abs_,
                    "sqrt_": sqrt_, "copy_": copy_, "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_,
+                   "uniform_": uniform_, "normal_": normal_,
                    "__iadd__": add_,
                    "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__ipow__": pow_,
                    "__imod__": remainder_, "floor_divide_": floor_divide_, "clamp_": clamp_,

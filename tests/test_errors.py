@@ -504,6 +504,18 @@ def test_inputs_of_a_failed_op_still_backprop():
      "expected dtype double for `end` but got dtype float"),
     (lambda: tape.lerp(tape.ones(3, requires_grad=True), tape.ones(3), tape.ones(3)), RuntimeError,
      "lerp() with a tensor weight is not supported while recording for autograd"),
+    (lambda: tape.ones(3, requires_grad=True).uniform_(), RuntimeError,
+     "a leaf Variable that requires grad is being used in an in-place operation."),
+    (lambda: tape.ones(3, requires_grad=True).normal_(), RuntimeError,
+     "a leaf Variable that requires grad is being used in an in-place operation."),
+    (lambda: tape.ones(3, dtype=tape.int64).uniform_(1, 0), NotImplementedError,
+     "\"check_uniform_bounds\" not implemented for 'Long'"),
+    (lambda: tape.ones(3, dtype=tape.int64).normal_(), NotImplementedError,
+     "\"normal_kernel_cpu\" not implemented for 'Long'"),
+    (lambda: tape.ones(3).uniform_(1.5, 0), RuntimeError,
+     "uniform_ expects to return a [from, to) range, but found from=1.5 > to=0"),
+    (lambda: (tape.ones(3, requires_grad=True) * 1).normal_(0, -1), RuntimeError,
+     "normal expects std >= 0.0, but found std -1"),
 ])
 def test_errors_with_pytorchs_type_and_text(call, error, message):
     with pytest.raises(error, match=re.escape(message)):

@@ -304,3 +304,38 @@ def test_type_as_casts_to_the_other_dtype():
     assert tape.ones(2).type_as(tape.ones(1, dtype=tape.int64)).tolist() == [1, 1]
     assert x.type_as(tape.ones(1, dtype=tape.float32)).grad_fn.name() == "ToCopyBackward0"
     assert x.type_as(x) is x
+
+
+# -- random fills ----------------------------------------------------------------------
+
+def test_uniform_and_normal_fills_draw_from_tapes_seeded_generator():
+    tape.manual_seed(7)
+    expected_uniform = -1.0 + 2.0 * tape.rand(4, 3).numpy()
+    expected_normal = 0.5 + 0.01 * tape.randn(5).numpy()
+    tape.manual_seed(7)
+    w = tape.empty(4, 3).uniform_(-1, 1)
+    b = tape.zeros(5).normal_(0.5, 0.01)
+    assert w.numpy().tolist() == expected_uniform.tolist() and b.numpy().tolist() == expected_normal.tolist()
+    assert tape.empty(2, dtype=tape.float32).uniform_().dtype == tape.float32
+
+
+def test_random_fills_initialise_weights_in_place():
+    w = tape.zeros(3, 2, requires_grad=True)
+    with tape.no_grad():
+        out = w.uniform_(-0.5, 0.5)
+    assert out is w and w._version == 1 and w.requires_grad and w.grad_fn is None
+    assert ((w.detach().numpy() >= -0.5) & (w.detach().numpy() < 0.5)).all()
+    w.data.normal_()  # .data is a detached alias: allowed with grad on
+    assert not w.data.requires_grad and w.detach().numpy().std() > 0
+    assert (tape.empty(2).uniform_(1.0, 1.0)).tolist() == [1.0, 1.0]
+
+
+def test_a_random_fill_of_a_recorded_tensor_is_recorded_with_no_gradient():
+    x = tape.ones(3, requires_grad=True)
+    y = x * 1.0
+    y.uniform_()
+    z = x * 1.0
+    z.normal_(2.0, 0.5)
+    assert (y.grad_fn.name(), z.grad_fn.name(), y._version) == ("UniformBackward0", "NormalBackward0", 1)
+    (y.sum() + z.sum()).backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]

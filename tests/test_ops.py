@@ -325,6 +325,9 @@ CASES += [
     Case("cumprod_dim0", lambda x: tape.cumprod(x, 0), lambda a: np.cumprod(a, 0), ((3, 2, 2),)),
     Case("xlogy_numbers", lambda x: tape.xlogy(x, 2.5) * tape.xlogy(1.5, x), lambda a: a * np.log(2.5) * 1.5 * np.log(a),
          ((3,),), low=(0.3,)),
+    # bounds that leave one value, so the fill is the same at every call
+    Case("uniform_normal_", lambda x: (x * 1.0).uniform_(2.0, 2.0) * x + (x * 1.0).normal_(1.5, 0.0) * x,
+         lambda a: 2.0 * a + 1.5 * a, ((3,),)),
     Case("getitem_scalar", lambda x: x[1, 0] * x[0, 1], lambda a: a[1, 0] * a[0, 1], ((2, 2),)),
     Case("chain", lambda x, y: ((x * y).sin() + x.exp()).tanh().sum(dim=0),
          lambda a, b: np.tanh(np.sin(a * b) + np.exp(a)).sum(axis=0), ((2, 3), (3,))),
