@@ -740,8 +740,8 @@ def movedim(input, source, destination):
     for name, given, normed in (("source", src, src_n), ("destination", dst, dst_n)):
         if len(set(normed)) != len(normed):
             raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
-    if input.ndim == 0:
-        return permute(input, ()) if input._rg else input
+    if input.ndim == 0:  # PyTorch's alias of the tensor
+        return getitem(input, Ellipsis)
     order = [None] * input.ndim
     for s_, d_ in zip(src_n, dst_n):
         order[d_] = s_

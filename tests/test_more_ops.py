@@ -180,6 +180,7 @@ def test_shape_ops_carry_pytorchs_grad_fn_names():
                "RollBackward0": [tape.roll(x, 1), x.roll(1, 1)],
                "SliceBackward0": [x.narrow(1, 1, 2)], "SelectBackward0": [x.select(1, 2)],
                "PermuteBackward0": [tape.movedim(x, 0, 1), x.moveaxis(0, 1)],
+               "AliasBackward0": [tape.movedim(tape.tensor(2.0, requires_grad=True), 0, 0)],
                "TransposeBackward0": [x.swapaxes(0, 1), tape.swapdims(x, 0, 1)],
                "CatBackward0": [tape.hstack([x, x]), tape.vstack([v, v]), tape.vstack([v])],
                "ViewBackward0": [x.ravel(), x.t().ravel(), tape.ravel(v)],
