@@ -594,9 +594,9 @@ def _cumprod_vjp(ctx, g):
     j >= k. No division, so exact at zeros, and differentiable again."""
     from ops.selection import triu, where
     from ops.shape import movedim, unsqueeze
-    if not ctx.x_shape:
-        return (g,)
     d = int(ctx.ints[0])
+    if not ctx.x_shape or ctx.x_shape[d] == 1:  # the running product of one element is it: g, as PyTorch's
+        return (g,)
     x = movedim(ctx.x, d, -1)
     n = x.shape[-1]
     others = where(new_tensor(np.eye(n, dtype=np.bool_)), 1.0, unsqueeze(x, -2))

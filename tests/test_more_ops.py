@@ -340,3 +340,10 @@ def test_a_random_fill_of_a_recorded_tensor_is_recorded_with_no_gradient():
     assert (y.grad_fn.name(), z.grad_fn.name(), y._version) == ("UniformBackward0", "NormalBackward0", 1)
     (y.sum() + z.sum()).backward()
     assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_cumprod_along_a_dim_of_one_passes_the_gradient_through_as_pytorch():
+    # PyTorch returns g itself there: a constant g gives a gradient without grad_fn
+    x = tape.tensor([[2.0], [3.0]], requires_grad=True)
+    (g,) = tape.autograd.grad(tape.cumprod(x, 1).sum(), x, create_graph=True)
+    assert g.tolist() == [[1.0], [1.0]] and not g.requires_grad
