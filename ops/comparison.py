@@ -1,11 +1,17 @@
-"""Comparisons: `< <= > >= == !=` and their named forms. Their results are
-bool tensors, which are constants: nothing is recorded."""
+"""Comparisons: `< <= > >= == !=` and their named forms, the tests isnan,
+isinf, isfinite and isclose, and the counts nonzero and count_nonzero. Their
+results are bool or int64 tensors (allclose and equal: Python bools), which
+are constants: nothing is recorded."""
 import numpy as np
 
+from tape._dtypes import scalar_type_name
 from tape._record import broadcast_shapes, operand_value
 from tape._tensor import Tensor, new_tensor, wrap_value
 
-__all__ = ["eq", "ne", "lt", "le", "gt", "ge"]
+from ops.reduction import _dims
+
+__all__ = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal",
+           "nonzero", "count_nonzero"]
 
 
 def _comparison(ufunc):
@@ -24,6 +30,102 @@ le = _comparison(np.less_equal)
 gt = _comparison(np.greater)
 ge = _comparison(np.greater_equal)
 
+
+def _expect_tensor(name, position, arg, value):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not "
+                        f"{type(value).__name__}")
+
+
+def _test(name, ufunc, what):
+    def test(input):
+        _expect_tensor(name, 1, "input", input)
+        return new_tensor(wrap_value(np.asarray(ufunc(input._array()))))
+    test.__name__ = name
+    test.__doc__ = f"""Whether each element is {what} (a bool tensor; integers and bools never are nan
+    or infinite).
+
+    >>> import tape
+    >>> tape.{name}(tape.tensor([1.0, float("nan"), float("inf")])).tolist()
+    {np.asarray(ufunc(np.array([1.0, np.nan, np.inf]))).tolist()}
+    """
+    return test
+
+
+isnan = _test("isnan", np.isnan, "nan")
+isinf = _test("isinf", np.isinf, "infinite (either sign)")
+isfinite = _test("isfinite", np.isfinite, "finite")
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether |input - other| <= atol + rtol * |other| elementwise (equal
+    infinities are close; nan only to nan, with equal_nan).
+
+    >>> import tape
+    >>> tape.isclose(tape.tensor([1.0, 2.0]), tape.tensor([1.0 + 1e-9, 2.1])).tolist()
+    [True, False]
+    """
+    _expect_tensor("isclose", 2, "other", other)
+    if input.dtype != other.dtype:
+        raise RuntimeError(f"{scalar_type_name(input.dtype)} did not match {scalar_type_name(other.dtype)}")
+    for name, tolerance in (("rtol", rtol), ("atol", atol)):
+        if tolerance < 0:
+            raise RuntimeError(f"{name} must be greater than or equal to zero, but got {tolerance:g}")
+    broadcast_shapes(input.shape, other.shape)  # PyTorch's error text on a mismatch
+    a, b = input._array(), other._array()
+    if a.dtype == np.bool_:  # NumPy does not subtract bools; their closeness is equality
+        a, b = a.astype(np.int64), b.astype(np.int64)
+    return new_tensor(wrap_value(np.asarray(np.isclose(a, b, rtol, atol, equal_nan))))
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Whether every element of input is close to other's (isclose), as a Python bool.
+
+    >>> import tape
+    >>> tape.allclose(tape.tensor([1.0, 2.0]), tape.tensor([1.0, 2.0 + 1e-9]))
+    True
+    """
+    return bool(isclose(input, other, rtol, atol, equal_nan)._array().all())
+
+
+def equal(input, other):
+    """Whether input and other have the same shape and elements (nan equals
+    nothing), as a Python bool; the dtypes may differ.
+
+    >>> import tape
+    >>> tape.equal(tape.tensor([1.0, 2.0]), tape.tensor([1, 2]))
+    True
+    """
+    _expect_tensor("equal", 2, "other", other)
+    return input.shape == other.shape and bool(np.array_equal(input._array(), other._array()))
+
+
+def nonzero(input, *, as_tuple=False):
+    """The indices of the nonzero elements: an int64 tensor of one row per
+    element and one column per dim, or with as_tuple a tuple of one index
+    tensor per dim (a 0-d input counts as 1-d there, as in PyTorch).
+
+    >>> import tape
+    >>> tape.nonzero(tape.tensor([[0., 1.], [2., 0.]])).tolist()
+    [[0, 1], [1, 0]]
+    """
+    a = input._array()
+    if as_tuple:
+        return tuple(new_tensor(i.astype(np.int64)) for i in np.nonzero(np.atleast_1d(a)))
+    return new_tensor(np.argwhere(a).astype(np.int64))
+
+
+def count_nonzero(input, dim=None):
+    """The number of nonzero elements, in all or over `dim` (an int or a tuple), as int64.
+
+    >>> import tape
+    >>> tape.count_nonzero(tape.tensor([[0., 1.], [2., 3.]]), dim=1).tolist()
+    [1, 2]
+    """
+    dims = _dims(input, dim) if input.ndim else None
+    return new_tensor(wrap_value(np.asarray(np.count_nonzero(input._array(), axis=dims), np.int64)))
+
+
 _OPERANDS = (Tensor, int, float, bool, np.ndarray, np.generic)
 
 
@@ -39,3 +141,5 @@ def _operator(compare):
 for _name, _fn in {"eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}.items():
     setattr(Tensor, _name, _fn)
     setattr(Tensor, f"__{_name}__", _operator(_fn))
+for _name in ("isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "nonzero", "count_nonzero"):
+    setattr(Tensor, _name, globals()[_name])

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from tape import _vecmath
-from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
+from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, scalar_type_name
 from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
 from tape._registry import defop
 from tape._tape import state
@@ -21,7 +21,8 @@ __all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow"
            "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign", "floor", "square",
            "clone", "to", "ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
            "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2",
-           "erf", "silu", "gelu", "softplus"]
+           "erf", "silu", "gelu", "softplus", "absolute", "negative", "subtract", "multiply", "divide", "arccos",
+           "arcsin", "arctan", "arctan2", "clip", "xlogy", "hypot", "logaddexp", "lerp"]
 
 
 def sigmoid_of_number(x):
@@ -417,6 +418,140 @@ clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy)
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
 
 
+def _refusing_integers(kernel, array_fn):
+    """array_fn, raising PyTorch's error for integer and bool operands, which
+    PyTorch's kernel has no loop for (NumPy would compute in floats)."""
+    def forward(*operands):
+        kinds = [np.asarray(v).dtype.kind for v in operands if not isinstance(v, (int, float))]
+        if kinds and all(k in "biu" for k in kinds):
+            dtype = np.result_type(*(v for v in operands if not isinstance(v, (int, float))))
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
+        return array_fn(*operands)
+    return forward
+
+
+def _xlogy_array(x, y):
+    # 0 where x is 0, unless y is nan, as PyTorch's (NumPy: 0 * log(0) is nan)
+    return np.where((np.asarray(x) == 0) & ~np.isnan(y), 0.0, x * np.log(y))
+
+
+def _xlogy_scalar(x, y):
+    if x == 0 and y == y:
+        return 0.0
+    return x * math.log(y)  # math refuses y <= 0; the unary factories fall back to NumPy
+
+
+# d/dx is xlogy(x != 0, y): log(y), and 0 where x is 0 (nan for a nan y);
+# log(y + is_zero(x) * (1 - y)) is log(1) there rather than log(0) * 0
+_XLOGY_X = "(1 - is_zero(x)) * log(y + is_zero(x) * (1 - y))"
+_xlogy = _binary("xlogy", "XlogyBackward0", (_XLOGY_X, "x / y"), _xlogy_scalar, _xlogy_array)
+_xlogy_number = _with_constant("xlogy_scalar_other", "XlogyBackward2", _XLOGY_X, _xlogy_scalar, _xlogy_array)
+# a number's xlogy of a tensor: the tensor is x, the number the constant y
+_rxlogy_number = _with_constant("xlogy_scalar_self", "XlogyBackward1", "y / x",
+                                lambda x, c: _xlogy_scalar(c, x), lambda x, c: _xlogy_array(c, x))
+
+
+def xlogy(input, other):
+    """input * log(other), and 0 where input is 0 (unless other is nan).
+
+    >>> import tape
+    >>> tape.xlogy(tape.tensor([0., 2.]), tape.tensor([0., 1.])).tolist()
+    [0.0, 0.0]
+    """
+    input, other = python_number(input), python_number(other)
+    if isinstance(input, Tensor) and type(other) in _NUMBER:
+        return _xlogy_number(input, other)
+    if type(input) in _NUMBER and isinstance(other, Tensor):
+        return _rxlogy_number(other, input)
+    return _xlogy(input, other)
+
+
+def _tensor_other(name, fn):
+    """fn(input, other) for two tensors, with PyTorch's TypeError for a number other."""
+    def op(input, other):
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not {type(other).__name__}")
+        return fn(input, other)
+    op.__name__ = name
+    return op
+
+
+# the gradient at the origin is 0 / 0, nan, as PyTorch's
+hypot = _tensor_other("hypot", _binary("hypot", "HypotBackward0", ("x / out", "y / out"), math.hypot,
+                                       _refusing_integers("hypot_cpu", np.hypot)))
+hypot.__doc__ = """sqrt(input ** 2 + other ** 2), without overflow.
+
+    >>> import tape
+    >>> tape.hypot(tape.tensor([3.]), tape.tensor([4.])).tolist()
+    [5.0]
+    """
+
+
+def _logaddexp_scalar(x, y):
+    # NumPy's npy_logaddexp: equal arguments (infinities included) first
+    if x == y:
+        return x + _LN2
+    d = x - y
+    if d > 0:
+        return x + math.log1p(math.exp(-d))
+    if d <= 0:
+        return y + math.log1p(math.exp(d))
+    return d  # nan
+
+
+# PyTorch's gradient, 1 / (1 + exp(other - self)): nan where both are -inf
+logaddexp = _tensor_other("logaddexp", _binary("logaddexp", "LogaddexpBackward0",
+                                               ("1 / (1 + exp(y - x))", "1 / (1 + exp(x - y))"), _logaddexp_scalar,
+                                               _refusing_integers("logaddexp_cpu", np.logaddexp)))
+logaddexp.__doc__ = """log(exp(input) + exp(other)), without overflow.
+
+    >>> import tape
+    >>> tape.logaddexp(tape.tensor([1000.]), tape.tensor([1000.]))
+    tensor([1000.6931])
+    """
+
+
+def _lerp_array(x, y, w):
+    # PyTorch's kernel: from the nearer end, so that weight 1 gives end exactly
+    return np.where(np.abs(w) < 0.5, x + w * (y - x), y - (y - x) * (1 - w))
+
+
+_LERP = defop("lerp", "LerpBackward0", 2, partials=("1 - p", "p"))
+
+
+def lerp(input, end, weight):
+    """input + weight * (end - input), computed from the nearer end.
+
+    A number weight is PyTorch's LerpBackward0. A tensor weight is computed
+    too, but not recorded: PyTorch's LerpBackward1 has three inputs and a
+    tape row has two, so with grad it raises.
+
+    >>> import tape
+    >>> tape.lerp(tape.tensor([0., 1.]), tape.tensor([10., 10.]), 0.5).tolist()
+    [5.0, 5.5]
+    """
+    if not isinstance(end, Tensor):
+        raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
+    if input.dtype.kind not in "fc":
+        kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(input.dtype)}\'')
+    for name, t in (("end", end), ("weight", weight)):
+        if isinstance(t, Tensor) and t.dtype != input.dtype:
+            raise RuntimeError(f"expected dtype {cpp_type_name(input.dtype)} for `{name}` but got dtype "
+                               f"{cpp_type_name(t.dtype)}")
+    broadcast_shapes(input.shape, end.shape)  # PyTorch's error text
+    w = weight._array() if isinstance(weight, Tensor) else float(weight)
+    out = wrap_value(np.asarray(_lerp_array(input._array(), end._array(), w), input.dtype))
+    rgx, rgy = input._rg, end._rg
+    recording = state.tape.grad_enabled and (rgx or rgy or isinstance(weight, Tensor) and weight._rg)
+    if not recording:
+        return new_tensor(out)
+    if isinstance(weight, Tensor):
+        raise RuntimeError("lerp() with a tensor weight is not supported while recording for autograd (PyTorch's "
+                           "LerpBackward1 has three inputs); use input + weight * (end - input)")
+    return record(_LERP, out, (input if rgx else None, end if rgy else None), p=w)
+
+
 def _scaled(other, alpha, tensors):
     """alpha * other for add and sub, with PyTorch's refusal of a float alpha
     for integer tensors."""
@@ -548,6 +683,11 @@ def to(x, dtype):
     return new_tensor(out)
 
 
+# NumPy's and PyTorch's other names of the same ops: the same functions, so the same nodes
+absolute, negative, subtract, multiply, divide = abs, neg, sub, mul, div
+arccos, arcsin, arctan, arctan2, clip = acos, asin, atan, atan2, clamp
+
+
 _NUMBER = (int, float)
 
 
@@ -631,7 +771,10 @@ for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__
                    "sigmoid": sigmoid, "relu": relu, "sqrt": sqrt, "abs": abs, "sign": sign, "floor": floor,
                    "square": square,
                    "reciprocal": reciprocal, "clamp": clamp, "clamp_min": clamp_min,
-                   "clamp_max": clamp_max, "clip": clamp,
+                   "clamp_max": clamp_max, "clip": clamp, "absolute": abs, "negative": neg, "subtract": sub,
+                   "multiply": mul, "divide": div, "arccos": acos, "arcsin": asin, "arctan": atan,
+                   "arctan2": atan2, "xlogy": xlogy, "hypot": hypot, "logaddexp": logaddexp, "lerp": lerp,
+                   "type_as": lambda self, other: to(self, other.dtype),
                    "clone": clone, "to": to}.items():
     setattr(Tensor, _name, _fn)
 for _name in ("ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",

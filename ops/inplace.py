@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from tape._factories import rand, randn
 from tape._grad_mode import no_grad
 from tape._record import _broadcast_input, binary, record
 from tape._registry import SAVES_X, defop, lookup, native_helper
@@ -15,12 +16,14 @@ from tape._tape import RETAIN, state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops import elementwise
+from ops.selection import masked_fill
 from ops.elementwise import add, div, mul, requires_grad, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gather, _strided_view,
                        register_copy, reshape, strided_offsets)
 
 __all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_", "clamp_", "neg_", "exp_", "log_", "sin_", "cos_",
-           "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "setitem"]
+           "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "masked_fill_", "uniform_",
+           "normal_", "setitem"]
 
 
 def _no_gradient_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -33,6 +36,8 @@ def _no_gradient(ctx, g):
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 _FILL = defop("fill_", "FillBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
+_UNIFORM = defop("uniform_", "UniformBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
+_NORMAL = defop("normal_", "NormalBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
 def _check_inplace(t, recording):
@@ -307,6 +312,53 @@ def _constant_op(opdef, fill):
     return compute
 
 
+def _random_op(opdef, draw):
+    """A fill with fresh random values, draw(x) (from the generator that
+    tape.manual_seed seeds, drawn once the in-place checks have passed),
+    recorded, when x requires grad, as PyTorch's node whose gradient is none."""
+    def compute(x):
+        value = wrap_value(np.asarray(draw(x), x.dtype))
+        if x._rg and state.tape.grad_enabled:
+            return record(opdef, value, (x,))
+        return new_tensor(value)
+    return compute
+
+
+def uniform_(t, a=0, b=1):
+    """Fill t with numbers drawn uniformly from [a, b), in place: weight
+    initialisation, reproducible after tape.manual_seed.
+
+    >>> import tape
+    >>> tape.manual_seed(0)
+    >>> w = tape.empty(3).uniform_(-1, 1)
+    >>> bool(((w >= -1) & (w < 1)).all())
+    True
+    """
+    def draw(x):
+        values = rand(*x.shape, dtype=x.dtype)  # PyTorch's error for an integer tensor comes first
+        if a > b:
+            raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found from={a:g} > to={b:g}")
+        return a + (b - a) * values._array()
+    return _apply(t, _random_op(_UNIFORM, draw))
+
+
+def normal_(t, mean=0, std=1):
+    """Fill t with numbers drawn from the normal distribution of `mean` and
+    `std`, in place: weight initialisation, reproducible after tape.manual_seed.
+
+    >>> import tape
+    >>> tape.manual_seed(0)
+    >>> tape.zeros(2, 3).normal_(0.0, 0.01).shape
+    (2, 3)
+    """
+    def draw(x):
+        values = randn(*x.shape, dtype=x.dtype)
+        if std < 0:
+            raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+        return mean + std * values._array()
+    return _apply(t, _random_op(_NORMAL, draw))
+
+
 def zero_(t):
     return _apply(t, _constant_op(_ZERO, 0))
 
@@ -320,6 +372,18 @@ def fill_(t, value):
             return _apply(t, _copy, value)
         value = value.item()
     return _apply(t, _constant_op(_FILL, value))
+
+
+def masked_fill_(t, mask, value):
+    """Fill t where `mask` (a bool tensor that broadcasts to t) holds with
+    `value` (a number or a 0-d tensor), in place; differentiable in both.
+
+    >>> import tape
+    >>> x = tape.zeros(3)
+    >>> x.masked_fill_(tape.tensor([False, True, True]), 2.).tolist()
+    [0.0, 2.0, 2.0]
+    """
+    return _apply(t, lambda x, v: masked_fill(x, mask, v), value)
 
 
 # x[key] = v, out of place: x with the region `key` selects replaced by v
@@ -437,10 +501,18 @@ def setitem(t, key, value):
     _apply(t, lambda x, v: _put(x, where_, shape, v), value)
 
 
+# the in-place forms of the other names (PyTorch's aliases)
+for _name, _fn in {"absolute_": abs_, "negative_": neg_, "subtract_": sub_, "multiply_": mul_, "divide_": div_,
+                   "clip_": clamp_}.items():
+    setattr(Tensor, _name, _fn)
+for _alias, _name in (("arccos_", "acos_"), ("arcsin_", "asin_"), ("arctan_", "atan_")):
+    setattr(Tensor, _alias, getattr(Tensor, _name))
 for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_,
                    "remainder_": remainder_, "neg_": neg_, "exp_": exp_, "log_": log_, "sin_": sin_,
                    "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_, "relu_": relu_, "abs_": abs_,
-                   "sqrt_": sqrt_, "copy_": copy_, "zero_": zero_, "fill_": fill_, "__iadd__": add_,
+                   "sqrt_": sqrt_, "copy_": copy_, "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_,
+                   "uniform_": uniform_, "normal_": normal_,
+                   "__iadd__": add_,
                    "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__ipow__": pow_,
                    "__imod__": remainder_, "floor_divide_": floor_divide_, "clamp_": clamp_,
                    "__ifloordiv__": floor_divide_, "__setitem__": setitem}.items():

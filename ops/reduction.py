@@ -19,7 +19,7 @@ from ops.elementwise import maximum, minimum
 from ops.shape import _gather, _gather_native, _index_vjp, cat, expand, getitem, reshape
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std",
-           "norm", "cumsum"]
+           "norm", "cumsum", "cumprod"]
 
 
 def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -559,11 +559,75 @@ def cumsum(input, dim, dtype=None):
                      ints=(d,))
 
 
+def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # PyTorch's gradient, exact at zeros: before a line's first zero z,
+    # (the running sum of g * out from z back) / x; at z, the sum over j >= z
+    # of g_j times the product of x up to j without x_z; after z, 0
+    outer, n, inner = lines_along(osh, ints[0])
+    for o in range(outer):
+        for k in range(inner):
+            base = o * n * inner + k
+            z = n
+            for t in range(n):
+                if X[base + t * inner] == 0:
+                    z = t
+                    break
+            total = 0.0
+            for t in range(z - 1, -1, -1):
+                i = base + t * inner
+                total += G[i] * O[i]
+                GA[i] += total / X[i]
+            if z < n:
+                product = O[base + (z - 1) * inner] if z > 0 else 1.0
+                total = 0.0
+                for t in range(z, n):
+                    i = base + t * inner
+                    if t > z:
+                        product *= X[i]
+                    total += G[i] * product
+                GA[base + z * inner] += total
+
+
+def _cumprod_vjp(ctx, g):
+    """grad_k = sum over j >= k of g_j times the product of x_i for i <= j
+    but k: the cumprod along each row k of x with x_k set to 1, masked to
+    j >= k. No division, so exact at zeros, and differentiable again."""
+    from ops.selection import triu, where
+    from ops.shape import movedim, unsqueeze
+    d = int(ctx.ints[0])
+    if not ctx.x_shape or ctx.x_shape[d] == 1:  # the running product of one element is it: g, as PyTorch's
+        return (g,)
+    x = movedim(ctx.x, d, -1)
+    n = x.shape[-1]
+    others = where(new_tensor(np.eye(n, dtype=np.bool_)), 1.0, unsqueeze(x, -2))
+    products = cumprod(others, -1) * unsqueeze(movedim(g, d, -1), -2)
+    return (movedim(sum(triu(products), -1), -1, d),)
+
+
+_CUMPROD = defop("cumprod", "CumprodBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_cumprod_vjp,
+                 native=_cumprod_native)
+
+
+def cumprod(input, dim, dtype=None):
+    """The running product along dim; its gradient is exact where elements are 0.
+
+    >>> import tape
+    >>> tape.cumprod(tape.tensor([1., 2., 3.]), 0).tolist()
+    [1.0, 2.0, 6.0]
+    """
+    _one_dim("cumprod", dim)
+    x = input if dtype is None else input.to(dtype)
+    d = _norm_dim(dim, x.ndim)
+    a = x._array()
+    value = np.cumprod(a.reshape(x.shape or (1,)), axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None)
+    return op_result(_CUMPROD, value.reshape(x.shape), (x,), ints=(d,))
+
+
 Tensor.sum = sum
 Tensor.mean = mean
 Tensor.amax = amax
 Tensor.amin = amin
 Tensor.max = max
 Tensor.min = min
-for _name in ("prod", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum"):
+for _name in ("prod", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum", "cumprod"):
     setattr(Tensor, _name, globals()[_name])

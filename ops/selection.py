@@ -4,19 +4,22 @@ split, chunk and unbind (slices), flip, index_select, gather and diagonal
 triu and tril. where is one recorded op whose VJP is where on g; triu and
 tril compose recorded ops, so their gradients of any order are those of the
 composition."""
+import builtins
+
 import numpy as np
 
 from tape._broadcast import bcast_index
-from tape._dtypes import scalar_type_name
+from tape._dtypes import cpp_type_name, scalar_type_name
 from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
-from ops.shape import (_gather, _gather_native, _index_vjp, _strided_gather_native, _strided_vjp, getitem,
-                       indexed_result, sum_to)
+from ops.shape import (_flat_positions, _gather, _gather_native, _index_vjp, _scatter, _scatter_native, _scatter_vjp,
+                       _strided_gather_native, _strided_vjp, expand, getitem, indexed_result, sum_to)
 
-__all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"]
+__all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
+           "masked_fill", "masked_select", "diag", "trace"]
 
 
 def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -57,6 +60,70 @@ def where(condition, input=None, other=None):
         return new_tensor(value)
     held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
     return record(_WHERE, value, inputs, ints=held)
+
+
+# masked_fill is where(mask, value, input) with the condition turned round, so
+# that input is the row's first input, as in PyTorch's next_functions; of a
+# number value (MaskedFillBackward0) it is the only one
+def _masked_fill_number_vjp(ctx, g):
+    return _where_vjp(ctx, g)[:1]
+
+
+_MASKED_FILL = defop("masked_fill", "MaskedFillBackward0", 1, vjp=_masked_fill_number_vjp,
+                     native=_where_native)
+_MASKED_FILL_TENSOR = defop("masked_fill_tensor", "MaskedFillBackward1", 2, vjp=_where_vjp,
+                            native=_where_native)
+
+
+def _bool_mask(mask, error):
+    m = mask._array() if isinstance(mask, Tensor) else np.asarray(mask)
+    if m.dtype != np.bool_:
+        raise RuntimeError(error(m.dtype))
+    return m
+
+
+def masked_fill(input, mask, value):
+    """input with the elements where `mask` (a bool tensor, broadcast) holds
+    replaced by `value`, a number or a 0-d tensor. A value that requires
+    grad gets the sum of the gradient over the filled elements.
+
+    >>> import tape
+    >>> tape.tensor([1., 2., 3.]).masked_fill(tape.tensor([True, False, True]), 0.).tolist()
+    [0.0, 2.0, 0.0]
+    """
+    m = _bool_mask(mask, lambda dtype: "masked_fill_ only supports boolean masks, but got mask with dtype "
+                                       f"{cpp_type_name(dtype)}")
+    if isinstance(value, Tensor) and value.ndim != 0:
+        raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but got tensor with "
+                           f"{value.ndim} dimension(s).")
+    shape = broadcast_shapes(m.shape, input.shape)  # PyTorch names the mask a
+    v = value._array() if isinstance(value, Tensor) else python_number(value)
+    out = wrap_value(np.where(m, v, input._array()).astype(input.dtype, copy=False))
+    rgv = isinstance(value, Tensor) and value._rg
+    if not (state.tape.grad_enabled and (input._rg or rgv)):
+        return new_tensor(out)
+    kept = np.broadcast_to(~m, shape).reshape(-1).astype(np.int64)
+    x = input if input._rg else None
+    if isinstance(value, Tensor):
+        return record(_MASKED_FILL_TENSOR, out, (x, value if rgv else None), ints=kept)
+    return record(_MASKED_FILL, out, (x,), ints=kept)
+
+
+_MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, vjp=_index_vjp, native=_gather_native)
+
+
+def masked_select(input, mask):
+    """The elements of input (broadcast with `mask`, a bool tensor) where mask
+    holds, as a 1-D tensor; their gradient goes back to where they came from.
+
+    >>> import tape
+    >>> tape.masked_select(tape.tensor([[1., 2.], [3., 4.]]), tape.tensor([True, False])).tolist()
+    [1.0, 3.0]
+    """
+    m = _bool_mask(mask, lambda dtype: "masked_select: expected BoolTensor for mask")
+    shape = broadcast_shapes(m.shape, input.shape)
+    positions = np.broadcast_to(_flat_positions(input), shape)[np.broadcast_to(m, shape)]
+    return _gather(_MASKED_SELECT, input, positions.astype(np.int64), positions.shape)
 
 
 # each part of split, chunk and unbind is a strided view, recorded under PyTorch's name
@@ -128,10 +195,6 @@ def _take(opdef, x, positions):
     return _gather(opdef, x, np.asarray(positions, np.int64).reshape(-1), np.shape(positions))
 
 
-def _flat_positions(x):
-    return np.arange(x.numel()).reshape(x.shape)
-
-
 def flip(input, *dims):
     """input reversed along dims."""
     dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
@@ -188,6 +251,64 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
                           np.unravel_index(positions, input.shape))
 
 
+# diag of a vector places it on a diagonal of zeros: the gradient gathers g
+# from there (the index_put kernel); diag of a matrix gathers a diagonal, a
+# copy, which PyTorch records as DiagonalBackward0_copy
+_DIAG_EMBED = defop("diag_embed", "DiagEmbedBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
+_DIAG_COPY = _taken("diag_copy", "DiagonalBackward0_copy")
+
+
+def diag(input, diagonal=0):
+    """Of a vector, the square matrix with it on the `diagonal`-th diagonal
+    (above the main one for diagonal > 0); of a matrix, that diagonal, a copy.
+
+    >>> import tape
+    >>> tape.diag(tape.tensor([1., 2.])).tolist()
+    [[1.0, 0.0], [0.0, 2.0]]
+    >>> tape.diag(tape.tensor([[1., 2.], [3., 4.]]), 1).tolist()
+    [2.0]
+    """
+    if input.ndim == 2:
+        return _take(_DIAG_COPY, input, np.diagonal(_flat_positions(input), diagonal))
+    if input.ndim != 1:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+    k = int(diagonal)
+    n = input.shape[0] + builtins.abs(k)
+    positions = np.diagonal(np.arange(n * n).reshape(n, n), k).astype(np.int64)
+    value = np.zeros(n * n, input.dtype)
+    value[positions] = input._array()
+    return op_result(_DIAG_EMBED, value.reshape(n, n), (input,), ints=positions)
+
+
+def _trace_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for k in range(ints.size):
+        GA[ints[k]] += G[0]
+
+
+def _trace_vjp(ctx, g):
+    return (_scatter(expand(g, (len(ctx.ints),)), ctx.ints, ctx.x_shape, unique=True),)
+
+
+_TRACE = defop("trace", "TraceBackward0", 1, vjp=_trace_vjp, native=_trace_native)
+
+
+def trace(input):
+    """The sum of the main diagonal of a matrix (int64 for integer matrices).
+
+    >>> import tape
+    >>> tape.trace(tape.tensor([[1., 2.], [3., 4.]])).item()
+    5.0
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    a = input._array()
+    if a.dtype == np.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+    positions = np.diagonal(_flat_positions(input)).astype(np.int64)
+    value = np.trace(a, dtype=np.int64 if a.dtype.kind in "iu" else None)
+    return op_result(_TRACE, value, (input,), ints=positions)
+
+
 def _triangle_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g where the element is kept: column - row - diagonal >= 0 for triu (pp
     # 1), <= 0 for tril (pp -1)
@@ -220,5 +341,6 @@ tril = _triangle("tril", _TRIL, np.tril, -1.0)
 
 
 Tensor.where = lambda self, condition, other: where(condition, self, other)
-for _name in ("split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril"):
+for _name in ("split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
+              "masked_fill", "masked_select", "diag", "trace"):
     setattr(Tensor, _name, globals()[_name])

@@ -13,10 +13,11 @@ from tape._broadcast import reduce_broadcast
 from tape._record import record
 from tape._registry import defop, native_helper
 from tape._tape import state
-from tape._tensor import Tensor, _norm_dim, new_tensor, warn_once, wrap_value
+from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
 
 __all__ = ["expand", "broadcast_to", "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute",
-           "transpose", "t", "getitem", "sum_to", "cat", "stack"]
+           "transpose", "t", "getitem", "sum_to", "cat", "stack", "swapaxes", "swapdims", "movedim", "moveaxis",
+           "ravel", "narrow", "select", "repeat", "tile", "roll", "hstack", "vstack"]
 
 
 def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -715,6 +716,190 @@ def stack(tensors, dim=0):
     return _join(parts, d, _STACK)
 
 
+swapaxes = swapdims = transpose
+
+
+def _dim_list(dims):
+    return [int(dims)] if isinstance(dims, (int, np.integer)) else [int(d) for d in dims]
+
+
+def movedim(input, source, destination):
+    """input with the dims `source` (an int or a sequence) moved to the
+    places `destination`, the others keeping their order (a permute).
+
+    >>> import tape
+    >>> tape.movedim(tape.ones(2, 3, 4), 0, -1).shape
+    (3, 4, 2)
+    """
+    src, dst = _dim_list(source), _dim_list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) should contain "
+                           f"the same number of dims as destination ({dst} dims)")
+    src_n = [_norm_dim(d, input.ndim) for d in src]
+    dst_n = [_norm_dim(d, input.ndim) for d in dst]
+    for name, given, normed in (("source", src, src_n), ("destination", dst, dst_n)):
+        if len(set(normed)) != len(normed):
+            raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
+    if input.ndim == 0:  # PyTorch's alias of the tensor
+        return getitem(input, Ellipsis)
+    order = [None] * input.ndim
+    for s_, d_ in zip(src_n, dst_n):
+        order[d_] = s_
+    rest = iter(k for k in range(input.ndim) if k not in src_n)
+    return permute(input, tuple(k if k is not None else next(rest) for k in order))
+
+
+moveaxis = movedim
+
+
+def ravel(input):
+    """input flattened to 1-D (a view where it can be one).
+
+    >>> import tape
+    >>> tape.ravel(tape.ones(2, 3)).shape
+    (6,)
+    """
+    return reshape(input, -1)
+
+
+def narrow(input, dim, start, length):
+    """The `length` elements of input along `dim` from `start` (a slice, a view).
+
+    >>> import tape
+    >>> tape.arange(5.).narrow(0, 1, 3).tolist()
+    [1.0, 2.0, 3.0]
+    """
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
+    d = _norm_dim(dim, input.ndim)
+    start, length, n = int(start), int(length), input.shape[d]
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got {start})")
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    start %= n if n else 1
+    if start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+
+
+def select(input, dim, index):
+    """The slice of input at `index` along `dim`, without that dim (a view).
+
+    >>> import tape
+    >>> tape.arange(6.).reshape(2, 3).select(1, -1).tolist()
+    [2.0, 5.0]
+    """
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = _norm_dim(dim, input.ndim)
+    index, n = int(index), input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
+                         f"dimension {d}")
+    return getitem(input, (slice(None),) * d + (index,))
+
+
+# repeat and roll gather the input's elements at computed positions
+_REPEAT = defop("repeat", "RepeatBackward0", 1, vjp=_index_vjp, native=_gather_native)
+_ROLL = defop("roll", "RollBackward0", 1, vjp=_index_vjp, native=_gather_native)
+
+
+def _flat_positions(x):
+    """The flat C-order index of each element of x, shaped as x: indexed as x
+    would be, the positions of a gather."""
+    return np.arange(x.numel()).reshape(x.shape)
+
+
+def repeat(input, *repeats):
+    """input repeated `repeats[k]` times along dim k; more repeats than dims
+    add leading dims. Each element's gradient is the sum over its copies.
+
+    >>> import tape
+    >>> tape.tensor([1., 2.]).repeat(2, 2).tolist()
+    [[1.0, 2.0, 1.0, 2.0], [1.0, 2.0, 1.0, 2.0]]
+    """
+    if not repeats:
+        raise TypeError('repeat() missing 1 required positional arguments: "repeats"')
+    reps = _shape_arg(repeats)
+    if len(reps) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number of dimensions "
+                           "of tensor")
+    shape = (1,) * (len(reps) - input.ndim) + input.shape
+    sizes = [k * r for k, r in zip(shape, reps)]
+    if any(r < 0 for r in reps):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {sizes}")
+    positions = np.tile(_flat_positions(input).reshape(shape), reps)
+    return _gather(_REPEAT, input, positions.reshape(-1), positions.shape)
+
+
+def tile(input, dims):
+    """input repeated `dims[k]` times along dim k, as repeat, where fewer
+    dims than input's repeat the last ones.
+
+    >>> import tape
+    >>> tape.tile(tape.tensor([[1., 2.]]), (2,)).tolist()
+    [[1.0, 2.0, 1.0, 2.0]]
+    """
+    if isinstance(dims, (int, np.integer)):
+        raise TypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
+    reps = tuple(int(k) for k in dims)
+    return repeat(input, (1,) * (input.ndim - len(reps)) + reps)
+
+
+def _tile_method(self, *dims):
+    return tile(self, _shape_arg(dims))
+
+
+def roll(input, shifts, dims=None):
+    """input's elements shifted by `shifts` along `dims` (ints or sequences),
+    those pushed off one end coming back at the other; without dims, over the
+    flattened tensor.
+
+    >>> import tape
+    >>> tape.roll(tape.tensor([1., 2., 3.]), 1).tolist()
+    [3.0, 1.0, 2.0]
+    """
+    shifts = _dim_list(shifts)
+    dims = [] if dims is None else _dim_list(dims)
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if len(shifts) != len(dims) and (dims or len(shifts) != 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    axis = tuple(_shape_dim(d, input.ndim) for d in dims) if dims else None
+    positions = np.roll(_flat_positions(input), shifts if dims else shifts[0], axis)
+    return _gather(_ROLL, input, positions.reshape(-1), positions.shape)
+
+
+def _stacked(name, tensors, lift, dim_of):
+    tensors = _tensor_list(name, tensors)
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    lifted = [lift(t) for t in tensors]
+    return cat(lifted, dim_of(lifted[0]))
+
+
+def hstack(tensors):
+    """The tensors joined along dim 1 (dim 0 when they are 1-D; 0-d ones count as 1-D).
+
+    >>> import tape
+    >>> tape.hstack([tape.ones(2, 1), tape.zeros(2, 2)]).shape
+    (2, 3)
+    """
+    return _stacked("hstack", tensors, lambda t: reshape(t, 1) if t.ndim == 0 else t,
+                    lambda t: 0 if t.ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """The tensors, made at least 2-D (a vector as a row), joined along dim 0.
+
+    >>> import tape
+    >>> tape.vstack([tape.ones(3), tape.zeros(3)]).shape
+    (2, 3)
+    """
+    return _stacked("vstack", tensors, lambda t: reshape(t, (1, -1)) if t.ndim < 2 else t, lambda t: 0)
+
+
 def _as_shape_of(name, fn):
     def op(self, other):
         return fn(self, other.shape)
@@ -727,7 +912,9 @@ for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeez
                    "unsqueeze": unsqueeze, "permute": permute, "transpose": transpose, "t": t,
                    "expand": expand, "broadcast_to": broadcast_to, "__getitem__": getitem,
                    "view_as": _as_shape_of("view_as", view), "reshape_as": _as_shape_of("reshape_as", reshape),
-                   "expand_as": _as_shape_of("expand_as", expand)}.items():
+                   "expand_as": _as_shape_of("expand_as", expand), "swapaxes": swapaxes, "swapdims": swapdims,
+                   "movedim": movedim, "moveaxis": moveaxis, "ravel": ravel, "narrow": narrow, "select": select,
+                   "repeat": repeat, "tile": _tile_method, "roll": roll}.items():
     setattr(Tensor, _name, _fn)
 Tensor.T = property(_T_property)
 Tensor.mT = property(_mT_property)

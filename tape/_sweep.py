@@ -15,15 +15,15 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "8a9bdaeb247c67e8"
+REGISTRY_DIGEST = "9d8976450eff4d95"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-UNIT_A = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
-UNIT_B = np.array([0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+UNIT_A = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
+UNIT_B = np.array([0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
+NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
+OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -289,119 +289,145 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh, 1.0)
         if FB.size and FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
-    if o == 65:  # expand
+    if o == 71:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 66:  # view
+    elif o == 72:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 67:  # unsqueeze
+    elif o == 73:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 68:  # squeeze
+    elif o == 74:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 69:  # squeeze_dim
+    elif o == 75:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 70:  # permute
+    elif o == 76:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 71:  # transpose
+    elif o == 77:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 72:  # t
+    elif o == 78:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 73:  # select
+    elif o == 79:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 74:  # slice
+    elif o == 80:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 75:  # alias
+    elif o == 81:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 76:  # index_unsqueeze
+    elif o == 82:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # strided_scatter
+    elif o == 83:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # index
+    elif o == 84:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 79:  # index_put
+    elif o == 85:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 80:  # cat
+    elif o == 86:  # cat
         _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 81:  # stack
+    elif o == 87:  # stack
         _vjp_stack(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 82:  # sum
+    elif o == 88:  # repeat
+        _vjp_repeat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 89:  # roll
+        _vjp_roll(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 90:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 83:  # sum_dim
+    elif o == 91:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 84:  # mean
+    elif o == 92:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 85:  # mean_dim
+    elif o == 93:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 86:  # amax
+    elif o == 94:  # amax
         _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 87:  # amin
+    elif o == 95:  # amin
         _vjp_amin(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # max_all
+    elif o == 96:  # max_all
         _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 89:  # min_all
+    elif o == 97:  # min_all
         _vjp_min_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # max_dim
+    elif o == 98:  # max_dim
         _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # min_dim
+    elif o == 99:  # min_dim
         _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # logsumexp
+    elif o == 100:  # logsumexp
         _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # softmax
+    elif o == 101:  # softmax
         _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # log_softmax
+    elif o == 102:  # log_softmax
         _vjp_log_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # var
+    elif o == 103:  # var
         _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # std
+    elif o == 104:  # std
         _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # norm
+    elif o == 105:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 98:  # cumsum
+    elif o == 106:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 99:  # where
+    elif o == 107:  # cumprod
+        _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 108:  # where
         _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # split
+    elif o == 109:  # masked_fill
+        _vjp_masked_fill(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 110:  # masked_fill_tensor
+        _vjp_masked_fill_tensor(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 111:  # masked_select
+        _vjp_masked_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 112:  # split
         _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # split_with_sizes
+    elif o == 113:  # split_with_sizes
         _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # unbind
+    elif o == 114:  # unbind
         _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 103:  # flip
+    elif o == 115:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 104:  # index_select
+    elif o == 116:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 105:  # gather
+    elif o == 117:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 106:  # diagonal
+    elif o == 118:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 107:  # triu
+    elif o == 119:  # diag_embed
+        _vjp_diag_embed(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 120:  # diag_copy
+        _vjp_diag_copy(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 121:  # trace
+        _vjp_trace(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 122:  # triu
         _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 108:  # tril
+    elif o == 123:  # tril
         _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 109:  # mm
+    elif o == 124:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # mv
+    elif o == 125:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 111:  # dot
+    elif o == 126:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # bmm
+    elif o == 127:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # inv
+    elif o == 128:  # inv
         _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 114:  # det
+    elif o == 129:  # det
         _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 115:  # slogdet
+    elif o == 130:  # slogdet
         _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 116:  # solve
+    elif o == 131:  # solve
         _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 117:  # cholesky
+    elif o == 132:  # cholesky
         _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 118:  # zero_
+    elif o == 133:  # sort
+        _vjp_sort(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 134:  # topk
+        _vjp_topk(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 135:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 119:  # fill_
+    elif o == 136:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 121:  # copy_slices
+    elif o == 137:  # uniform_
+        _vjp_uniform_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 138:  # normal_
+        _vjp_normal_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 140:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 122:  # index_put_
+    elif o == 141:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -801,23 +827,55 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
+            elif o == 56:  # xlogy
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                if need_b:
+                    sadj[b] += g * (x / y)
+            elif o == 57:  # xlogy_scalar_other
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif o == 58:  # xlogy_scalar_self
+                p = pp
+                if need_a:
+                    sadj[a] += g * (y / x)
+            elif o == 59:  # hypot
+                p = pp
+                if need_a:
+                    sadj[a] += g * (x / out)
+                if need_b:
+                    sadj[b] += g * (y / out)
+            elif o == 60:  # logaddexp
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (1 + exp(y - x)))
+                if need_b:
+                    sadj[b] += g * (1 / (1 + exp(x - y)))
+            elif o == 61:  # lerp
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 - p)
+                if need_b:
+                    sadj[b] += g * (p)
+            elif o == 62 or o == 63 or o == 64:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
+            elif o == 65 or o == 67:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, 1e309))
                 if need_b:
                     sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
+            elif o == 66 or o == 68:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y))
                 if need_b:
                     sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 120:  # copy
+            elif o == 139:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1181,23 +1239,55 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
+            elif o == 56:  # xlogy
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                if need_b:
+                    sadj[b] += g * (x / y)
+            elif o == 57:  # xlogy_scalar_other
+                p = pp
+                if need_a:
+                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif o == 58:  # xlogy_scalar_self
+                p = pp
+                if need_a:
+                    sadj[a] += g * (y / x)
+            elif o == 59:  # hypot
+                p = pp
+                if need_a:
+                    sadj[a] += g * (x / out)
+                if need_b:
+                    sadj[b] += g * (y / out)
+            elif o == 60:  # logaddexp
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 / (1 + exp(y - x)))
+                if need_b:
+                    sadj[b] += g * (1 / (1 + exp(x - y)))
+            elif o == 61:  # lerp
+                p = pp
+                if need_a:
+                    sadj[a] += g * (1 - p)
+                if need_b:
+                    sadj[b] += g * (p)
+            elif o == 62 or o == 63 or o == 64:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
+            elif o == 65 or o == 67:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, 1e309))
                 if need_b:
                     sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
+            elif o == 66 or o == 68:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y))
                 if need_b:
                     sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 120:  # copy
+            elif o == 139:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -2456,7 +2546,265 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
+    elif o == 56:  # xlogy
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (x / y)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * (x / y)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (x / y)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (x / y)
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+    elif o == 57:  # xlogy_scalar_other
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+    elif o == 58:  # xlogy_scalar_self
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (y / x)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (y / x)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (y / x)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (y / x)
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (y / x)
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (y / x)
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (y / x)
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (y / x)
+    elif o == 59:  # hypot
+        if GB.size:
+            if sy == 1:
+                for i in range(n):
+                    y = Y[i]
+                    out = O[i]
+                    GB[i] += G[i] * (y / out)
+            else:
+                y = Y[0]
+                for i in range(n):
+                    out = O[i]
+                    GB[i] += G[i] * (y / out)
+        if into_g:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    out = O[i]
+                    G[i] = G[i] * (x / out)
+            else:
+                x = X[0]
+                for i in range(n):
+                    out = O[i]
+                    G[i] = G[i] * (x / out)
+        elif GA.size:
+            if sx == 1:
+                for i in range(n):
+                    x = X[i]
+                    out = O[i]
+                    GA[i] += G[i] * (x / out)
+            else:
+                x = X[0]
+                for i in range(n):
+                    out = O[i]
+                    GA[i] += G[i] * (x / out)
+    elif o == 60:  # logaddexp
+        if GB.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GB[i] += G[i] * (1 / (1 + exp(x - y)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GB[i] += G[i] * (1 / (1 + exp(x - y)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GB[i] += G[i] * (1 / (1 + exp(x - y)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GB[i] += G[i] * (1 / (1 + exp(x - y)))
+        if into_g:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    G[i] = G[i] * (1 / (1 + exp(y - x)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    G[i] = G[i] * (1 / (1 + exp(y - x)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    G[i] = G[i] * (1 / (1 + exp(y - x)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    G[i] = G[i] * (1 / (1 + exp(y - x)))
+        elif GA.size:
+            if sx == 1 and sy == 1:
+                for i in range(n):
+                    x = X[i]
+                    y = Y[i]
+                    GA[i] += G[i] * (1 / (1 + exp(y - x)))
+            elif sx == 0 and sy == 1:
+                x = X[0]
+                for i in range(n):
+                    y = Y[i]
+                    GA[i] += G[i] * (1 / (1 + exp(y - x)))
+            elif sx == 1 and sy == 0:
+                y = Y[0]
+                for i in range(n):
+                    x = X[i]
+                    GA[i] += G[i] * (1 / (1 + exp(y - x)))
+            else:
+                for i in range(n):
+                    x = X[i * sx]
+                    y = Y[i * sy]
+                    GA[i] += G[i] * (1 / (1 + exp(y - x)))
+    elif o == 61:  # lerp
+        if GB.size:
+            for i in range(n):
+                GB[i] += G[i] * (p)
+        if into_g:
+            for i in range(n):
+                G[i] = G[i] * (1 - p)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += G[i] * (1 - p)
+    elif o == 62 or o == 63 or o == 64:  # clamp, clamp_min, clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2499,7 +2847,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
+    elif o == 65 or o == 67:  # clamp_tensor_lower, clamp_min_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2563,7 +2911,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, 1e309))
-    elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
+    elif o == 66 or o == 68:  # clamp_tensor_upper, clamp_max_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2627,7 +2975,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, -1e309, y))
-    elif o == 120:  # copy
+    elif o == 139:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
@@ -2736,6 +3084,12 @@ def _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 
 _vjp_stack = _vjp_cat
+
+
+_vjp_repeat = _vjp_index
+
+
+_vjp_roll = _vjp_index
 
 
 @_jit
@@ -2861,6 +3215,36 @@ def _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 
 @_jit
+def _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # PyTorch's gradient, exact at zeros: before a line's first zero z,
+    # (the running sum of g * out from z back) / x; at z, the sum over j >= z
+    # of g_j times the product of x up to j without x_z; after z, 0
+    outer, n, inner = lines_along(osh, ints[0])
+    for o in range(outer):
+        for k in range(inner):
+            base = o * n * inner + k
+            z = n
+            for t in range(n):
+                if X[base + t * inner] == 0:
+                    z = t
+                    break
+            total = 0.0
+            for t in range(z - 1, -1, -1):
+                i = base + t * inner
+                total += G[i] * O[i]
+                GA[i] += total / X[i]
+            if z < n:
+                product = O[base + (z - 1) * inner] if z > 0 else 1.0
+                total = 0.0
+                for t in range(z, n):
+                    i = base + t * inner
+                    if t > z:
+                        product *= X[i]
+                    total += G[i] * product
+                GA[base + z * inner] += total
+
+
+@_jit
 def _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
     for i in range(G.size):
@@ -2869,6 +3253,15 @@ def _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
                 GA[bcast_index(i, osh, xsh)] += G[i]
         elif GB.size:
             GB[bcast_index(i, osh, ysh)] += G[i]
+
+
+_vjp_masked_fill = _vjp_where
+
+
+_vjp_masked_fill_tensor = _vjp_where
+
+
+_vjp_masked_select = _vjp_index
 
 
 _vjp_split = _vjp_select
@@ -2890,6 +3283,18 @@ _vjp_gather = _vjp_index
 
 
 _vjp_diagonal = _vjp_index
+
+
+_vjp_diag_embed = _vjp_index_put
+
+
+_vjp_diag_copy = _vjp_index
+
+
+@_jit
+def _vjp_trace(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    for k in range(ints.size):
+        GA[ints[k]] += G[0]
 
 
 @_jit
@@ -3002,12 +3407,24 @@ def _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         add_product(GA[b:b + n * n].reshape((n, n)), T, False, Linv, False)
 
 
+_vjp_sort = _vjp_index
+
+
+_vjp_topk = _vjp_index
+
+
 @_jit
 def _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     return
 
 
 _vjp_fill_ = _vjp_zero_
+
+
+_vjp_uniform_ = _vjp_zero_
+
+
+_vjp_normal_ = _vjp_zero_
 
 
 @_jit

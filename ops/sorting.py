@@ -1,0 +1,141 @@
+"""Indices and sorting: argmax and argmin (int64 results, constants), sort,
+argsort, msort and topk. The values of sort and topk are the input's elements
+at computed positions, recorded as a gather (one row under PyTorch's
+grad_fn name) whose gradient scatters back to the sorted positions."""
+import collections
+
+import numpy as np
+
+from tape._registry import defop
+from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
+
+from ops.shape import _flat_positions, _gather, _gather_native, _index_vjp
+
+__all__ = ["argmax", "argmin", "sort", "argsort", "msort", "topk"]
+
+
+def _arg_extreme(name, arg):
+    def op(input, dim=None, keepdim=False):
+        a = input._array()
+        if a.dtype == np.bool_:
+            raise RuntimeError(f"{name}(): does not support bool input")
+        if dim is None:
+            if a.size == 0:
+                raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0.")
+            index = np.asarray(arg(a), np.int64)
+            if keepdim:
+                index = index.reshape((1,) * a.ndim)
+        elif a.ndim == 0:
+            _norm_dim(dim, 0)
+            index = np.zeros((), np.int64)
+        else:
+            d = _norm_dim(dim, a.ndim)
+            if a.shape[d] == 0:
+                raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+            index = np.asarray(arg(a, axis=d, keepdims=keepdim), np.int64)
+        return new_tensor(wrap_value(index))
+    op.__name__ = name
+    op.__doc__ = f"""The index of the {'largest' if name == 'argmax' else 'smallest'} element, over the
+    flattened tensor or along `dim`: the first one on a tie, and the first nan
+    if there is one, as in PyTorch. The result is int64 and has no gradient.
+
+    >>> import tape
+    >>> tape.{name}(tape.tensor([[1., 3., 3.], [2., 0., 2.]]), dim=1).tolist()
+    {[1, 0] if name == 'argmax' else [0, 1]}
+    """
+    return op
+
+
+argmax = _arg_extreme("argmax", np.argmax)
+argmin = _arg_extreme("argmin", np.argmin)
+
+# named tuples, as torch.return_types.sort and torch.return_types.topk
+_SortResult = collections.namedtuple("sort", ["values", "indices"])
+_TopkResult = collections.namedtuple("topk", ["values", "indices"])
+
+_SORT = defop("sort", "SortBackward0", 1, vjp=_index_vjp, native=_gather_native)
+_TOPK = defop("topk", "TopkBackward0", 1, vjp=_index_vjp, native=_gather_native)
+
+
+def _sorted_order(a, d, descending):
+    """The stable order of `a` along dim d, nan counting as the largest value
+    (PyTorch's). Descending is the ascending order of the reversed lines,
+    reversed: ties keep their order, and nan comes first."""
+    if not descending:
+        return np.argsort(a, axis=d, kind="stable")
+    n = a.shape[d]
+    return n - 1 - np.flip(np.argsort(np.flip(a, d), axis=d, kind="stable"), d)
+
+
+def _selected(opdef, input, d, order, result):
+    """(input's elements at `order` along dim d, order) as `result`."""
+    positions = np.take_along_axis(_flat_positions(input), order, d)
+    values = _gather(opdef, input, positions.reshape(-1), order.shape)
+    return result(values, new_tensor(wrap_value(order.astype(np.int64))))
+
+
+def sort(input, dim=-1, descending=False, *, stable=False):
+    """The elements of `input` sorted along `dim`, and their indices there.
+
+    The sort is stable whatever `stable` says (PyTorch's CPU sort is too);
+    nan counts as the largest value. The values' gradient goes back to the
+    positions they came from.
+
+    >>> import tape
+    >>> tape.sort(tape.tensor([3., 1., 2.]), descending=True).indices.tolist()
+    [0, 2, 1]
+    """
+    d = _norm_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return _SortResult(_gather(_SORT, input, np.zeros(1, np.int64), ()),
+                           new_tensor(np.zeros((), np.int64)))
+    return _selected(_SORT, input, d, _sorted_order(input._array(), d, descending), _SortResult)
+
+
+def argsort(input, dim=-1, descending=False, *, stable=False):
+    """The indices that sort `input` along `dim` (`sort(...).indices`).
+
+    >>> import tape
+    >>> tape.argsort(tape.tensor([3., 1., 2.])).tolist()
+    [1, 2, 0]
+    """
+    d = _norm_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return new_tensor(np.zeros((), np.int64))
+    return new_tensor(_sorted_order(input._array(), d, descending).astype(np.int64))
+
+
+def msort(input):
+    """`input` sorted along its first dim (`sort(input, dim=0).values`).
+
+    >>> import tape
+    >>> tape.msort(tape.tensor([[2., 0.], [1., 5.]])).tolist()
+    [[1.0, 0.0], [2.0, 5.0]]
+    """
+    return sort(input, 0).values
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The `k` largest (or smallest) elements of `input` along `dim`, and
+    their indices, largest first (smallest first for largest=False).
+
+    nan counts as the largest value. Ties are taken in the order of their
+    positions; PyTorch's partial sort may take tied indices in another order.
+    `sorted=False` returns them sorted too (PyTorch leaves the order unspecified).
+
+    >>> import tape
+    >>> tape.topk(tape.tensor([1., 4., 2., 3.]), 2).values.tolist()
+    [4.0, 3.0]
+    """
+    d = _norm_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    if input.ndim == 0:  # the element, for k = 0 too, as PyTorch gives it
+        return _TopkResult(_gather(_TOPK, input, np.zeros(1, np.int64), ()), new_tensor(np.zeros((), np.int64)))
+    order = _sorted_order(input._array(), d, largest)
+    return _selected(_TOPK, input, d, np.take(order, np.arange(k), axis=d), _TopkResult)
+
+
+for _name in __all__:
+    setattr(Tensor, _name, globals()[_name])

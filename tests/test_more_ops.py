@@ -1,0 +1,349 @@
+"""The ops that user scripts reach for beyond API.md's list, checked against
+PyTorch's figures for the same calls: the values of the ops without
+gradients, and the gradients at ties, zeros and other edges. Their gradients
+elsewhere go through the table of tests/test_ops.py; their errors are in
+tests/test_errors.py."""
+import contextlib
+
+import numpy as np
+import pytest
+
+import tape
+from tape._engine import force_retaped
+
+NAN = float("nan")
+
+
+# -- indices and sorting ---------------------------------------------------------------
+
+def test_argmax_and_argmin_take_the_first_of_a_tie_and_the_first_nan():
+    x = tape.tensor([[1.0, 3.0, 3.0, NAN], [2.0, -1.0, 2.0, 0.0]], requires_grad=True)
+    y = tape.tensor([[1.0, 3.0, 3.0, 0.0], [2.0, -1.0, 2.0, 0.0]])
+
+    assert [x.argmax().item(), x.argmin().item(), y.argmax().item(), y.argmin().item()] == [3, 3, 1, 5]
+    assert x.argmax(1).tolist() == [3, 0] and tape.argmin(x, 1).tolist() == [3, 1]
+    assert y.argmax(0).tolist() == [1, 0, 0, 0] and y.argmin(1, keepdim=True).tolist() == [[3], [1]]
+    assert x.argmax(keepdim=True).shape == (1, 1)
+    assert x.argmax().dtype == tape.int64 and not x.argmax(1).requires_grad
+
+
+def test_argmax_of_a_0d_tensor_and_of_integers():
+    assert tape.tensor(5.0).argmax().item() == 0 and tape.tensor(5.0).argmin(0, keepdim=True).shape == ()
+    assert tape.tensor([3, 7, 7]).argmax().item() == 1
+
+
+def test_sort_is_stable_with_nan_largest_and_returns_a_named_tuple():
+    z = tape.tensor([3.0, 1.0, 3.0, 2.0, 1.0, NAN, 3.0])
+
+    up, down = tape.sort(z), z.sort(descending=True)
+
+    assert up.indices.tolist() == [1, 4, 3, 0, 2, 6, 5]
+    assert down.indices.tolist() == [5, 0, 2, 6, 3, 1, 4]
+    assert np.isnan(down.values[0].item()) and down.values[1:].tolist() == [3.0, 3.0, 3.0, 2.0, 1.0, 1.0]
+    assert type(up).__name__ == "sort" and up._fields == ("values", "indices")
+    assert tape.argsort(z, descending=True).tolist() == down.indices.tolist()
+    assert z.argsort(stable=True).tolist() == up.indices.tolist()
+
+
+def test_sort_of_integers_bools_and_a_0d_tensor():
+    assert tape.sort(tape.tensor([3, 1, 2])).values.tolist() == [1, 2, 3]
+    assert tape.sort(tape.tensor([True, False, True])).indices.tolist() == [1, 0, 2]
+    s = tape.sort(tape.tensor(2.0, requires_grad=True))
+    assert s.values.item() == 2.0 and s.indices.item() == 0 and s.values.grad_fn.name() == "SortBackward0"
+    assert tape.argsort(tape.tensor([True, False])).tolist() == [1, 0]
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_sort_gradient_goes_back_to_the_sorted_positions(retaped):
+    # PyTorch's figures: a tie sends each gradient to its own position
+    w = tape.tensor([3.0, 1.0, 3.0, 2.0], requires_grad=True)
+    values, indices = tape.sort(w)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        (values * tape.tensor([1.0, 2.0, 3.0, 4.0])).sum().backward()
+    assert w.grad.tolist() == [3.0, 1.0, 4.0, 2.0] and indices.tolist() == [1, 3, 0, 2]
+    assert type(values.grad_fn).__name__ == "SortBackward0"
+    assert [type(f).__name__ for f, _ in values.grad_fn.next_functions] == ["AccumulateGrad"]
+
+
+def test_topk_takes_the_largest_or_smallest_in_order():
+    z = tape.tensor([1.0, 4.0, 2.0, 3.0, 0.5], requires_grad=True)
+
+    top, low = tape.topk(z, 3), z.topk(2, largest=False)
+
+    assert top.values.tolist() == [4.0, 3.0, 2.0] and top.indices.tolist() == [1, 3, 2]
+    assert low.values.tolist() == [0.5, 1.0] and low.indices.tolist() == [4, 0]
+    assert type(top).__name__ == "topk" and top.values.grad_fn.name() == "TopkBackward0"
+    assert tape.topk(z, 0).values.shape == (0,)
+    nan_first = tape.topk(tape.tensor([1.0, NAN, 3.0]), 2)
+    assert np.isnan(nan_first.values[0].item()) and nan_first.indices.tolist() == [1, 2]
+    top.values.sum().backward()
+    assert z.grad.tolist() == [0.0, 1.0, 1.0, 1.0, 0.0]
+
+
+def test_topk_of_a_0d_tensor_is_the_element_for_k_0_and_1():
+    x = tape.tensor(2.0, requires_grad=True)
+    for k in (0, 1):
+        values, indices = tape.topk(x, k)
+        assert (values.item(), indices.item(), values.grad_fn.name()) == (2.0, 0, "TopkBackward0")
+
+
+def test_msort_sorts_along_the_first_dim():
+    x = tape.tensor([[2.0, 0.0], [1.0, 5.0]], requires_grad=True)
+    out = tape.msort(x)
+    assert out.tolist() == [[1.0, 0.0], [2.0, 5.0]] and out.grad_fn.name() == "SortBackward0"
+
+
+# -- tests and masks -------------------------------------------------------------------
+
+def test_isnan_isinf_and_isfinite():
+    x = tape.tensor([1.0, NAN, np.inf, -np.inf, 0.0])
+    assert tape.isnan(x).tolist() == [False, True, False, False, False]
+    assert x.isinf().tolist() == [False, False, True, True, False]
+    assert tape.isfinite(x).tolist() == [True, False, False, False, True]
+    assert tape.isfinite(tape.tensor([1, 2])).tolist() == [True, True] and tape.isnan(x).dtype == tape.bool
+
+
+def test_isclose_allclose_and_equal_as_pytorchs():
+    a = tape.tensor([1.0, NAN, 1e-9, 2.0])
+    b = tape.tensor([1.0 + 1e-9, NAN, 0.0, 2.1])
+    assert tape.isclose(a, b).tolist() == [True, False, True, False]
+    assert a.isclose(b, equal_nan=True).tolist() == [True, True, True, False]
+    assert tape.isclose(a, b, rtol=0.1, atol=0).tolist() == [True, False, False, True]
+    assert tape.isclose(tape.tensor([np.inf, -np.inf]), tape.tensor([np.inf, np.inf])).tolist() == [True, False]
+    assert tape.isclose(tape.tensor([True, False]), tape.tensor([True, True])).tolist() == [True, False]
+    assert tape.isclose(tape.tensor([100000]), tape.tensor([100001])).tolist() == [True]
+    assert tape.allclose(a, b) is False and a.allclose(a, equal_nan=True) is True
+    assert tape.allclose(tape.ones(2, 1), tape.ones(3)) is True
+    assert tape.equal(tape.ones(2), tape.ones(2, dtype=tape.int64)) is True
+    assert (tape.equal(a, a), tape.equal(tape.ones(1, 2), tape.ones(2))) == (False, False)
+
+
+def test_nonzero_and_count_nonzero():
+    m = tape.tensor([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]])
+    assert tape.nonzero(m).tolist() == [[0, 1], [0, 2], [1, 0]] and m.nonzero().dtype == tape.int64
+    assert [i.tolist() for i in m.nonzero(as_tuple=True)] == [[0, 0, 1], [1, 2, 0]]
+    assert tape.nonzero(tape.tensor(3.0)).shape == (1, 0) and tape.nonzero(tape.tensor(0.0)).shape == (0, 0)
+    assert [i.tolist() for i in tape.nonzero(tape.tensor(3.0), as_tuple=True)] == [[0]]
+    assert tape.ones(2, 0).nonzero().shape == (0, 2)
+    assert tape.count_nonzero(m).item() == 3 and tape.count_nonzero(m, dim=1).tolist() == [2, 1]
+    assert m.count_nonzero((0, 1)).item() == 3 and tape.count_nonzero(tape.tensor([NAN, 0.0])).item() == 1
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_masked_fill_gives_a_tensor_value_the_sum_over_the_filled_elements(retaped):
+    # PyTorch's figures for the same script
+    x = tape.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    v = tape.tensor(2.0, requires_grad=True)
+    y = x.masked_fill(tape.tensor([True, False, True]), v)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        (y * tape.arange(6.0).reshape(2, 3)).sum().backward()
+    assert y.tolist() == [[2.0, 2.0, 2.0], [2.0, 5.0, 2.0]] and type(y.grad_fn).__name__ == "MaskedFillBackward1"
+    assert x.grad.tolist() == [[0.0, 1.0, 0.0], [0.0, 4.0, 0.0]] and v.grad.item() == 10.0
+    number = x.masked_fill(tape.tensor([True, False, True]), 0.5)
+    assert type(number.grad_fn).__name__ == "MaskedFillBackward0" and len(number.grad_fn.next_functions) == 1
+
+
+def test_masked_fill_broadcasts_and_casts_the_value_to_the_input_dtype():
+    mask = tape.tensor([True, False, True])
+    assert tape.ones(3).masked_fill(tape.ones(2, 3, dtype=tape.bool), 2.0).shape == (2, 3)
+    assert tape.ones(3, dtype=tape.int64).masked_fill(mask, 2.7).tolist() == [2, 1, 2]
+    assert tape.ones(3, dtype=tape.int64).masked_fill(mask, tape.tensor(2.7)).dtype == tape.int64
+
+
+def test_masked_fill_in_place_bumps_the_version_and_records():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    v = tape.tensor(2.0, requires_grad=True)
+    y = x * 1.0
+    y.masked_fill_(tape.tensor([True, False, True]), 5.0)
+    z = tape.ones(3)
+    z.masked_fill_(tape.tensor([True, False, True]), v)
+    assert y.tolist() == [5.0, 2.0, 5.0] and y._version == 1 and y.grad_fn.name() == "MaskedFillBackward0"
+    assert z.grad_fn.name() == "MaskedFillBackward1" and z.grad_fn.next_functions[0] == (None, 0)
+    (y.sum() + z.sum()).backward()
+    assert x.grad.tolist() == [0.0, 1.0, 0.0] and v.grad.item() == 2.0
+
+
+def test_masked_select_broadcasts_and_scatters_its_gradient_back():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    out = tape.masked_select(x, tape.tensor([[True, False], [True, True]]))
+    (out * tape.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert out.tolist() == [1.0, 1.0, 2.0] and out.grad_fn.name() == "MaskedSelectBackward0"
+    assert x.grad.tolist() == [3.0, 3.0]
+
+
+# -- shapes ----------------------------------------------------------------------------
+
+def test_shape_ops_carry_pytorchs_grad_fn_names():
+    x = tape.arange(6.0).reshape(2, 3).requires_grad_()
+    v = tape.arange(3.0).requires_grad_()
+    outputs = {"RepeatBackward0": [x.repeat(2, 1), x.tile(2), tape.tile(x, ())],
+               "RollBackward0": [tape.roll(x, 1), x.roll(1, 1)],
+               "SliceBackward0": [x.narrow(1, 1, 2)], "SelectBackward0": [x.select(1, 2)],
+               "PermuteBackward0": [tape.movedim(x, 0, 1), x.moveaxis(0, 1)],
+               "AliasBackward0": [tape.movedim(tape.tensor(2.0, requires_grad=True), 0, 0)],
+               "TransposeBackward0": [x.swapaxes(0, 1), tape.swapdims(x, 0, 1)],
+               "CatBackward0": [tape.hstack([x, x]), tape.vstack([v, v]), tape.vstack([v])],
+               "ViewBackward0": [x.ravel(), x.t().ravel(), tape.ravel(v)],
+               "DiagEmbedBackward0": [tape.diag(v)], "DiagonalBackward0_copy": [x.diag(1)],
+               "TraceBackward0": [tape.trace(x)], "CumprodBackward0": [x.cumprod(1)]}
+    assert {name: [type(t.grad_fn).__name__ for t in ts] for name, ts in outputs.items()} == {
+        name: [name] * len(ts) for name, ts in outputs.items()}
+    assert tape.ravel(v) is not v
+
+
+def test_shape_ops_values_as_pytorchs():
+    x = tape.arange(6.0).reshape(2, 3)
+    assert tape.roll(x, 1).tolist() == [[5.0, 0.0, 1.0], [2.0, 3.0, 4.0]]
+    assert tape.roll(x, (1, -1), (0, 1)).tolist() == [[4.0, 5.0, 3.0], [1.0, 2.0, 0.0]]
+    assert x.narrow(0, -1, 1).tolist() == [[3.0, 4.0, 5.0]] and x.narrow(0, tape.tensor(1), 1).shape == (1, 3)
+    assert tape.movedim(tape.ones(2, 3, 4), (0, 1), (2, 0)).shape == (3, 4, 2)
+    assert x.repeat(2, 1, 2).shape == (2, 2, 6) and tape.tile(x, (2, 1, 1)).shape == (2, 2, 3)
+    assert tape.hstack([tape.tensor(1.0), tape.tensor(2.0)]).tolist() == [1.0, 2.0]
+    assert tape.vstack([tape.tensor(1.0), tape.tensor(2.0)]).tolist() == [[1.0], [2.0]]
+    assert tape.vstack([x, tape.ones(3)]).shape == (3, 3)
+    assert tape.diag(tape.arange(3.0), 1).tolist() == [[0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0],
+                                                        [0.0, 0.0, 0.0, 2.0], [0.0, 0.0, 0.0, 0.0]]
+    assert x.diag(1).tolist() == [1.0, 5.0] and x.diag(-1).tolist() == [3.0] and x.diag(5).shape == (0,)
+    assert tape.diag(tape.ones(0)).shape == (0, 0)
+    assert tape.trace(x).item() == 4.0 and tape.trace(tape.ones(2, 3, dtype=tape.int64)).dtype == tape.int64
+    assert tape.cumprod(tape.tensor([1, 2, 3]), 0).dtype == tape.int64
+    assert tape.cumprod(tape.tensor([1.0, 2.0], dtype=tape.float32), 0, dtype=tape.float64).dtype == tape.float64
+
+
+def test_repeat_and_roll_gradients():
+    x = tape.tensor([[1.0, 2.0]], requires_grad=True)
+    (x.repeat(3, 2) * tape.arange(12.0).reshape(3, 4)).sum().backward()
+    assert x.grad.tolist() == [[0.0 + 2 + 4 + 6 + 8 + 10, 1.0 + 3 + 5 + 7 + 9 + 11]]
+    y = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    (tape.roll(y, 1) * tape.tensor([1.0, 10.0, 100.0])).sum().backward()
+    assert y.grad.tolist() == [10.0, 100.0, 1.0]
+
+
+CUMPROD_AT_ZEROS = [
+    # PyTorch's figures: the first derivative with weights 1..n, then the
+    # second derivative of the sum of that gradient
+    ([2.0, 0.0, 3.0, 0.0, 4.0], [1.0, 22.0, 0.0, 0.0, 0.0], [11.0, 161.0, 6.0, 144.0, 0.0]),
+    ([0.0, 0.0, 3.0], [1.0, 0.0, 0.0], [11.0, 11.0, 0.0]),
+    ([2.0, 0.5, 3.0, -1.0, 4.0], [-29.5, -122.0, -21.0, 72.0, -15.0], None),
+]
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+@pytest.mark.parametrize("values, grad, second", CUMPROD_AT_ZEROS)
+def test_cumprod_gradient_is_exact_at_zeros_as_pytorchs(values, grad, second, retaped):
+    c = tape.tensor(values, requires_grad=True)
+    w = tape.arange(1.0, len(values) + 1)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        (g,) = tape.autograd.grad(tape.cumprod(c, 0), c, w, create_graph=second is not None)
+    np.testing.assert_allclose(g.detach().numpy(), grad, rtol=1e-14)
+    if second is not None:
+        (h,) = tape.autograd.grad(g.sum(), c)
+        np.testing.assert_allclose(h.numpy(), second, rtol=1e-14)
+
+
+# -- other names and small arithmetic --------------------------------------------------
+
+def test_numpys_names_are_the_same_ops_and_nodes_as_pytorchs():
+    x = tape.tensor([0.5, -0.3, 0.2], requires_grad=True)
+    y = tape.tensor([1.5, 2.0, 0.7], requires_grad=True)
+    outputs = [tape.absolute(x), x.negative(), tape.arccos(x), x.arcsin(), tape.arctan(x), x.arctan2(y),
+               tape.subtract(x, y, alpha=2), x.multiply(y), tape.divide(x, y), tape.clip(x, 0, 1)]
+    assert [type(t.grad_fn).__name__ for t in outputs] == [
+        "AbsBackward0", "NegBackward0", "AcosBackward0", "AsinBackward0", "AtanBackward0", "Atan2Backward0",
+        "SubBackward0", "MulBackward0", "DivBackward0", "ClampBackward1"]
+    a, b = x.detach().numpy(), y.detach().numpy()
+    np.testing.assert_allclose([t.detach().numpy() for t in outputs], [
+        np.abs(a), -a, np.arccos(a), np.arcsin(a), np.arctan(a), np.arctan2(a, b), a - 2 * b, a * b, a / b,
+        np.clip(a, 0, 1)], rtol=1e-15)
+    z = tape.tensor([-1.0, 0.25])
+    z.absolute_().arccos_()
+    assert z.tolist() == np.arccos([1.0, 0.25]).tolist()
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_xlogy_is_zero_at_zero_with_pytorchs_gradients(retaped):
+    # PyTorch's figures for the same script
+    x = tape.tensor([0.0, 0.0, 2.0, -1.0, 1.0], requires_grad=True)
+    y = tape.tensor([0.0, NAN, 3.0, 2.0, 0.0], requires_grad=True)
+    out = tape.xlogy(x, y)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        out.sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), [0.0, NAN, 2 * np.log(3.0), -np.log(2.0), -np.inf])
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, NAN, np.log(3.0), np.log(2.0), -np.inf])
+    np.testing.assert_allclose(y.grad.numpy(), [NAN, NAN, 2 / 3, -0.5, np.inf])
+    assert [tape.xlogy(x, 2.0).grad_fn.name(), tape.xlogy(2.0, y).grad_fn.name()] == ["XlogyBackward2", "XlogyBackward1"]
+    assert tape.xlogy(tape.tensor([1, 2]), tape.tensor([3, 4])).dtype == tape.float64
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_hypot_and_logaddexp_at_their_edges_as_pytorchs(retaped):
+    h = tape.tensor([0.0], requires_grad=True)
+    q = tape.tensor([-np.inf], requires_grad=True)
+    with force_retaped() if retaped else contextlib.nullcontext():
+        tape.hypot(h, tape.tensor([0.0])).sum().backward()
+        tape.logaddexp(q, tape.tensor([-np.inf])).sum().backward()
+    assert np.isnan(h.grad.item()) and np.isnan(q.grad.item())
+    big = tape.logaddexp(tape.tensor([np.inf, -np.inf, 1000.0]), tape.tensor([np.inf, -np.inf, 1000.0]))
+    assert big.tolist() == [np.inf, -np.inf, 1000.0 + np.log(2.0)]
+    assert tape.logaddexp(tape.tensor(np.inf), tape.tensor(np.inf)).item() == np.inf
+
+
+def test_lerp_gradients_and_a_tensor_weight_without_grad():
+    s = tape.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    e = tape.tensor([10.0, 10.0, 10.0], requires_grad=True)
+    out = tape.lerp(s, e, 0.3)
+    out.sum().backward()
+    assert out.grad_fn.name() == "LerpBackward0" and len(out.grad_fn.next_functions) == 2
+    np.testing.assert_allclose([s.grad.tolist(), e.grad.tolist()], [[0.7] * 3, [0.3] * 3], rtol=1e-15)
+    with tape.no_grad():
+        w = tape.lerp(s, e, tape.tensor([0.1, 0.5, 0.9]))
+    np.testing.assert_allclose(w.numpy(), [1.0, 5.5, 9.2], rtol=1e-15)
+
+
+def test_type_as_casts_to_the_other_dtype():
+    x = tape.tensor([1.5, 2.0], requires_grad=True)
+    assert tape.ones(2).type_as(tape.ones(1, dtype=tape.int64)).tolist() == [1, 1]
+    assert x.type_as(tape.ones(1, dtype=tape.float32)).grad_fn.name() == "ToCopyBackward0"
+    assert x.type_as(x) is x
+
+
+# -- random fills ----------------------------------------------------------------------
+
+def test_uniform_and_normal_fills_draw_from_tapes_seeded_generator():
+    tape.manual_seed(7)
+    expected_uniform = -1.0 + 2.0 * tape.rand(4, 3).numpy()
+    expected_normal = 0.5 + 0.01 * tape.randn(5).numpy()
+    tape.manual_seed(7)
+    w = tape.empty(4, 3).uniform_(-1, 1)
+    b = tape.zeros(5).normal_(0.5, 0.01)
+    assert w.numpy().tolist() == expected_uniform.tolist() and b.numpy().tolist() == expected_normal.tolist()
+    assert tape.empty(2, dtype=tape.float32).uniform_().dtype == tape.float32
+
+
+def test_random_fills_initialise_weights_in_place():
+    w = tape.zeros(3, 2, requires_grad=True)
+    with tape.no_grad():
+        out = w.uniform_(-0.5, 0.5)
+    assert out is w and w._version == 1 and w.requires_grad and w.grad_fn is None
+    assert ((w.detach().numpy() >= -0.5) & (w.detach().numpy() < 0.5)).all()
+    w.data.normal_()  # .data is a detached alias: allowed with grad on
+    assert not w.data.requires_grad and w.detach().numpy().std() > 0
+    assert (tape.empty(2).uniform_(1.0, 1.0)).tolist() == [1.0, 1.0]
+
+
+def test_a_random_fill_of_a_recorded_tensor_is_recorded_with_no_gradient():
+    x = tape.ones(3, requires_grad=True)
+    y = x * 1.0
+    y.uniform_()
+    z = x * 1.0
+    z.normal_(2.0, 0.5)
+    assert (y.grad_fn.name(), z.grad_fn.name(), y._version) == ("UniformBackward0", "NormalBackward0", 1)
+    (y.sum() + z.sum()).backward()
+    assert x.grad.tolist() == [0.0, 0.0, 0.0]
+
+
+def test_cumprod_along_a_dim_of_one_passes_the_gradient_through_as_pytorch():
+    # PyTorch returns g itself there: a constant g gives a gradient without grad_fn
+    x = tape.tensor([[2.0], [3.0]], requires_grad=True)
+    (g,) = tape.autograd.grad(tape.cumprod(x, 1).sum(), x, create_graph=True)
+    assert g.tolist() == [[1.0], [1.0]] and not g.requires_grad
