@@ -6,7 +6,7 @@ Each op's node type is a subclass named after PyTorch's (`SinBackward0`), so
 from ._registry import LEAF, REGISTRY
 from ._tape import HIDDEN, RG
 
-__all__ = ["Node", "AccumulateGrad", "node_for"]
+__all__ = ["Node", "AccumulateGrad", "node_for", "edge"]
 
 
 class Node:
@@ -31,7 +31,7 @@ class Node:
     def next_functions(self):
         r = self.row()
         tp = self._ep.tape
-        return tuple(_edge(tp, int(i)) for i in (tp.a0[r], tp.a1[r])[:REGISTRY[tp.op[r]].arity])
+        return tuple(edge(tp, int(i)) for i in (tp.a0[r], tp.a1[r])[:REGISTRY[tp.op[r]].arity])
 
     def __eq__(self, other):
         return (isinstance(other, Node) and self._ep.tape is other._ep.tape
@@ -74,6 +74,10 @@ def _namespaced_name(self):
 def node_for(tp, r):
     while tp.flags[r] & HIDDEN:  # implicit broadcasts and copies are not PyTorch nodes
         r = int(tp.a0[r])
+    if tp.python_rows:
+        state = tp.python_rows.get(r)
+        if state is not None:  # a custom Function's node names its type (Note [Python-only rows])
+            return _made(state._node_type(), tp, r)
     name = REGISTRY[tp.op[r]].grad_fn
     cls = _TYPES.get(name)
     if cls is None:
@@ -81,13 +85,18 @@ def node_for(tp, r):
         if name in _NAMESPACED:
             attrs["name"] = _namespaced_name
         cls = _TYPES[name] = type(name, (Node,), attrs)
+    return _made(cls, tp, r)
+
+
+def _made(cls, tp, r):
     node = cls.__new__(cls)
     node._ep, node._row = tp.ep, r
     tp.nodes.add(node)
     return node
 
 
-def _edge(tp, i):
+def edge(tp, i):
+    """The (node, 0) pair of next_functions for input row i, or (None, 0)."""
     if i < 0 or not tp.flags[i] & RG:
         return (None, 0)
     while tp.flags[i] & HIDDEN:

@@ -15,15 +15,16 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "4cbe51e3d32e40dd"
+REGISTRY_DIGEST = "08788a7bc9c1f6f3"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-UNIT_A = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
-UNIT_B = np.array([0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
+UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
+REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
+REFUSES_ALWAYS = 1
+OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'where', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'zero_', 'fill_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -96,7 +97,7 @@ def add_product(C, A, ta, B, tb):
     args[0] = 0  # a use after the call: Numba frees a local array after its last use
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
-OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
+OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY = 0, 1, 2, 3, 4, 5
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -252,119 +253,119 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh, 1.0)
         if FB.size and FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
-    if o == 65:  # expand
+    if o == 69:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 66:  # view
+    elif o == 70:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 67:  # unsqueeze
+    elif o == 71:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 68:  # squeeze
+    elif o == 72:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 69:  # squeeze_dim
+    elif o == 73:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 70:  # permute
+    elif o == 74:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 71:  # transpose
+    elif o == 75:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 72:  # t
+    elif o == 76:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 73:  # select
+    elif o == 77:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 74:  # slice
+    elif o == 78:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 75:  # alias
+    elif o == 79:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 76:  # index_unsqueeze
+    elif o == 80:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # strided_scatter
+    elif o == 81:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # index
+    elif o == 82:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 79:  # index_put
+    elif o == 83:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 80:  # cat
+    elif o == 84:  # cat
         _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 81:  # stack
+    elif o == 85:  # stack
         _vjp_stack(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 82:  # sum
+    elif o == 86:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 83:  # sum_dim
+    elif o == 87:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 84:  # mean
+    elif o == 88:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 85:  # mean_dim
+    elif o == 89:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 86:  # amax
+    elif o == 90:  # amax
         _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 87:  # amin
+    elif o == 91:  # amin
         _vjp_amin(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # max_all
+    elif o == 92:  # max_all
         _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 89:  # min_all
+    elif o == 93:  # min_all
         _vjp_min_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # max_dim
+    elif o == 94:  # max_dim
         _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # min_dim
+    elif o == 95:  # min_dim
         _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # logsumexp
+    elif o == 96:  # logsumexp
         _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # softmax
+    elif o == 97:  # softmax
         _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # log_softmax
+    elif o == 98:  # log_softmax
         _vjp_log_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # var
+    elif o == 99:  # var
         _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # std
+    elif o == 100:  # std
         _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # norm
+    elif o == 101:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 98:  # cumsum
+    elif o == 102:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 99:  # where
+    elif o == 103:  # where
         _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # split
+    elif o == 104:  # split
         _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # split_with_sizes
+    elif o == 105:  # split_with_sizes
         _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # unbind
+    elif o == 106:  # unbind
         _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 103:  # flip
+    elif o == 107:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 104:  # index_select
+    elif o == 108:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 105:  # gather
+    elif o == 109:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 106:  # diagonal
+    elif o == 110:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 107:  # triu
+    elif o == 111:  # triu
         _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 108:  # tril
+    elif o == 112:  # tril
         _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 109:  # mm
+    elif o == 113:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # mv
+    elif o == 114:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 111:  # dot
+    elif o == 115:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # bmm
+    elif o == 116:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # inv
+    elif o == 117:  # inv
         _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 114:  # det
+    elif o == 118:  # det
         _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 115:  # slogdet
+    elif o == 119:  # slogdet
         _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 116:  # solve
+    elif o == 120:  # solve
         _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 117:  # cholesky
+    elif o == 121:  # cholesky
         _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 118:  # zero_
+    elif o == 122:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 119:  # fill_
+    elif o == 123:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 121:  # copy_slices
+    elif o == 125:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 122:  # index_put_
+    elif o == 126:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -521,8 +522,11 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
-        if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
-            status, bad = ERR_NOT_DIFFERENTIABLE, r
+        # one table read for both refusals: a not-differentiable op always,
+        # a python-only op when computing (Note [Python-only rows])
+        refusal = REFUSES[o]
+        if refusal != 0 and (need_a or need_b) and (refusal == REFUSES_ALWAYS or compute):
+            status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
@@ -570,221 +574,221 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]
             pp = param[r]
-            if o == 2:  # add
+            if o == 6:  # add
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (1)
-            elif o == 3:  # sub
+            elif o == 7:  # sub
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-1)
-            elif o == 4:  # mul
+            elif o == 8:  # mul
                 p = pp
                 if need_a:
                     sadj[a] += g * (y)
                 if need_b:
                     sadj[b] += g * (x)
-            elif o == 5:  # div
+            elif o == 9:  # div
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / y)
                 if need_b:
                     sadj[b] += g * (-x / (y * y))
-            elif o == 6 or o == 9:  # neg, rsub
+            elif o == 10 or o == 13:  # neg, rsub
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1)
-            elif o == 7:  # reciprocal
+            elif o == 11:  # reciprocal
                 p = pp
                 if need_a:
                     sadj[a] += g * (-out * out)
-            elif o == 8:  # pow_scalar
+            elif o == 12:  # pow_scalar
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif o == 10:  # rpow
+            elif o == 14:  # rpow
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * log(y + zero_base(y, x)))
-            elif o == 11:  # pow
+            elif o == 15:  # pow
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
-            elif o == 12:  # remainder
+            elif o == 16:  # remainder
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-floor(x / y))
-            elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
+            elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 14:  # exp
+            elif o == 18:  # exp
                 p = pp
                 if need_a:
                     sadj[a] += g * (out)
-            elif o == 15:  # log
+            elif o == 19:  # log
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / x)
-            elif o == 16:  # sin
+            elif o == 20:  # sin
                 p = pp
                 if need_a:
                     sadj[a] += g * (cos(x))
-            elif o == 17:  # cos
+            elif o == 21:  # cos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-sin(x))
-            elif o == 18:  # tanh
+            elif o == 22:  # tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - out * out)
-            elif o == 19:  # sigmoid
+            elif o == 23:  # sigmoid
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * (1 - out))
-            elif o == 20:  # relu
+            elif o == 24:  # relu
                 p = pp
                 if need_a:
                     sadj[a] += g * (step(out))
-            elif o == 21:  # sqrt
+            elif o == 25:  # sqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 / out)
-            elif o == 22:  # abs
+            elif o == 26:  # abs
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
+            elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
-            elif o == 30:  # maximum
+            elif o == 34:  # maximum
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
                 if need_b:
                     sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            elif o == 31:  # minimum
+            elif o == 35:  # minimum
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
                 if need_b:
                     sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            elif o == 32:  # atan2
+            elif o == 36:  # atan2
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
                     sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 33:  # erf
+            elif o == 37:  # erf
                 p = pp
                 if need_a:
                     sadj[a] += g * (1.1283791670955126 * exp(-x * x))
-            elif o == 34:  # silu
+            elif o == 38:  # silu
                 p = pp
                 if need_a:
                     sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            elif o == 35:  # gelu
+            elif o == 39:  # gelu
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            elif o == 36:  # gelu_tanh
+            elif o == 40:  # gelu_tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            elif o == 37:  # softplus
+            elif o == 41:  # softplus
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif o == 38:  # tan
+            elif o == 42:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 39:  # asin
+            elif o == 43:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 40:  # acos
+            elif o == 44:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 41:  # atan
+            elif o == 45:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 42:  # sinh
+            elif o == 46:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 43:  # cosh
+            elif o == 47:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 44:  # asinh
+            elif o == 48:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 45:  # acosh
+            elif o == 49:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 46:  # atanh
+            elif o == 50:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 47:  # exp2
+            elif o == 51:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 48:  # expm1
+            elif o == 52:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 49:  # log2
+            elif o == 53:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 50:  # log10
+            elif o == 54:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 51:  # log1p
+            elif o == 55:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 52:  # rsqrt
+            elif o == 56:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 53:  # square
+            elif o == 57:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
+            elif o == 60 or o == 61 or o == 62:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
+            elif o == 63 or o == 65:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, 1e309))
                 if need_b:
                     sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
+            elif o == 64 or o == 66:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y))
                 if need_b:
                     sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 120:  # copy
+            elif o == 124:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -905,8 +909,11 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
-        if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
-            status, bad = ERR_NOT_DIFFERENTIABLE, r
+        # one table read for both refusals: a not-differentiable op always,
+        # a python-only op when computing (Note [Python-only rows])
+        refusal = REFUSES[o]
+        if refusal != 0 and (need_a or need_b) and (refusal == REFUSES_ALWAYS or compute):
+            status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
@@ -954,221 +961,221 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]
             pp = param[r]
-            if o == 2:  # add
+            if o == 6:  # add
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (1)
-            elif o == 3:  # sub
+            elif o == 7:  # sub
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-1)
-            elif o == 4:  # mul
+            elif o == 8:  # mul
                 p = pp
                 if need_a:
                     sadj[a] += g * (y)
                 if need_b:
                     sadj[b] += g * (x)
-            elif o == 5:  # div
+            elif o == 9:  # div
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / y)
                 if need_b:
                     sadj[b] += g * (-x / (y * y))
-            elif o == 6 or o == 9:  # neg, rsub
+            elif o == 10 or o == 13:  # neg, rsub
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1)
-            elif o == 7:  # reciprocal
+            elif o == 11:  # reciprocal
                 p = pp
                 if need_a:
                     sadj[a] += g * (-out * out)
-            elif o == 8:  # pow_scalar
+            elif o == 12:  # pow_scalar
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif o == 10:  # rpow
+            elif o == 14:  # rpow
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * log(y + zero_base(y, x)))
-            elif o == 11:  # pow
+            elif o == 15:  # pow
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
-            elif o == 12:  # remainder
+            elif o == 16:  # remainder
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-floor(x / y))
-            elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
+            elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 14:  # exp
+            elif o == 18:  # exp
                 p = pp
                 if need_a:
                     sadj[a] += g * (out)
-            elif o == 15:  # log
+            elif o == 19:  # log
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / x)
-            elif o == 16:  # sin
+            elif o == 20:  # sin
                 p = pp
                 if need_a:
                     sadj[a] += g * (cos(x))
-            elif o == 17:  # cos
+            elif o == 21:  # cos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-sin(x))
-            elif o == 18:  # tanh
+            elif o == 22:  # tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - out * out)
-            elif o == 19:  # sigmoid
+            elif o == 23:  # sigmoid
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * (1 - out))
-            elif o == 20:  # relu
+            elif o == 24:  # relu
                 p = pp
                 if need_a:
                     sadj[a] += g * (step(out))
-            elif o == 21:  # sqrt
+            elif o == 25:  # sqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 / out)
-            elif o == 22:  # abs
+            elif o == 26:  # abs
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
+            elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
-            elif o == 30:  # maximum
+            elif o == 34:  # maximum
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
                 if need_b:
                     sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            elif o == 31:  # minimum
+            elif o == 35:  # minimum
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
                 if need_b:
                     sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            elif o == 32:  # atan2
+            elif o == 36:  # atan2
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
                     sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 33:  # erf
+            elif o == 37:  # erf
                 p = pp
                 if need_a:
                     sadj[a] += g * (1.1283791670955126 * exp(-x * x))
-            elif o == 34:  # silu
+            elif o == 38:  # silu
                 p = pp
                 if need_a:
                     sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            elif o == 35:  # gelu
+            elif o == 39:  # gelu
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            elif o == 36:  # gelu_tanh
+            elif o == 40:  # gelu_tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            elif o == 37:  # softplus
+            elif o == 41:  # softplus
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif o == 38:  # tan
+            elif o == 42:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 39:  # asin
+            elif o == 43:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 40:  # acos
+            elif o == 44:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 41:  # atan
+            elif o == 45:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 42:  # sinh
+            elif o == 46:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 43:  # cosh
+            elif o == 47:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 44:  # asinh
+            elif o == 48:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 45:  # acosh
+            elif o == 49:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 46:  # atanh
+            elif o == 50:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 47:  # exp2
+            elif o == 51:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 48:  # expm1
+            elif o == 52:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 49:  # log2
+            elif o == 53:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 50:  # log10
+            elif o == 54:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 51:  # log1p
+            elif o == 55:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 52:  # rsqrt
+            elif o == 56:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 53:  # square
+            elif o == 57:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
+            elif o == 60 or o == 61 or o == 62:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
+            elif o == 63 or o == 65:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, 1e309))
                 if need_b:
                     sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
+            elif o == 64 or o == 66:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y))
                 if need_b:
                     sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 120:  # copy
+            elif o == 124:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1423,7 +1430,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
     sx = 1 if X.size == n else 0
     sy = 1 if Y.size == n else 0
     p = pp
-    if o == 2:  # add
+    if o == 6:  # add
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
@@ -1433,7 +1440,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 3:  # sub
+    elif o == 7:  # sub
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (-1)
@@ -1443,7 +1450,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 4:  # mul
+    elif o == 8:  # mul
         if GB.size:
             if sx == 1:
                 for i in range(n):
@@ -1471,7 +1478,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[0]
                 for i in range(n):
                     GA[i] += G[i] * (y)
-    elif o == 5:  # div
+    elif o == 9:  # div
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1511,14 +1518,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / y)
-    elif o == 6 or o == 9:  # neg, rsub
+    elif o == 10 or o == 13:  # neg, rsub
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (-1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (-1)
-    elif o == 7:  # reciprocal
+    elif o == 11:  # reciprocal
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1527,7 +1534,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (-out * out)
-    elif o == 8:  # pow_scalar
+    elif o == 12:  # pow_scalar
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1570,7 +1577,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-    elif o == 10:  # rpow
+    elif o == 14:  # rpow
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1621,7 +1628,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     y = Y[i * sy]
                     out = O[i]
                     GA[i] += G[i] * (out * log(y + zero_base(y, x)))
-    elif o == 11:  # pow
+    elif o == 15:  # pow
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1689,7 +1696,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
-    elif o == 12:  # remainder
+    elif o == 16:  # remainder
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1717,14 +1724,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
+    elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 14:  # exp
+    elif o == 18:  # exp
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1733,7 +1740,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out)
-    elif o == 15:  # log
+    elif o == 19:  # log
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1752,7 +1759,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / x)
-    elif o == 16:  # sin
+    elif o == 20:  # sin
         if into_g:
             if in_trig_range(X):
                 for i in range(n):
@@ -1771,7 +1778,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (cos(x))
-    elif o == 17:  # cos
+    elif o == 21:  # cos
         if into_g:
             if in_trig_range(X):
                 for i in range(n):
@@ -1790,7 +1797,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (-sin(x))
-    elif o == 18:  # tanh
+    elif o == 22:  # tanh
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1799,7 +1806,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 - out * out)
-    elif o == 19:  # sigmoid
+    elif o == 23:  # sigmoid
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1808,7 +1815,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * (1 - out))
-    elif o == 20:  # relu
+    elif o == 24:  # relu
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1817,7 +1824,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (step(out))
-    elif o == 21:  # sqrt
+    elif o == 25:  # sqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1826,7 +1833,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (0.5 / out)
-    elif o == 22:  # abs
+    elif o == 26:  # abs
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1845,14 +1852,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sign(x))
-    elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
+    elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (0)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (0)
-    elif o == 30:  # maximum
+    elif o == 34:  # maximum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1916,7 +1923,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-    elif o == 31:  # minimum
+    elif o == 35:  # minimum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1980,7 +1987,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-    elif o == 32:  # atan2
+    elif o == 36:  # atan2
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2044,7 +2051,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-    elif o == 33:  # erf
+    elif o == 37:  # erf
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2063,7 +2070,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
-    elif o == 34:  # silu
+    elif o == 38:  # silu
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2082,7 +2089,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-    elif o == 35:  # gelu
+    elif o == 39:  # gelu
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2101,7 +2108,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-    elif o == 36:  # gelu_tanh
+    elif o == 40:  # gelu_tanh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2120,7 +2127,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-    elif o == 37:  # softplus
+    elif o == 41:  # softplus
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2163,7 +2170,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-    elif o == 38:  # tan
+    elif o == 42:  # tan
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2172,7 +2179,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 + out * out)
-    elif o == 39:  # asin
+    elif o == 43:  # asin
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2191,7 +2198,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(1 - x * x))
-    elif o == 40:  # acos
+    elif o == 44:  # acos
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2210,7 +2217,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (-1 / sqrt(1 - x * x))
-    elif o == 41:  # atan
+    elif o == 45:  # atan
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2229,7 +2236,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 + x * x))
-    elif o == 42:  # sinh
+    elif o == 46:  # sinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2248,7 +2255,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
-    elif o == 43:  # cosh
+    elif o == 47:  # cosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2267,7 +2274,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
-    elif o == 44:  # asinh
+    elif o == 48:  # asinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2286,7 +2293,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x + 1))
-    elif o == 45:  # acosh
+    elif o == 49:  # acosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2305,7 +2312,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x - 1))
-    elif o == 46:  # atanh
+    elif o == 50:  # atanh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2324,7 +2331,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 - x * x))
-    elif o == 47:  # exp2
+    elif o == 51:  # exp2
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2333,7 +2340,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * 0.6931471805599453)
-    elif o == 48:  # expm1
+    elif o == 52:  # expm1
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2342,7 +2349,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out + 1)
-    elif o == 49:  # log2
+    elif o == 53:  # log2
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2361,7 +2368,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 0.6931471805599453))
-    elif o == 50:  # log10
+    elif o == 54:  # log10
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2380,7 +2387,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 2.302585092994046))
-    elif o == 51:  # log1p
+    elif o == 55:  # log1p
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2399,7 +2406,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x + 1))
-    elif o == 52:  # rsqrt
+    elif o == 56:  # rsqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2408,7 +2415,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (-0.5 * out * out * out)
-    elif o == 53:  # square
+    elif o == 57:  # square
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2427,7 +2434,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 56 or o == 57 or o == 58:  # clamp, clamp_min, clamp_max
+    elif o == 60 or o == 61 or o == 62:  # clamp, clamp_min, clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2470,7 +2477,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 59 or o == 61:  # clamp_tensor_lower, clamp_min_tensor
+    elif o == 63 or o == 65:  # clamp_tensor_lower, clamp_min_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2534,7 +2541,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, 1e309))
-    elif o == 60 or o == 62:  # clamp_tensor_upper, clamp_max_tensor
+    elif o == 64 or o == 66:  # clamp_tensor_upper, clamp_max_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2598,7 +2605,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, -1e309, y))
-    elif o == 120:  # copy
+    elif o == 124:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

@@ -142,6 +142,10 @@ class Tape:
         self.retained = {}
         self.hooks = {}  # row -> the hooks registered on its tensor (engine.register_hook)
         self.traces = {}  # row -> its forward call's stack, kept while anomaly mode is on
+        # row -> the Python state of a python-only op's row (a custom
+        # Function's ctx), dropped with the row (Note [Python-only rows] in
+        # tape._engine); empty means no graph needs the check for them
+        self.python_rows = {}
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
@@ -369,13 +373,16 @@ class Tape:
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
         self.traces = {int(newidx[r]): v for r, v in self.traces.items() if newidx[r] >= 0}
+        self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
         scalar = _sweep.ELEMENTWISE[op] & (self.ndim[:m] == 0) & (self.dt[:m] == 0)
         self.tensor_rows = int(np.count_nonzero((op > CONST) & ~scalar))
         held = (self.ndim[:m] > 0) & (self.ptr[:m] != 0)
-        self.held_bytes = int(self.numel[:m][held].sum()) * 8
+        # what python rows hold outside the rows (a Function's saved tensors) counts too
+        self.held_bytes = int(self.numel[:m][held].sum()) * 8 + sum(
+            state.nbytes for state in self.python_rows.values())
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
         self.held_rows = np.flatnonzero(held).tolist()
         self.dead_saved = []
