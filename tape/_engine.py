@@ -458,6 +458,10 @@ def _accumulate_grad(t, g, create_graph):
         return
     if g.dtype != t.dtype:
         g = g.to(t.dtype)
+    if grad is None and not create_graph and type(g._value) is np.ndarray and not g._value.flags.writeable:
+        # a broadcast view that the Python walk passed on (sum's gradient, or
+        # a custom Function's backward returning it) could not be added into
+        g = new_tensor(g._value.copy())
     t._grad = g if grad is None else grad + g
 
 

@@ -446,6 +446,24 @@ class Tape:
         self.held_rows = []
         self.dead_saved = saved
 
+    def drop_cut_off(self, lo, hi):
+        """Drop the values of rows lo..hi-1 that nothing live reaches, saved
+        by a consumer or not: a graph cut off as a whole (a checkpoint's
+        forward, which its backward recomputes) gives its memory back now,
+        not at compaction. The rows stay, for compaction to drop."""
+        owners = self.owners
+        live = [r for r in range(lo, hi) if owners[r] is not None
+                and sys.getrefcount(owners[r]) > _DEAD_REFS_AT]
+        live.extend(r for r in (*(node.row() for node in self.nodes), *self.retained, *self.hooks)
+                    if lo <= r < hi)
+        reached = (set(_sweep.reachable(self.a0, self.a1, hi, np.array(live, np.int64)).tolist())
+                   if live else set())
+        op, ptr = self.m_op, self.m_ptr
+        for r in range(lo, hi):
+            if ptr[r] and op[r] > CONST and r not in reached:
+                self._drop_value(r)
+                self.m_nuse[r] = 0
+
     def _drop_value(self, r):
         # a leaf that has left its row still gets the row's gradient (_LeafRef)
         if not isinstance(self.owners[r], weakref.ref):

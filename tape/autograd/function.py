@@ -177,6 +177,7 @@ class FunctionCtx:
     _non_differentiable = ()
     _dirty = ()
     _materialize = True
+    _targeted = False
     nbytes = 0
 
     def save_for_backward(self, *tensors):
@@ -253,6 +254,9 @@ class FunctionCtx:
                 gk = new_tensor(wrap_value(np.zeros(spec[0], spec[1])))
             grads.append(gk)
         fn = self._fn
+        # whether the walk is for autograd.grad or backward(inputs=...), where
+        # a reentrant checkpoint refuses to run, as in PyTorch
+        self._targeted = ctx.leads is not None
         # a Function may name its backward vjp, as in PyTorch
         user_backward = fn.vjp if fn.backward is Function.backward else fn.backward
         try:
