@@ -354,6 +354,16 @@ class Tape:
         in a new epoch (see Note [Tape layout])."""
         n = self.n
         kept = _sweep.reachable(self.a0, self.a1, n, self._roots())
+        while self.python_rows:
+            # a dead Function's ctx still holds the tensors it saved, which
+            # made their rows roots: without it, they may be garbage too
+            rows = np.fromiter(self.python_rows, np.int64, len(self.python_rows))
+            dropped = rows[~np.isin(rows, kept)].tolist()
+            if not dropped:
+                break
+            for r in dropped:
+                del self.python_rows[r]
+            kept = _sweep.reachable(self.a0, self.a1, n, self._roots())
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)

@@ -12,7 +12,7 @@ from .._grad_mode import no_grad
 from .._node import Node, edge
 from .._record import record
 from .._registry import defop
-from .._tape import HIDDEN, RG, anomaly, current_row, keep_trace, state, where
+from .._tape import HIDDEN, RETAIN, RG, anomaly, current_row, keep_trace, state, where
 from .._tensor import Tensor, _unpinned, new_tensor, wrap_value
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
@@ -36,8 +36,10 @@ __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 #
 # Lifetime: the ctx lives in tp.python_rows while the node row does, and
 # compaction drops it with the row. It holds saved arguments as Tensors
-# (they are below the node: no cycle) but a saved output as its value and
-# row, never as its Tensor, which would keep the node's row live for ever.
+# (they are below the node: no cycle; compaction looks again once it has
+# dropped a ctx, whose arguments are then no longer held) but a saved output
+# as its value and row, never as its Tensor, which would keep the node's row
+# live for ever.
 # Saved arrays count in tp.held_bytes (ctx.nbytes), so a loop of applies
 # without backward compacts by their size too; backward without
 # retain_graph frees them.
@@ -59,7 +61,7 @@ def _node_vjp(ctx, g):
 _JOIN = defop("function_inputs", "FunctionInputs", 2, vjp=_join_vjp, python_only=True)
 _NODE = defop("function", "FunctionBackward", 2, vjp=_node_vjp, python_only=True)
 _OUTPUT = defop("function_output", "FunctionOutput", 1, vjp=_output_vjp, python_only=True)
-_DELAYED_ERROR = defop("delayed_error", "DelayedError", 1, not_differentiable=(
+_DELAYED_ERROR = defop("delayed_error", "Error", 1, not_differentiable=(
     "trying to differentiate twice a function that was marked with @once_differentiable"))
 
 
@@ -266,7 +268,7 @@ class FunctionCtx:
                 self._free()
         if not isinstance(result, tuple):
             result = (result,)
-        n = len(self._arguments)
+        n = len(self._shapes)
         if len(result) > n and all(r is None for r in result[n:]):
             result = result[:n]  # PyTorch allows extra trailing Nones
         if len(result) != n:
@@ -277,7 +279,7 @@ class FunctionCtx:
         flags, leads = tp.m_flags, ctx.leads
         needs, out = [], []
         k = 0
-        for i, arg in enumerate(self._arguments):
+        for i, shape in enumerate(self._shapes):
             gi = result[i]
             if gi is not None and not isinstance(gi, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type(gi).__name__})")
@@ -286,15 +288,14 @@ class FunctionCtx:
             row = rows[k]
             k += 1
             needs.append(gi is not None and bool(flags[row] & RG) and (leads is None or leads[row]))
-            out.append(None if gi is None else _fit(gi, arg, i, name))
+            out.append(None if gi is None else _fit(gi, shape, i, name))
         ctx.rows, ctx.needs = rows, needs
         return out
 
 
-def _fit(g, arg, i, name):
+def _fit(g, shape, i, name):
     """Input i's gradient g in its shape: one that broadcasts to it is summed
     back (PyTorch's validate_outputs), another is an error."""
-    shape = arg.shape
     if g.shape == shape:
         return g
     from .._record import broadcast_shapes
@@ -336,7 +337,7 @@ class FunctionNode(Node):
         ctx = tp.python_rows[self.row()]
         rows = iter(_argument_rows(tp, self.row()))
         return tuple(edge(tp, next(rows)) if recorded else (None, 0)
-                     for arg, recorded in zip(ctx._arguments, ctx._recorded) if isinstance(arg, Tensor))
+                     for shape, recorded in zip(ctx._shapes, ctx._recorded) if shape is not None)
 
     def __getattr__(self, name):
         if name.startswith("__") or name in Node.__slots__:
@@ -489,7 +490,8 @@ def _record(tp, ctx, args, outputs):
     if anomaly.enabled:
         keep_trace(tp, node)
     ctx._tape = tp
-    ctx._arguments = args
+    # the arguments' shapes, not the arguments: what is not saved goes (Note [Function rows])
+    ctx._shapes = [a.shape if isinstance(a, Tensor) else None for a in args]
     ctx._recorded = recorded
     non_differentiable = ctx._non_differentiable
     specs, results, outputs_at = [], [], {}
@@ -519,9 +521,12 @@ def _output_row(tp, node, k, o, args, dirty):
     value = o._value
     if dirty:
         out = o
-        if out.retains_grad:  # the retained gradient follows the tensor, as in ops.inplace
+        out.bump_version()  # as PyTorch's mark_dirty, on top of forward's own in-place op
+        retains = out.retains_grad
+        if retains:  # the retained gradient follows the tensor, as in ops.inplace
             old_tape, old_row = where(out)
-            old_tape.retained.pop(old_row, None)
+            old_tape.flags[old_row] &= ~np.uint8(RETAIN)
+            del old_tape.retained[old_row]
     elif o._ep is None and not o._rg and not any(o is a for a in args):
         out = o
         value = _unpinned(value)  # a float of its own: the row's liveness token
@@ -535,6 +540,8 @@ def _output_row(tp, node, k, o, args, dirty):
     out._value, out._rg, out._ep, out._row = value, True, tp.ep, r
     if out._vc is not None:
         out._vc.add_row(tp.ep, r)
+    if dirty and retains:
+        out.retain_grad()
     return out
 
 
