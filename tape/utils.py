@@ -11,7 +11,7 @@ from ._engine import _row_tensor, _rows_held
 from ._grad_mode import enable_grad
 from ._registry import CONST, LEAF
 from ._tape import RG, state, where
-from ._tensor import Tensor
+from ._tensor import Tensor, _unpinned, new_tensor
 from .autograd.function import Function
 
 __all__ = ["checkpoint"]
@@ -175,7 +175,10 @@ def _checkpoint_without_reentrant(function, preserve, args, kwargs):
             return outputs
         sources = _sources(tp, start, recorded, args, kwargs)
         end = tp.n
-        detached = tuple(o.detach() if isinstance(o, Tensor) else o for o in _as_tuple(outputs))
+        # new tensors of the values: a detach() would keep the recorded
+        # outputs, and so their graph, as its base
+        detached = tuple(new_tensor(_unpinned(o._value)) if isinstance(o, Tensor) else o
+                         for o in _as_tuple(outputs))
         run = _Recompute(function, args, kwargs, random_state,
                          detached if isinstance(outputs, tuple) else detached[0],
                          [isinstance(o, Tensor) and o._rg for o in _as_tuple(outputs)])
