@@ -436,7 +436,8 @@ def _check_nan(tp, r, input_grads):
             continue
         v = gi._value
         if math.isnan(v) if type(v) is float else np.isnan(v).any():
-            name = REGISTRY[tp.op[r]].grad_fn
+            state = tp.python_rows.get(r)  # a custom Function's node is named by its class
+            name = REGISTRY[tp.op[r]].grad_fn if state is None else state._node_type().__name__
             trace = tp.traces.get(r)
             where_from = ("Traceback of forward call that caused the error:\n" + "".join(trace)
                           if trace else "No forward pass information available. Enable detect "
@@ -454,14 +455,14 @@ def _accumulate_grad(t, g, create_graph):
         if type(value) is float:
             grad._value += float(g._value)
         else:
+            if not value.flags.writeable:
+                # a broadcast view that the Python walk made the first .grad
+                # (sum's gradient, or a custom Function's backward returning it)
+                grad._value = value = value.copy()
             value += g._value
         return
     if g.dtype != t.dtype:
         g = g.to(t.dtype)
-    if grad is None and not create_graph and type(g._value) is np.ndarray and not g._value.flags.writeable:
-        # a broadcast view that the Python walk passed on (sum's gradient, or
-        # a custom Function's backward returning it) could not be added into
-        g = new_tensor(g._value.copy())
     t._grad = g if grad is None else grad + g
 
 

@@ -45,7 +45,7 @@ def checkpoint(function, *args, use_reentrant=None, **kwargs):
     >>> y = checkpoint(lambda x: (x * w).sin().sum(), x, use_reentrant=False)
     >>> y.backward()
     >>> [round(v, 4) for v in w.grad.tolist()]
-    [-2.97, -0.5820]
+    [-2.97, -0.582]
     """
     if use_reentrant is None:
         warnings.warn(

@@ -202,6 +202,39 @@ def test_gradient_for_an_input_that_does_not_require_grad_is_ignored():
     assert c.grad is None
 
 
+def test_an_incoming_gradient_passed_on_is_not_changed_by_accumulation():
+    class Pass(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g
+
+    x, v = _vector(), tape.ones(3)
+    y = Pass.apply(x)
+    y.backward(v, retain_graph=True)
+    y.backward(v)
+    assert (x.grad.tolist(), v.tolist()) == ([2.0, 2.0, 2.0], [1.0, 1.0, 1.0])
+
+
+def test_a_broadcast_view_returned_as_a_first_grad_accumulates():
+    class Total(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.sum()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.expand(3)
+
+    x = _vector()
+    Total.apply(x).backward()
+    Total.apply(x).backward()
+    assert x.grad.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_retain_graph_lets_two_backwards_accumulate():
     x = _vector()
     y = Exp.apply(x).sum()
@@ -797,6 +830,25 @@ def test_mark_dirty_of_an_input_not_returned_raises():
     with pytest.raises(RuntimeError, match="Some elements marked as dirty during the forward method were not "
                                            "returned as output."):
         NotReturned.apply(_vector() * 1)
+
+
+def test_anomaly_mode_names_the_function_that_returned_nan():
+    class NanGrad(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * float("nan")
+
+    x = _vector()
+    with pytest.warns(UserWarning, match="Anomaly Detection has been enabled"):
+        anomaly_mode = tape.autograd.detect_anomaly()
+    with anomaly_mode, pytest.warns(UserWarning, match="Error detected in NanGradBackward"):
+        with pytest.raises(RuntimeError, match="Function 'NanGradBackward' returned nan values in its 0th "
+                                               "output."):
+            NanGrad.apply(x).sum().backward()
 
 
 def test_instantiating_a_function_warns():

@@ -288,6 +288,10 @@ class FunctionCtx:
             row = rows[k]
             k += 1
             needs.append(gi is not None and bool(flags[row] & RG) and (leads is None or leads[row]))
+            if gi is not None and any(gi is h for h in (*grads, *out)):
+                # an incoming gradient passed on, or one tensor for two inputs: a
+                # leaf's .grad of its own, since accumulation adds into it in place
+                gi = gi.clone()
             out.append(None if gi is None else _fit(gi, shape, i, name))
         ctx.rows, ctx.needs = rows, needs
         return out
