@@ -456,6 +456,14 @@ class Tape:
         self.held_rows = []
         self.dead_saved = saved
 
+    def reachable_within(self, lo, hi, roots):
+        """The rows among lo..hi-1 that `roots` (rows in that range) reach
+        along input edges that stay in it, ascending: the work is the
+        range's, however long the tape below it."""
+        local = np.asarray(roots, np.int64) - lo
+        # inputs below lo come out negative, which `reachable` takes for none
+        return _sweep.reachable(self.a0[lo:hi] - lo, self.a1[lo:hi] - lo, hi - lo, local) + lo
+
     def drop_cut_off(self, lo, hi):
         """Drop the values of rows lo..hi-1 that nothing live reaches, saved
         by a consumer or not: a graph cut off as a whole (a checkpoint's
@@ -466,8 +474,7 @@ class Tape:
                 and sys.getrefcount(owners[r]) > _DEAD_REFS_AT]
         live.extend(r for r in (*(node.row() for node in self.nodes), *self.retained, *self.hooks)
                     if lo <= r < hi)
-        reached = (set(_sweep.reachable(self.a0, self.a1, hi, np.array(live, np.int64)).tolist())
-                   if live else set())
+        reached = set(self.reachable_within(lo, hi, live).tolist()) if live else set()
         op, ptr = self.m_op, self.m_ptr
         for r in range(lo, hi):
             if ptr[r] and op[r] > CONST and r not in reached:

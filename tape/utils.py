@@ -6,8 +6,8 @@ import warnings
 
 import numpy as np
 
-from . import _factories, _sweep
-from ._engine import _row_tensor, _rows_held
+from . import _factories
+from ._engine import _row_tensor
 from ._grad_mode import enable_grad
 from ._registry import CONST, LEAF
 from ._tape import RG, state, where
@@ -167,25 +167,26 @@ def _checkpoint_without_reentrant(function, preserve, args, kwargs):
     node from those rows to the outputs in its place."""
     tp = state.tape
     random_state = _RandomState(preserve)
-    with _rows_held(tp):  # no compaction: the rows from `start` are the function's
-        start = tp.n
-        outputs = function(*args, **kwargs)
-        recorded = [o for o in _as_tuple(outputs) if isinstance(o, Tensor) and o._rg]
-        if not recorded or not tp.grad_enabled:
-            return outputs
-        sources = _sources(tp, start, recorded, args, kwargs)
-        end = tp.n
-        # new tensors of the values: a detach() would keep the recorded
-        # outputs, and so their graph, as its base
-        detached = tuple(new_tensor(_unpinned(o._value)) if isinstance(o, Tensor) else o
-                         for o in _as_tuple(outputs))
-        run = _Recompute(function, args, kwargs, random_state,
-                         detached if isinstance(outputs, tuple) else detached[0],
-                         [isinstance(o, Tensor) and o._rg for o in _as_tuple(outputs)])
-        del outputs, recorded
-        result = Checkpoint.apply(run, *sources)
-        tp.drop_cut_off(start, end)
-    return result
+    epoch, start = tp.ep, tp.n
+    outputs = function(*args, **kwargs)
+    recorded = [o for o in _as_tuple(outputs) if isinstance(o, Tensor) and o._rg]
+    if not recorded or not tp.grad_enabled:
+        return outputs
+    if epoch.remap is not None:
+        # compaction ran inside the function: it keeps the order of rows, so
+        # the function's rows start after the kept ones from before it
+        start = int(np.count_nonzero(epoch.remap[:start] >= 0))
+    sources = _sources(tp, start, recorded, args, kwargs)
+    # new tensors of the values: a detach() would keep the recorded outputs,
+    # and so their graph, as its base
+    detached = tuple(new_tensor(_unpinned(o._value)) if isinstance(o, Tensor) else o
+                     for o in _as_tuple(outputs))
+    run = _Recompute(function, args, kwargs, random_state,
+                     detached if isinstance(outputs, tuple) else detached[0],
+                     [isinstance(o, Tensor) and o._rg for o in _as_tuple(outputs)])
+    del outputs, recorded
+    tp.drop_cut_off(start, tp.n)
+    return Checkpoint.apply(run, *sources)
 
 
 def _sources(tp, start, recorded, args, kwargs):
@@ -194,10 +195,10 @@ def _sources(tp, start, recorded, args, kwargs):
     the arguments as given, leaves as themselves, other rows as tensors
     naming them."""
     roots = np.array([where(o)[1] for o in recorded], np.int64)
-    reached = _sweep.reachable(tp.a0, tp.a1, tp.n, roots)
+    reached = tp.reachable_within(start, tp.n, roots[roots >= start])
     op, flags = tp.op, tp.flags
-    inside = reached[(reached >= start) & (op[reached] > CONST)]
-    inputs = np.concatenate([tp.a0[inside], tp.a1[inside], roots])
+    inside = reached[op[reached] > CONST]
+    inputs = np.concatenate([tp.a0[inside], tp.a1[inside], roots, reached[op[reached] == LEAF]])
     inputs = inputs[inputs >= 0]
     rows = np.unique(inputs[((inputs < start) | (op[inputs] == LEAF)) & (flags[inputs] & RG != 0)])
     given = {}

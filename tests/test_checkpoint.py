@@ -6,6 +6,7 @@ import tracemalloc
 
 import numpy as np
 import pytest
+from test_lifetime import HEAP_GROWTH_BOUND, _in_fresh_thread, _measure
 
 import tape
 from tape.utils import checkpoint
@@ -126,6 +127,49 @@ def test_no_intermediates_are_kept():
     checked = held_after(lambda x, w: checkpoint(_block, x, w, use_reentrant=False))
     # the unchecked graph saves x * w and exp's output (1.6 MB each)
     assert checked < unchecked - 2_500_000
+
+
+def _dropped_checkpoints():
+    """Each step checkpoints a small block and drops the result without backward."""
+    x, w = _inputs()
+
+    def step():
+        checkpoint(_block, x, w, use_reentrant=False)
+
+    return step
+
+
+@pytest.fixture(scope="module")
+def dropped_checkpoints():
+    return _measure(_dropped_checkpoints, iterations=25_000)
+
+
+def test_checkpoints_dropped_without_backward_do_not_grow_the_tape(dropped_checkpoints):
+    assert set(dropped_checkpoints.capacities) == {dropped_checkpoints.capacity_at_start}
+
+
+def test_checkpoints_dropped_without_backward_do_not_grow_the_heap(dropped_checkpoints):
+    assert dropped_checkpoints.compactions >= 2 and dropped_checkpoints.heap_growth < HEAP_GROWTH_BOUND
+
+
+def test_compaction_inside_the_function_keeps_gradients_right():
+    def run():
+        tp = tape._tape.state.tape
+        x = tape.tensor(0.5, requires_grad=True)
+        for _ in range(50_000):  # garbage, so that the tape compacts inside the function
+            x * 2.0
+        epoch = tp.ep
+
+        def chain(y):
+            for _ in range(20_000):
+                y = y * 1.0001
+            return y
+
+        checkpoint(chain, x, use_reentrant=False).backward()
+        return tp.ep is not epoch, x.grad.item()
+
+    compacted, g = _in_fresh_thread(run)
+    assert compacted and g == pytest.approx(1.0001 ** 20_000, rel=1e-12)
 
 
 def test_grad_fn_is_the_checkpoints_node():
