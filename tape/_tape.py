@@ -364,6 +364,11 @@ class Tape:
             for r in dropped:
                 del self.python_rows[r]
             kept = _sweep.reachable(self.a0, self.a1, n, self._roots())
+        # the outputs a live Function saved keep their rows (their only input
+        # is its node, kept): a create_graph backward goes through them
+        saved = [r for state in self.python_rows.values() for r in state.saved_rows()]
+        if saved:
+            kept = np.union1d(kept, np.array(saved, np.int64))
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)

@@ -892,6 +892,30 @@ def test_compaction_drops_the_ctx_of_a_dropped_graph():
     assert _in_fresh_thread(run) == (1, 0)
 
 
+def test_a_saved_output_that_died_keeps_its_row_for_a_second_derivative():
+    class ExpTwice(Function):
+        @staticmethod
+        def forward(ctx, x):
+            e = x.exp()
+            ctx.save_for_backward(e)
+            return e * 1, e
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            (e,) = ctx.saved_tensors
+            return (g1 + g2) * e
+
+    def run():
+        x = tape.tensor([0.5, 1.0], requires_grad=True)
+        first = ExpTwice.apply(x)[0]  # the second output, which is saved, dies
+        tape._tape.state.tape.compact()
+        (g,) = tape.autograd.grad(first.sum(), x, create_graph=True)
+        (h,) = tape.autograd.grad(g.sum(), x)
+        return h.tolist()
+
+    assert np.allclose(_in_fresh_thread(run), np.exp([0.5, 1.0]))
+
+
 def test_backward_frees_what_the_ctx_saved():
     x = tape.tensor(np.ones(100_000), requires_grad=True)
     tp = tape._tape.state.tape

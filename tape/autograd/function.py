@@ -39,7 +39,8 @@ __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 # (they are below the node: no cycle; compaction looks again once it has
 # dropped a ctx, whose arguments are then no longer held) but a saved output
 # as its value and row, never as its Tensor, which would keep the node's row
-# live for ever.
+# live for ever; compaction keeps that row while the ctx lives
+# (`saved_rows`), for a create_graph backward through the saved output.
 # Saved arrays count in tp.held_bytes (ctx.nbytes), so a loop of applies
 # without backward compacts by their size too; backward without
 # retain_graph frees them.
@@ -235,6 +236,17 @@ class FunctionCtx:
         self._to_save = ()
         self.nbytes = sum(s.nbytes for s in saved if s is not None)
         self._tape.held_bytes += self.nbytes
+
+    def saved_rows(self):
+        """The rows of the saved outputs, which compaction keeps while the
+        ctx lives (Note [Function rows])."""
+        rows = []
+        for s in self._saved or ():
+            if type(s) is _SavedOutput:
+                r = current_row(s.ep, s.row)[1]
+                if r >= 0:
+                    rows.append(r)
+        return rows
 
     def _free(self):
         if self._saved is not None:
