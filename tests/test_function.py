@@ -172,6 +172,21 @@ def test_float32_input_gets_a_float32_gradient():
     assert x.grad.dtype == tape.float32
 
 
+def test_a_float64_gradient_for_a_float32_input_is_cast_to_float32():
+    class Widening(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.double()
+
+    x = tape.tensor([1.0, 2.0], dtype=tape.float32, requires_grad=True)
+    Widening.apply(x).sum().backward()
+    assert x.grad.dtype == tape.float32
+
+
 def test_backward_returning_a_broadcast_gradient_is_summed_to_the_input():
     class Broadcasting(Function):
         @staticmethod
