@@ -22,6 +22,7 @@ from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enab
 import ops  # noqa: E402  (which sets every op as tape.<name>)
 from . import linalg  # noqa: E402
 from . import func  # noqa: E402
+from . import utils  # noqa: E402
 from . import viz  # noqa: E402
 
 # PyTorch's Tensor.to also takes a device or another tensor; ops sets the op
@@ -33,8 +34,8 @@ half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
 
 __version__ = "0.1.0"
-__all__ = ["Tensor", "autograd", "func", "linalg", "viz", "device", "bool", "float16", "float32", "float64",
-           "int8", "int16", "int32", "int64", "uint8", "half", "float", "double", "short", "int", "long",
+__all__ = ["Tensor", "autograd", "func", "linalg", "utils", "viz", "device", "bool", "float16", "float32",
+           "float64", "int8", "int16", "int32", "int64", "uint8", "half", "float", "double", "short", "int", "long",
            "get_default_dtype", "set_default_dtype", "is_floating_point", "is_tensor", "numel", "arange",
            "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like", "linspace",
            "manual_seed", "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",

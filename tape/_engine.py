@@ -91,6 +91,8 @@ def _raise_sweep_error(tp, status, bad):
         raise RuntimeError(REGISTRY[tp.op[bad]].not_differentiable)
     if status == _sweep.ERR_TENSOR:
         raise RuntimeError(f"internal error: the scalar sweep met {name}, a tensor row")
+    if status == _sweep.ERR_PYTHON_ONLY:
+        raise RuntimeError(f"internal error: the native sweep met {name}, which only the Python walk runs")
     if status == _sweep.ERR_FREED:
         raise RuntimeError(
             "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -148,7 +150,7 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
         tp.flags[target_rows] |= TARGET
     try:
         if (create_graph or force_retaped.active or anomaly.enabled
-                or _reaches_a_hooked_non_leaf(tp, roots)):
+                or _reaches_a_python_row(tp, roots)):
             return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
         return _native(tp, roots, seeds, target_rows, retain_graph, into_grad)
     finally:
@@ -306,16 +308,22 @@ class _Ctx:
     Tensors (or the float constant of a one-element operand), made when first
     asked for; the parameter p, the shapes and the static ints."""
 
+    # what a python-only op's VJP reads of the walk (Note [Python-only rows])
+    retain = True
+
     def __init__(self, tp, r, leads=None):
         self._tp, self._r = tp, r
         a, b = self._a, self._b = tp.m_a0[r], tp.m_a1[r]
         self.c, self.p = tp.m_c[r], tp.m_p[r]
         flags = tp.m_flags
         # an input needs a gradient when it requires grad and, for
-        # autograd.grad, leads to one of its inputs (the sweep's marks)
-        sid = tp.sweep_id
-        self.needs = (a >= 0 and bool(flags[a] & RG) and (leads is None or leads[a] == sid),
-                      b >= 0 and bool(flags[b] & RG) and (leads is None or leads[b] == sid))
+        # autograd.grad, leads to one of its inputs (the walk's copy of the
+        # sweep's marks, `leads`)
+        self.leads = leads
+        self.needs = (a >= 0 and bool(flags[a] & RG) and (leads is None or bool(leads[a])),
+                      b >= 0 and bool(flags[b] & RG) and (leads is None or bool(leads[b])))
+        # the rows that the VJP's gradients go to, in order with `needs`
+        self.rows = (a, b)
 
     # the rest is read by some VJPs only, so made when asked for
     @functools.cached_property
@@ -374,7 +382,11 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     caps, _, _, visited, released = _sweep_call(
         tp, roots, np.zeros(len(roots), np.int64), empty, retain, target_rows is not None, False)
     captured = set(caps)
-    leads = None if target_rows is None else tp.m_work_leads
+    # the sweep's marks of the rows leading to autograd.grad's inputs, copied:
+    # a VJP or hook that runs a backward of its own (a checkpoint's
+    # recomputation) overwrites the tape's
+    leads = (None if target_rows is None
+             else (tp.work[3, :int(roots.max()) + 1] == tp.sweep_id).tolist())
     grads = {}
     hooked = set()  # rows whose hooks ran when the walk reached them
     with set_grad_enabled(bool(create_graph)):
@@ -390,13 +402,17 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                 if r in captured:  # what .grad or autograd.grad gets is the hooked value
                     grads[r] = g
             ctx = _Ctx(tp, r, leads)
-            input_grads = _vjp_of(REGISTRY[tp.op[r]])(ctx, g)
+            opdef = REGISTRY[tp.op[r]]
+            if opdef.python_only:
+                ctx.retain = retain
+            input_grads = _vjp_of(opdef)(ctx, g)
             if anomaly.enabled and anomaly.check_nan:
                 _check_nan(tp, r, input_grads)
-            for row, need, gi in zip((ctx._a, ctx._b), ctx.needs, input_grads):
+            for row, need, gi in zip(ctx.rows, ctx.needs, input_grads):
                 if need and gi is not None:
                     # as PyTorch's engine, a gradient takes its input's dtype
-                    if (gi.dtype == float32) != (tp.m_dt[row] == 1):
+                    # (what a python-only op hands on may be no Tensor)
+                    if type(gi) is Tensor and (gi.dtype == float32) != (tp.m_dt[row] == 1):
                         gi = gi.to(float32 if tp.m_dt[row] == 1 else float64)
                     _accumulate(grads, row, gi)
     _release(tp, released, retain)
@@ -417,11 +433,12 @@ def _check_nan(tp, r, input_grads):
     """Anomaly mode: raise PyTorch's error for the first nan gradient row r's
     VJP returned, after a warning with the forward call that recorded r."""
     for k, gi in enumerate(input_grads):
-        if gi is None:
+        if type(gi) is not Tensor:
             continue
         v = gi._value
         if math.isnan(v) if type(v) is float else np.isnan(v).any():
-            name = REGISTRY[tp.op[r]].grad_fn
+            state = tp.python_rows.get(r)  # a custom Function's node is named by its class
+            name = REGISTRY[tp.op[r]].grad_fn if state is None else state._node_type().__name__
             trace = tp.traces.get(r)
             where_from = ("Traceback of forward call that caused the error:\n" + "".join(trace)
                           if trace else "No forward pass information available. Enable detect "
@@ -439,6 +456,10 @@ def _accumulate_grad(t, g, create_graph):
         if type(value) is float:
             grad._value += float(g._value)
         else:
+            if not value.flags.writeable:
+                # a broadcast view that the Python walk made the first .grad
+                # (sum's gradient, or a custom Function's backward returning it)
+                grad._value = value = value.copy()
             value += g._value
         return
     if g.dtype != t.dtype:
@@ -512,18 +533,38 @@ def register_hook(self, hook):
 Tensor.register_hook = register_hook
 
 
-def _reaches_a_hooked_non_leaf(tp, roots):
-    """Whether the walk from `roots` meets a non-leaf with hooks, which only
-    the Python walk can call mid-way. The hooks of a graph that nothing
-    reaches any more stay registered until compaction drops its rows, and
-    must not send other graphs through the Python walk meanwhile."""
-    if not tp.hooks:
+# Note [Python-only rows]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# The native sweep cannot call Python, so a row whose VJP is Python code (a
+# python-only op: a custom autograd Function's node) runs only in the Python
+# walk, `_retaped`, as a non-leaf with hooks does; the native sweep refuses
+# such a row (ERR_PYTHON_ONLY, which the engine never meets), and `_run`
+# sends every graph that reaches one to the Python walk. `tp.python_rows`
+# keeps each such row's Python state (the ctx) while the row lives: while it
+# is empty, as for every ordinary graph, no backward looks further.
+#
+# The walk gives a python-only op's VJP two more freedoms: it may send its
+# gradients to other rows than its a0 and a1 (by setting `ctx.rows` and
+# `ctx.needs`: a Function's arguments, past the rows that join them), and
+# what it hands on may be an object of its own making, which the walk adds
+# with `+` as it adds gradients (a Function's outputs hand theirs to its
+# node). `ctx.retain` tells it whether the walk frees the graph.
+
+
+def _reaches_a_python_row(tp, roots):
+    """Whether the walk from `roots` meets a row only the Python walk can
+    run: a non-leaf with hooks, which it calls mid-way, or a python-only
+    op's row. The hooks and the Function rows of a graph that nothing
+    reaches any more stay until compaction drops its rows, and must not send
+    other graphs through the Python walk meanwhile."""
+    if not tp.hooks and not tp.python_rows:
         return False
-    hooked = [r for r, hooks in tp.hooks.items() if hooks and tp.m_op[r] != LEAF]
-    if not hooked or not roots.size:
+    rows = [r for r, hooks in tp.hooks.items() if hooks and tp.m_op[r] != LEAF]
+    rows.extend(tp.python_rows)
+    if not rows or not roots.size:
         return False
     reached = _sweep.reachable(tp.a0, tp.a1, int(roots.max()) + 1, roots)
-    return bool(np.isin(np.array(hooked, np.int64), reached).any())
+    return bool(np.isin(np.array(rows, np.int64), reached).any())
 
 
 def _hooked(tp, r, g):

@@ -11,7 +11,7 @@ import inspect
 import pathlib
 import textwrap
 
-from ._registry import NATIVE_HELPERS, REGISTRY
+from ._registry import NATIVE_HELPERS, REFUSES_ALWAYS, REFUSES_NEVER, REGISTRY
 
 __all__ = ["digest", "render", "main"]
 
@@ -96,8 +96,11 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
-        if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
-            status, bad = ERR_NOT_DIFFERENTIABLE, r
+        # one table read for both refusals: a not-differentiable op always,
+        # a python-only op when computing (Note [Python-only rows])
+        refusal = REFUSES[o]
+        if refusal != 0 and (need_a or need_b) and (refusal == REFUSES_ALWAYS or compute):
+            status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
@@ -293,7 +296,7 @@ def add_product(C, A, ta, B, tb):
     args[0] = 0  # a use after the call: Numba frees a local array after its last use
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
-OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
+OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY = 0, 1, 2, 3, 4, 5
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -714,7 +717,7 @@ def _unit_partial(opdef, k):
 def _body():
     ops = [d for d in REGISTRY if d.arity > 0]
     elementwise = [d for d in ops if d.elementwise]
-    structural = [d for d in ops if not d.elementwise and d.not_differentiable is None]
+    structural = [d for d in ops if not d.elementwise and d.refusal == REFUSES_NEVER]
     seen_kernels = set()
     parts = []
     tables = ["LEAF, CONST = 0, 1",
@@ -723,8 +726,8 @@ def _body():
               f"ELEMENTWISE = np.array({[d.elementwise for d in REGISTRY]}, np.bool_)",
               f"UNIT_A = np.array({[_unit_partial(d, 0) for d in REGISTRY]}, np.float64)",
               f"UNIT_B = np.array({[_unit_partial(d, 1) for d in REGISTRY]}, np.float64)",
-              f"NOT_DIFFERENTIABLE = np.array({[d.not_differentiable is not None for d in REGISTRY]}, "
-              "np.bool_)",
+              f"REFUSES = np.array({[d.refusal for d in REGISTRY]}, np.int8)",
+              f"REFUSES_ALWAYS = {REFUSES_ALWAYS}",
               f"OPCODES = {tuple(d.name for d in REGISTRY)!r}"]
     parts.append("\n".join(tables) + "\n")
     parts.append(_ENGINE % {"tensor_dispatch": _dispatch(structural, " " * 4, _tensor_body)})

@@ -6,7 +6,7 @@ Each op's node type is a subclass named after PyTorch's (`SinBackward0`), so
 from ._registry import LEAF, REGISTRY
 from ._tape import HIDDEN, RG
 
-__all__ = ["Node", "AccumulateGrad", "node_for", "next_rows"]
+__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows"]
 
 
 class Node:
@@ -70,9 +70,13 @@ def _namespaced_name(self):
     return f"torch::autograd::{type(self).__name__}"
 
 
-def node_for(tp, r):
-    while tp.flags[r] & HIDDEN:  # implicit broadcasts and copies are not PyTorch nodes
-        r = int(tp.a0[r])
+def node_type(tp, r):
+    """The node class of row r (a row that is not hidden), named after
+    PyTorch's grad_fn type, or a custom Function's (Note [Python-only rows])."""
+    if tp.python_rows:
+        state = tp.python_rows.get(r)
+        if state is not None:
+            return state._node_type()
     name = REGISTRY[tp.op[r]].grad_fn
     cls = _TYPES.get(name)
     if cls is None:
@@ -80,6 +84,13 @@ def node_for(tp, r):
         if name in _NAMESPACED:
             attrs["name"] = _namespaced_name
         cls = _TYPES[name] = type(name, (Node,), attrs)
+    return cls
+
+
+def node_for(tp, r):
+    while tp.flags[r] & HIDDEN:  # implicit broadcasts and copies are not PyTorch nodes
+        r = int(tp.a0[r])
+    cls = node_type(tp, r)
     node = cls.__new__(cls)
     node._ep, node._row = tp.ep, r
     tp.nodes.add(node)
@@ -89,10 +100,14 @@ def node_for(tp, r):
 def next_rows(tp, r):
     """The rows of the nodes in row r's `next_functions`, -1 where it has None:
     the one rule of which input reaches which node, shared with walks that
-    make no Node objects (tape.viz)."""
+    make no Node objects (tape.viz). A python-only row names its inputs
+    itself (a custom Function's arguments, past the rows that join them)."""
     a0, flags = tp.m_a0, tp.m_flags
+    state = tp.python_rows.get(r) if tp.python_rows else None
+    inputs = (state.input_rows(tp, r) if state is not None
+              else (a0[r], tp.m_a1[r])[:REGISTRY[tp.m_op[r]].arity])
     rows = []
-    for i in (a0[r], tp.m_a1[r])[:REGISTRY[tp.m_op[r]].arity]:
+    for i in inputs:
         if i >= 0 and flags[i] & RG:
             while flags[i] & HIDDEN:
                 i = a0[i]

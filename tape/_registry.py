@@ -9,7 +9,8 @@ import enum
 from dataclasses import dataclass, field
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "NATIVE_HELPERS", "seal", "Op",
-           "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS"]
+           "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS", "REFUSES_NEVER", "REFUSES_ALWAYS",
+           "REFUSES_NATIVE"]
 
 SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
 
@@ -38,6 +39,10 @@ class OpDef:
     not_differentiable  for an op that PyTorch records but cannot differentiate
               (its grad_fn is "NotImplemented"): the error a backward that
               reaches it raises, in the native and the re-taped sweep alike
+    python_only  for an op whose VJP calls Python code (a custom autograd
+              Function): it has no native kernel, the native sweep refuses
+              it, and the engine sends every graph that reaches one of its
+              rows through the Python walk (Note [Python-only rows])
     """
     name: str
     grad_fn: str
@@ -50,10 +55,24 @@ class OpDef:
     compiled_partials: tuple = field(default=None, repr=False)
     saves_for: tuple = (0, 0)
     not_differentiable: str = None
+    python_only: bool = False
 
     @property
     def elementwise(self):
         return self.partials is not None
+
+    @property
+    def refusal(self):
+        """What the native sweep does with a row of this op that passes a
+        gradient on: REFUSES_NEVER (runs its kernel), REFUSES_ALWAYS (a
+        not-differentiable op) or REFUSES_NATIVE (python-only: only when
+        computing, which the engine never asks of it)."""
+        if self.not_differentiable is not None:
+            return REFUSES_ALWAYS
+        return REFUSES_NATIVE if self.python_only else REFUSES_NEVER
+
+
+REFUSES_NEVER, REFUSES_ALWAYS, REFUSES_NATIVE = 0, 1, 2
 
 
 REGISTRY = []
@@ -80,12 +99,13 @@ def _saves_of(names):
 
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
-          not_differentiable=None):
+          not_differentiable=None, python_only=False):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
-    `native`. Definitions are validated here, so a bad one fails at import.
+    `native`; a `python_only` op gives `vjp` alone. Definitions are validated
+    here, so a bad one fails at import.
     """
     if Op is not None:
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
@@ -98,6 +118,11 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
             raise ValueError(f"op {name!r}: elementwise ops derive vjp and native from partials")
         saves_for = tuple(_saves_of(_names_in(e, name)) for e in partials) + (0,) * (2 - arity)
         saves = saves_for[0] | saves_for[1]
+    elif python_only:
+        if vjp is None or native is not None or saves or not_differentiable is not None:
+            raise ValueError(f"op {name!r}: a python-only op has a vjp and no native, saves or "
+                             "not_differentiable (the sweep checks nothing for it)")
+        saves_for = (0, 0)
     elif not_differentiable is not None:
         if vjp is not None or native is not None:
             raise ValueError(f"op {name!r}: an op that is not differentiable has no vjp or native")
@@ -109,7 +134,7 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
         saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
                   saves or 0, vjp, native, code=len(REGISTRY), saves_for=saves_for,
-                  not_differentiable=not_differentiable)
+                  not_differentiable=not_differentiable, python_only=python_only)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

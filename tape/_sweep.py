@@ -15,15 +15,16 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "9d8976450eff4d95"
+REGISTRY_DIGEST = "842aca82843b206b"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-UNIT_A = np.array([0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
-UNIT_B = np.array([0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
-NOT_DIFFERENTIABLE = np.array([False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False], np.bool_)
-OPCODES = ('leaf', 'const', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
+SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
+UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
+REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
+REFUSES_ALWAYS = 1
+OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -96,7 +97,7 @@ def add_product(C, A, ta, B, tb):
     args[0] = 0  # a use after the call: Numba frees a local array after its last use
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
-OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE = 0, 1, 2, 3, 4
+OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY = 0, 1, 2, 3, 4, 5
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -289,145 +290,145 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh, 1.0)
         if FB.size and FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
-    if o == 71:  # expand
+    if o == 75:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 72:  # view
+    elif o == 76:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 73:  # unsqueeze
+    elif o == 77:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 74:  # squeeze
+    elif o == 78:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 75:  # squeeze_dim
+    elif o == 79:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 76:  # permute
+    elif o == 80:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # transpose
+    elif o == 81:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # t
+    elif o == 82:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 79:  # select
+    elif o == 83:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 80:  # slice
+    elif o == 84:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 81:  # alias
+    elif o == 85:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 82:  # index_unsqueeze
+    elif o == 86:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 83:  # strided_scatter
+    elif o == 87:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 84:  # index
+    elif o == 88:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 85:  # index_put
+    elif o == 89:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 86:  # cat
+    elif o == 90:  # cat
         _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 87:  # stack
+    elif o == 91:  # stack
         _vjp_stack(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # repeat
+    elif o == 92:  # repeat
         _vjp_repeat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 89:  # roll
+    elif o == 93:  # roll
         _vjp_roll(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # sum
+    elif o == 94:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # sum_dim
+    elif o == 95:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # mean
+    elif o == 96:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # mean_dim
+    elif o == 97:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # amax
+    elif o == 98:  # amax
         _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # amin
+    elif o == 99:  # amin
         _vjp_amin(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # max_all
+    elif o == 100:  # max_all
         _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # min_all
+    elif o == 101:  # min_all
         _vjp_min_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 98:  # max_dim
+    elif o == 102:  # max_dim
         _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 99:  # min_dim
+    elif o == 103:  # min_dim
         _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # logsumexp
+    elif o == 104:  # logsumexp
         _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # softmax
+    elif o == 105:  # softmax
         _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # log_softmax
+    elif o == 106:  # log_softmax
         _vjp_log_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 103:  # var
+    elif o == 107:  # var
         _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 104:  # std
+    elif o == 108:  # std
         _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 105:  # norm
+    elif o == 109:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 106:  # cumsum
+    elif o == 110:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 107:  # cumprod
+    elif o == 111:  # cumprod
         _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 108:  # where
+    elif o == 112:  # where
         _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 109:  # masked_fill
+    elif o == 113:  # masked_fill
         _vjp_masked_fill(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # masked_fill_tensor
+    elif o == 114:  # masked_fill_tensor
         _vjp_masked_fill_tensor(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 111:  # masked_select
+    elif o == 115:  # masked_select
         _vjp_masked_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # split
+    elif o == 116:  # split
         _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # split_with_sizes
+    elif o == 117:  # split_with_sizes
         _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 114:  # unbind
+    elif o == 118:  # unbind
         _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 115:  # flip
+    elif o == 119:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 116:  # index_select
+    elif o == 120:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 117:  # gather
+    elif o == 121:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 118:  # diagonal
+    elif o == 122:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 119:  # diag_embed
+    elif o == 123:  # diag_embed
         _vjp_diag_embed(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 120:  # diag_copy
+    elif o == 124:  # diag_copy
         _vjp_diag_copy(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 121:  # trace
+    elif o == 125:  # trace
         _vjp_trace(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 122:  # triu
+    elif o == 126:  # triu
         _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 123:  # tril
+    elif o == 127:  # tril
         _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 124:  # mm
+    elif o == 128:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 125:  # mv
+    elif o == 129:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 126:  # dot
+    elif o == 130:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 127:  # bmm
+    elif o == 131:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 128:  # inv
+    elif o == 132:  # inv
         _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 129:  # det
+    elif o == 133:  # det
         _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 130:  # slogdet
+    elif o == 134:  # slogdet
         _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 131:  # solve
+    elif o == 135:  # solve
         _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 132:  # cholesky
+    elif o == 136:  # cholesky
         _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 133:  # sort
+    elif o == 137:  # sort
         _vjp_sort(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 134:  # topk
+    elif o == 138:  # topk
         _vjp_topk(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 135:  # zero_
+    elif o == 139:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 136:  # fill_
+    elif o == 140:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 137:  # uniform_
+    elif o == 141:  # uniform_
         _vjp_uniform_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 138:  # normal_
+    elif o == 142:  # normal_
         _vjp_normal_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 140:  # copy_slices
+    elif o == 144:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 141:  # index_put_
+    elif o == 145:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -580,8 +581,11 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
-        if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
-            status, bad = ERR_NOT_DIFFERENTIABLE, r
+        # one table read for both refusals: a not-differentiable op always,
+        # a python-only op when computing (Note [Python-only rows])
+        refusal = REFUSES[o]
+        if refusal != 0 and (need_a or need_b) and (refusal == REFUSES_ALWAYS or compute):
+            status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
@@ -629,253 +633,253 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]
             pp = param[r]
-            if o == 2:  # add
+            if o == 6:  # add
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (1)
-            elif o == 3:  # sub
+            elif o == 7:  # sub
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-1)
-            elif o == 4:  # mul
+            elif o == 8:  # mul
                 p = pp
                 if need_a:
                     sadj[a] += g * (y)
                 if need_b:
                     sadj[b] += g * (x)
-            elif o == 5:  # div
+            elif o == 9:  # div
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / y)
                 if need_b:
                     sadj[b] += g * (-x / (y * y))
-            elif o == 6 or o == 9:  # neg, rsub
+            elif o == 10 or o == 13:  # neg, rsub
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1)
-            elif o == 7:  # reciprocal
+            elif o == 11:  # reciprocal
                 p = pp
                 if need_a:
                     sadj[a] += g * (-out * out)
-            elif o == 8:  # pow_scalar
+            elif o == 12:  # pow_scalar
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif o == 10:  # rpow
+            elif o == 14:  # rpow
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * log(y + zero_base(y, x)))
-            elif o == 11:  # pow
+            elif o == 15:  # pow
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
-            elif o == 12:  # remainder
+            elif o == 16:  # remainder
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-floor(x / y))
-            elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
+            elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 14:  # exp
+            elif o == 18:  # exp
                 p = pp
                 if need_a:
                     sadj[a] += g * (out)
-            elif o == 15:  # log
+            elif o == 19:  # log
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / x)
-            elif o == 16:  # sin
+            elif o == 20:  # sin
                 p = pp
                 if need_a:
                     sadj[a] += g * (cos(x))
-            elif o == 17:  # cos
+            elif o == 21:  # cos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-sin(x))
-            elif o == 18:  # tanh
+            elif o == 22:  # tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - out * out)
-            elif o == 19:  # sigmoid
+            elif o == 23:  # sigmoid
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * (1 - out))
-            elif o == 20:  # relu
+            elif o == 24:  # relu
                 p = pp
                 if need_a:
                     sadj[a] += g * (step(out))
-            elif o == 21:  # sqrt
+            elif o == 25:  # sqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 / out)
-            elif o == 22:  # abs
+            elif o == 26:  # abs
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
+            elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
-            elif o == 30:  # maximum
+            elif o == 34:  # maximum
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
                 if need_b:
                     sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            elif o == 31:  # minimum
+            elif o == 35:  # minimum
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
                 if need_b:
                     sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            elif o == 32:  # atan2
+            elif o == 36:  # atan2
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
                     sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 33:  # erf
+            elif o == 37:  # erf
                 p = pp
                 if need_a:
                     sadj[a] += g * (1.1283791670955126 * exp(-x * x))
-            elif o == 34:  # silu
+            elif o == 38:  # silu
                 p = pp
                 if need_a:
                     sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            elif o == 35:  # gelu
+            elif o == 39:  # gelu
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            elif o == 36:  # gelu_tanh
+            elif o == 40:  # gelu_tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            elif o == 37:  # softplus
+            elif o == 41:  # softplus
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif o == 38:  # tan
+            elif o == 42:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 39:  # asin
+            elif o == 43:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 40:  # acos
+            elif o == 44:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 41:  # atan
+            elif o == 45:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 42:  # sinh
+            elif o == 46:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 43:  # cosh
+            elif o == 47:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 44:  # asinh
+            elif o == 48:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 45:  # acosh
+            elif o == 49:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 46:  # atanh
+            elif o == 50:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 47:  # exp2
+            elif o == 51:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 48:  # expm1
+            elif o == 52:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 49:  # log2
+            elif o == 53:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 50:  # log10
+            elif o == 54:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 51:  # log1p
+            elif o == 55:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 52:  # rsqrt
+            elif o == 56:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 53:  # square
+            elif o == 57:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 56:  # xlogy
+            elif o == 60:  # xlogy
                 p = pp
                 if need_a:
                     sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
                 if need_b:
                     sadj[b] += g * (x / y)
-            elif o == 57:  # xlogy_scalar_other
+            elif o == 61:  # xlogy_scalar_other
                 p = pp
                 if need_a:
                     sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif o == 58:  # xlogy_scalar_self
+            elif o == 62:  # xlogy_scalar_self
                 p = pp
                 if need_a:
                     sadj[a] += g * (y / x)
-            elif o == 59:  # hypot
+            elif o == 63:  # hypot
                 p = pp
                 if need_a:
                     sadj[a] += g * (x / out)
                 if need_b:
                     sadj[b] += g * (y / out)
-            elif o == 60:  # logaddexp
+            elif o == 64:  # logaddexp
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + exp(y - x)))
                 if need_b:
                     sadj[b] += g * (1 / (1 + exp(x - y)))
-            elif o == 61:  # lerp
+            elif o == 65:  # lerp
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - p)
                 if need_b:
                     sadj[b] += g * (p)
-            elif o == 62 or o == 63 or o == 64:  # clamp, clamp_min, clamp_max
+            elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 65 or o == 67:  # clamp_tensor_lower, clamp_min_tensor
+            elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, 1e309))
                 if need_b:
                     sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 66 or o == 68:  # clamp_tensor_upper, clamp_max_tensor
+            elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y))
                 if need_b:
                     sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 139:  # copy
+            elif o == 143:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -992,8 +996,11 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
-        if NOT_DIFFERENTIABLE[o] and (need_a or need_b):
-            status, bad = ERR_NOT_DIFFERENTIABLE, r
+        # one table read for both refusals: a not-differentiable op always,
+        # a python-only op when computing (Note [Python-only rows])
+        refusal = REFUSES[o]
+        if refusal != 0 and (need_a or need_b) and (refusal == REFUSES_ALWAYS or compute):
+            status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
         sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
@@ -1041,253 +1048,253 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]
             pp = param[r]
-            if o == 2:  # add
+            if o == 6:  # add
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (1)
-            elif o == 3:  # sub
+            elif o == 7:  # sub
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-1)
-            elif o == 4:  # mul
+            elif o == 8:  # mul
                 p = pp
                 if need_a:
                     sadj[a] += g * (y)
                 if need_b:
                     sadj[b] += g * (x)
-            elif o == 5:  # div
+            elif o == 9:  # div
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / y)
                 if need_b:
                     sadj[b] += g * (-x / (y * y))
-            elif o == 6 or o == 9:  # neg, rsub
+            elif o == 10 or o == 13:  # neg, rsub
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1)
-            elif o == 7:  # reciprocal
+            elif o == 11:  # reciprocal
                 p = pp
                 if need_a:
                     sadj[a] += g * (-out * out)
-            elif o == 8:  # pow_scalar
+            elif o == 12:  # pow_scalar
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif o == 10:  # rpow
+            elif o == 14:  # rpow
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * log(y + zero_base(y, x)))
-            elif o == 11:  # pow
+            elif o == 15:  # pow
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
-            elif o == 12:  # remainder
+            elif o == 16:  # remainder
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
                     sadj[b] += g * (-floor(x / y))
-            elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
+            elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 14:  # exp
+            elif o == 18:  # exp
                 p = pp
                 if need_a:
                     sadj[a] += g * (out)
-            elif o == 15:  # log
+            elif o == 19:  # log
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / x)
-            elif o == 16:  # sin
+            elif o == 20:  # sin
                 p = pp
                 if need_a:
                     sadj[a] += g * (cos(x))
-            elif o == 17:  # cos
+            elif o == 21:  # cos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-sin(x))
-            elif o == 18:  # tanh
+            elif o == 22:  # tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - out * out)
-            elif o == 19:  # sigmoid
+            elif o == 23:  # sigmoid
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * (1 - out))
-            elif o == 20:  # relu
+            elif o == 24:  # relu
                 p = pp
                 if need_a:
                     sadj[a] += g * (step(out))
-            elif o == 21:  # sqrt
+            elif o == 25:  # sqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 / out)
-            elif o == 22:  # abs
+            elif o == 26:  # abs
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
+            elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
-            elif o == 30:  # maximum
+            elif o == 34:  # maximum
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
                 if need_b:
                     sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            elif o == 31:  # minimum
+            elif o == 35:  # minimum
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
                 if need_b:
                     sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            elif o == 32:  # atan2
+            elif o == 36:  # atan2
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
                     sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 33:  # erf
+            elif o == 37:  # erf
                 p = pp
                 if need_a:
                     sadj[a] += g * (1.1283791670955126 * exp(-x * x))
-            elif o == 34:  # silu
+            elif o == 38:  # silu
                 p = pp
                 if need_a:
                     sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            elif o == 35:  # gelu
+            elif o == 39:  # gelu
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            elif o == 36:  # gelu_tanh
+            elif o == 40:  # gelu_tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            elif o == 37:  # softplus
+            elif o == 41:  # softplus
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif o == 38:  # tan
+            elif o == 42:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 39:  # asin
+            elif o == 43:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 40:  # acos
+            elif o == 44:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 41:  # atan
+            elif o == 45:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 42:  # sinh
+            elif o == 46:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 43:  # cosh
+            elif o == 47:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 44:  # asinh
+            elif o == 48:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 45:  # acosh
+            elif o == 49:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 46:  # atanh
+            elif o == 50:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 47:  # exp2
+            elif o == 51:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 48:  # expm1
+            elif o == 52:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 49:  # log2
+            elif o == 53:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 50:  # log10
+            elif o == 54:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 51:  # log1p
+            elif o == 55:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 52:  # rsqrt
+            elif o == 56:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 53:  # square
+            elif o == 57:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 56:  # xlogy
+            elif o == 60:  # xlogy
                 p = pp
                 if need_a:
                     sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
                 if need_b:
                     sadj[b] += g * (x / y)
-            elif o == 57:  # xlogy_scalar_other
+            elif o == 61:  # xlogy_scalar_other
                 p = pp
                 if need_a:
                     sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif o == 58:  # xlogy_scalar_self
+            elif o == 62:  # xlogy_scalar_self
                 p = pp
                 if need_a:
                     sadj[a] += g * (y / x)
-            elif o == 59:  # hypot
+            elif o == 63:  # hypot
                 p = pp
                 if need_a:
                     sadj[a] += g * (x / out)
                 if need_b:
                     sadj[b] += g * (y / out)
-            elif o == 60:  # logaddexp
+            elif o == 64:  # logaddexp
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + exp(y - x)))
                 if need_b:
                     sadj[b] += g * (1 / (1 + exp(x - y)))
-            elif o == 61:  # lerp
+            elif o == 65:  # lerp
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - p)
                 if need_b:
                     sadj[b] += g * (p)
-            elif o == 62 or o == 63 or o == 64:  # clamp, clamp_min, clamp_max
+            elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, p))
-            elif o == 65 or o == 67:  # clamp_tensor_lower, clamp_min_tensor
+            elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, y, 1e309))
                 if need_b:
                     sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 66 or o == 68:  # clamp_tensor_upper, clamp_max_tensor
+            elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y))
                 if need_b:
                     sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 139:  # copy
+            elif o == 143:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (0)
@@ -1542,7 +1549,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
     sx = 1 if X.size == n else 0
     sy = 1 if Y.size == n else 0
     p = pp
-    if o == 2:  # add
+    if o == 6:  # add
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
@@ -1552,7 +1559,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 3:  # sub
+    elif o == 7:  # sub
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (-1)
@@ -1562,7 +1569,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 4:  # mul
+    elif o == 8:  # mul
         if GB.size:
             if sx == 1:
                 for i in range(n):
@@ -1590,7 +1597,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[0]
                 for i in range(n):
                     GA[i] += G[i] * (y)
-    elif o == 5:  # div
+    elif o == 9:  # div
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1630,14 +1637,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 y = Y[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / y)
-    elif o == 6 or o == 9:  # neg, rsub
+    elif o == 10 or o == 13:  # neg, rsub
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (-1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (-1)
-    elif o == 7:  # reciprocal
+    elif o == 11:  # reciprocal
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1646,7 +1653,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (-out * out)
-    elif o == 8:  # pow_scalar
+    elif o == 12:  # pow_scalar
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1689,7 +1696,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-    elif o == 10:  # rpow
+    elif o == 14:  # rpow
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1740,7 +1747,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     y = Y[i * sy]
                     out = O[i]
                     GA[i] += G[i] * (out * log(y + zero_base(y, x)))
-    elif o == 11:  # pow
+    elif o == 15:  # pow
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1808,7 +1815,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
-    elif o == 12:  # remainder
+    elif o == 16:  # remainder
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -1836,14 +1843,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 13 or o == 54 or o == 55:  # remainder_scalar, clone, to_copy
+    elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 14:  # exp
+    elif o == 18:  # exp
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1852,7 +1859,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out)
-    elif o == 15:  # log
+    elif o == 19:  # log
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1871,7 +1878,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / x)
-    elif o == 16:  # sin
+    elif o == 20:  # sin
         if into_g:
             if in_trig_range(X):
                 for i in range(n):
@@ -1890,7 +1897,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (cos(x))
-    elif o == 17:  # cos
+    elif o == 21:  # cos
         if into_g:
             if in_trig_range(X):
                 for i in range(n):
@@ -1909,7 +1916,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (-sin(x))
-    elif o == 18:  # tanh
+    elif o == 22:  # tanh
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1918,7 +1925,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 - out * out)
-    elif o == 19:  # sigmoid
+    elif o == 23:  # sigmoid
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1927,7 +1934,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * (1 - out))
-    elif o == 20:  # relu
+    elif o == 24:  # relu
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1936,7 +1943,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (step(out))
-    elif o == 21:  # sqrt
+    elif o == 25:  # sqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1945,7 +1952,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (0.5 / out)
-    elif o == 22:  # abs
+    elif o == 26:  # abs
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1964,14 +1971,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sign(x))
-    elif o == 23 or o == 24 or o == 25 or o == 26 or o == 27 or o == 28 or o == 29:  # sign, floor, step, ceil, trunc, round, round_decimals
+    elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (0)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (0)
-    elif o == 30:  # maximum
+    elif o == 34:  # maximum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2035,7 +2042,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-    elif o == 31:  # minimum
+    elif o == 35:  # minimum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2099,7 +2106,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-    elif o == 32:  # atan2
+    elif o == 36:  # atan2
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2163,7 +2170,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-    elif o == 33:  # erf
+    elif o == 37:  # erf
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2182,7 +2189,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
-    elif o == 34:  # silu
+    elif o == 38:  # silu
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2201,7 +2208,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-    elif o == 35:  # gelu
+    elif o == 39:  # gelu
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2220,7 +2227,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-    elif o == 36:  # gelu_tanh
+    elif o == 40:  # gelu_tanh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2239,7 +2246,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-    elif o == 37:  # softplus
+    elif o == 41:  # softplus
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2282,7 +2289,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-    elif o == 38:  # tan
+    elif o == 42:  # tan
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2291,7 +2298,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 + out * out)
-    elif o == 39:  # asin
+    elif o == 43:  # asin
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2310,7 +2317,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(1 - x * x))
-    elif o == 40:  # acos
+    elif o == 44:  # acos
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2329,7 +2336,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (-1 / sqrt(1 - x * x))
-    elif o == 41:  # atan
+    elif o == 45:  # atan
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2348,7 +2355,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 + x * x))
-    elif o == 42:  # sinh
+    elif o == 46:  # sinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2367,7 +2374,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
-    elif o == 43:  # cosh
+    elif o == 47:  # cosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2386,7 +2393,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
-    elif o == 44:  # asinh
+    elif o == 48:  # asinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2405,7 +2412,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x + 1))
-    elif o == 45:  # acosh
+    elif o == 49:  # acosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2424,7 +2431,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x - 1))
-    elif o == 46:  # atanh
+    elif o == 50:  # atanh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2443,7 +2450,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 - x * x))
-    elif o == 47:  # exp2
+    elif o == 51:  # exp2
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2452,7 +2459,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * 0.6931471805599453)
-    elif o == 48:  # expm1
+    elif o == 52:  # expm1
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2461,7 +2468,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out + 1)
-    elif o == 49:  # log2
+    elif o == 53:  # log2
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2480,7 +2487,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 0.6931471805599453))
-    elif o == 50:  # log10
+    elif o == 54:  # log10
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2499,7 +2506,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 2.302585092994046))
-    elif o == 51:  # log1p
+    elif o == 55:  # log1p
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2518,7 +2525,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x + 1))
-    elif o == 52:  # rsqrt
+    elif o == 56:  # rsqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2527,7 +2534,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (-0.5 * out * out * out)
-    elif o == 53:  # square
+    elif o == 57:  # square
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2546,7 +2553,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 56:  # xlogy
+    elif o == 60:  # xlogy
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2610,7 +2617,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-    elif o == 57:  # xlogy_scalar_other
+    elif o == 61:  # xlogy_scalar_other
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2653,7 +2660,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-    elif o == 58:  # xlogy_scalar_self
+    elif o == 62:  # xlogy_scalar_self
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2696,7 +2703,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y / x)
-    elif o == 59:  # hypot
+    elif o == 63:  # hypot
         if GB.size:
             if sy == 1:
                 for i in range(n):
@@ -2730,7 +2737,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     out = O[i]
                     GA[i] += G[i] * (x / out)
-    elif o == 60:  # logaddexp
+    elif o == 64:  # logaddexp
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2794,7 +2801,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (1 / (1 + exp(y - x)))
-    elif o == 61:  # lerp
+    elif o == 65:  # lerp
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (p)
@@ -2804,7 +2811,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1 - p)
-    elif o == 62 or o == 63 or o == 64:  # clamp, clamp_min, clamp_max
+    elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2847,7 +2854,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, p))
-    elif o == 65 or o == 67:  # clamp_tensor_lower, clamp_min_tensor
+    elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2911,7 +2918,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, y, 1e309))
-    elif o == 66 or o == 68:  # clamp_tensor_upper, clamp_max_tensor
+    elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2975,7 +2982,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, -1e309, y))
-    elif o == 139:  # copy
+    elif o == 143:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)

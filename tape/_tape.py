@@ -142,6 +142,10 @@ class Tape:
         self.retained = {}
         self.hooks = {}  # row -> the hooks registered on its tensor (engine.register_hook)
         self.traces = {}  # row -> its forward call's stack, kept while anomaly mode is on
+        # row -> the Python state of a python-only op's row (a custom
+        # Function's ctx), dropped with the row (Note [Python-only rows] in
+        # tape._engine); empty means no graph needs the check for them
+        self.python_rows = {}
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
@@ -350,6 +354,21 @@ class Tape:
         in a new epoch (see Note [Tape layout])."""
         n = self.n
         kept = _sweep.reachable(self.a0, self.a1, n, self._roots())
+        while self.python_rows:
+            # a dead Function's ctx still holds the tensors it saved, which
+            # made their rows roots: without it, they may be garbage too
+            rows = np.fromiter(self.python_rows, np.int64, len(self.python_rows))
+            dropped = rows[~np.isin(rows, kept)].tolist()
+            if not dropped:
+                break
+            for r in dropped:
+                del self.python_rows[r]
+            kept = _sweep.reachable(self.a0, self.a1, n, self._roots())
+        # the outputs a live Function saved keep their rows (their only input
+        # is its node, kept): a create_graph backward goes through them
+        saved = [r for state in self.python_rows.values() for r in state.saved_rows()]
+        if saved:
+            kept = np.union1d(kept, np.array(saved, np.int64))
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)
@@ -369,13 +388,16 @@ class Tape:
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
         self.traces = {int(newidx[r]): v for r, v in self.traces.items() if newidx[r] >= 0}
+        self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
         scalar = _sweep.ELEMENTWISE[op] & (self.ndim[:m] == 0) & (self.dt[:m] == 0)
         self.tensor_rows = int(np.count_nonzero((op > CONST) & ~scalar))
         held = (self.ndim[:m] > 0) & (self.ptr[:m] != 0)
-        self.held_bytes = int(self.numel[:m][held].sum()) * 8
+        # what python rows hold outside the rows (a Function's saved tensors) counts too
+        self.held_bytes = int(self.numel[:m][held].sum()) * 8 + sum(
+            state.nbytes for state in self.python_rows.values())
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
         self.held_rows = np.flatnonzero(held).tolist()
         self.dead_saved = []
@@ -438,6 +460,31 @@ class Tape:
                 saved.append(r)
         self.held_rows = []
         self.dead_saved = saved
+
+    def reachable_within(self, lo, hi, roots):
+        """The rows among lo..hi-1 that `roots` (rows in that range) reach
+        along input edges that stay in it, ascending: the work is the
+        range's, however long the tape below it."""
+        local = np.asarray(roots, np.int64) - lo
+        # inputs below lo come out negative, which `reachable` takes for none
+        return _sweep.reachable(self.a0[lo:hi] - lo, self.a1[lo:hi] - lo, hi - lo, local) + lo
+
+    def drop_cut_off(self, lo, hi):
+        """Drop the values of rows lo..hi-1 that nothing live reaches, saved
+        by a consumer or not: a graph cut off as a whole (a checkpoint's
+        forward, which its backward recomputes) gives its memory back now,
+        not at compaction. The rows stay, for compaction to drop."""
+        owners = self.owners
+        live = [r for r in range(lo, hi) if owners[r] is not None
+                and sys.getrefcount(owners[r]) > _DEAD_REFS_AT]
+        live.extend(r for r in (*(node.row() for node in self.nodes), *self.retained, *self.hooks)
+                    if lo <= r < hi)
+        reached = set(self.reachable_within(lo, hi, live).tolist()) if live else set()
+        op, ptr = self.m_op, self.m_ptr
+        for r in range(lo, hi):
+            if ptr[r] and op[r] > CONST and r not in reached:
+                self._drop_value(r)
+                self.m_nuse[r] = 0
 
     def _drop_value(self, r):
         # a leaf that has left its row still gets the row's gradient (_LeafRef)

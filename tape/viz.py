@@ -5,7 +5,7 @@ and `render` draws that to SVG or PNG through the optional `graphviz` package.
 import os
 from collections import deque
 
-from ._node import next_rows
+from ._node import next_rows, node_type
 from ._registry import LEAF, REGISTRY
 from ._tensor import Tensor
 
@@ -76,7 +76,7 @@ def to_dot(t, *, params=None):
     nodes, edges = [], []
     ids = {}  # tape -> {row: node id}
     queue = deque()  # (row, node id) of the nodes whose edges are still to draw
-    op_lines = {}  # opcode -> the label part of its nodes' lines
+    op_lines = {}  # node class -> the label part of its nodes' lines
 
     def node_id(tp, seen, r):
         nid = seen.get(r)
@@ -200,9 +200,10 @@ def _node_line(tp, r, nid, names, op_lines):
         leaf = tp.tensor_at(r)  # next_rows names a leaf's row only while its tensor lives
         return (f"  {nid} [label={_label(names.get(id(leaf)), leaf.shape, REGISTRY[op].grad_fn)}, "
                 f"fillcolor={_LEAF_COLOR}];\n")
-    rest = op_lines.get(op)
+    cls = node_type(tp, r)  # a custom Function's node is named by its class
+    rest = op_lines.get(cls)
     if rest is None:
-        rest = op_lines[op] = f" [label={_quote(REGISTRY[op].grad_fn)}];\n"
+        rest = op_lines[cls] = f" [label={_quote(cls.__name__)}];\n"
     return f"  {nid}{rest}"
 
 

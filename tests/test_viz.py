@@ -171,6 +171,27 @@ def test_multiple_outputs_share_their_graph():
         "}\n")
 
 
+class _Scaled(tape.autograd.Function):
+    @staticmethod
+    def forward(ctx, x, k, w):
+        ctx.save_for_backward(w)
+        return x * w * k
+
+    @staticmethod
+    def backward(ctx, g):
+        (w,) = ctx.saved_tensors
+        return g * w, None, None
+
+
+def test_a_custom_function_is_one_node_named_by_its_class_with_an_edge_per_tensor_argument():
+    x, y = _leaves()
+
+    dot = tape.viz.to_dot(_Scaled.apply(x * 2, 3.0, y.detach()).sum())
+
+    assert _labels(dot) == ["()", "SumBackward0", "_ScaledBackward", "MulBackward0", "AccumulateGrad\\n(2)"]
+    assert _edges(dot) == ["n0 -> n1", "n1 -> n2", "n2 -> n3", "n3 -> n4"]
+
+
 def test_an_output_given_twice_is_drawn_once():
     x, _ = _leaves()
     z = x.sin()

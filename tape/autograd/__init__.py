@@ -1,9 +1,12 @@
-"""tape.autograd: backward, grad, the gradient checkers and anomaly detection, as in torch.autograd."""
+"""tape.autograd: backward, grad, custom Functions, the gradient checkers and anomaly detection, as in
+torch.autograd."""
 from .._engine import backward, grad
 from ._gradcheck import gradcheck, gradgradcheck
 from . import functional
+from . import function
+from .function import Function
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from .. import _node as graph
 
-__all__ = ["backward", "grad", "gradcheck", "gradgradcheck", "graph", "functional", "detect_anomaly",
+__all__ = ["backward", "grad", "Function", "function", "gradcheck", "gradgradcheck", "graph", "functional", "detect_anomaly",
            "set_detect_anomaly"]
