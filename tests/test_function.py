@@ -523,39 +523,28 @@ def test_0d_input_and_output():
     assert x.grad.item() == 27.0
 
 
+class OnceDifferentiableSquare(Function):
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return x * x
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        return 2 * x * g
+
+
 def test_once_differentiable_backward_runs_without_grad_and_gives_no_graph():
-    class Square(Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        @once_differentiable
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2 * x * g
-
     x = _vector()
-    (g,) = tape.autograd.grad(Square.apply(x).sum(), x, create_graph=True)
+    (g,) = tape.autograd.grad(OnceDifferentiableSquare.apply(x).sum(), x, create_graph=True)
     assert (g.tolist(), g.requires_grad) == ([1.0, -2.0, 4.0], False)
 
 
 def test_once_differentiable_refuses_a_second_derivative():
-    class Square(Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x * x
-
-        @staticmethod
-        @once_differentiable
-        def backward(ctx, g):
-            (x,) = ctx.saved_tensors
-            return 2 * x * g
-
     x = _vector()
-    y = Square.apply(x)
+    y = OnceDifferentiableSquare.apply(x)
     v = tape.ones(3, requires_grad=True)
     (g,) = tape.autograd.grad(y, x, v, create_graph=True)
     with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was marked "

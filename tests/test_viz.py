@@ -7,11 +7,11 @@ import re
 import shutil
 import subprocess
 import sys
-import threading
 
 import pytest
 
 import tape
+from test_lifetime import _in_fresh_thread
 
 HEADER = ("digraph {\n"
           "  node [shape=box, style=filled, fillcolor=lightgrey, fontname=monospace, fontsize=10];\n")
@@ -207,24 +207,6 @@ def test_the_graph_is_drawn_after_its_backward_freed_it():
     loss.backward()
 
     assert tape.viz.to_dot(loss) == before
-
-
-def _in_fresh_thread(fn):
-    """fn() on a new thread's (empty) tape, so the long graph goes away with it."""
-    outcome = {}
-
-    def target():
-        try:
-            outcome["result"] = fn()
-        except BaseException as e:  # re-raised in the calling thread
-            outcome["error"] = e
-
-    worker = threading.Thread(target=target)
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
 
 
 def test_a_million_op_chain_draws_without_recursion():
