@@ -1,11 +1,13 @@
 """Saved-tensor hooks: the context manager of tape.autograd.graph, and how a
 recorded row packs the values its VJP will read (Note [Saved tensor hooks]).
 """
+import contextlib
+
 from ._registry import REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._tape import RG, state
 from ._tensor import Tensor, _unpinned, new_tensor
 
-__all__ = ["saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved", "drop_packed"]
+__all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved", "drop_packed"]
 
 # Note [Saved tensor hooks]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -67,12 +69,41 @@ class saved_tensors_hooks:
         self.unpack_hook = unpack_hook
 
     def __enter__(self):
-        state.tape.saved_hooks.append((self.pack_hook, self.unpack_hook))
+        tp = state.tape
+        if tp.saved_hooks_disabled is not None:
+            raise RuntimeError(tp.saved_hooks_disabled)
+        tp.saved_hooks.append((self.pack_hook, self.unpack_hook))
         return self
 
     def __exit__(self, *exc):
         state.tape.saved_hooks.pop()
         return False
+
+
+@contextlib.contextmanager
+def disable_saved_tensors_hooks(error_message):
+    """Context manager (and decorator) under which saved_tensors_hooks raises
+    RuntimeError(error_message), as does entering it while hooks are active,
+    as torch.autograd.graph.disable_saved_tensors_hooks.
+
+    >>> import tape
+    >>> from tape.autograd.graph import disable_saved_tensors_hooks, saved_tensors_hooks
+    >>> with disable_saved_tensors_hooks("no hooks here"):
+    ...     try:
+    ...         with saved_tensors_hooks(lambda t: t, lambda p: p):
+    ...             pass
+    ...     except RuntimeError as e:
+    ...         print(e)
+    no hooks here
+    """
+    tp = state.tape
+    if tp.saved_hooks:
+        raise RuntimeError(error_message)
+    previous, tp.saved_hooks_disabled = tp.saved_hooks_disabled, error_message
+    try:
+        yield
+    finally:
+        tp.saved_hooks_disabled = previous
 
 
 class _Packed:

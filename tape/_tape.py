@@ -151,6 +151,7 @@ class Tape:
         # tape._saved); both empty unless hooks were used
         self.saved_hooks = []
         self.packed = {}
+        self.saved_hooks_disabled = None  # disable_saved_tensors_hooks's message
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
