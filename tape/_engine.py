@@ -11,6 +11,7 @@ from . import _sweep
 from ._dtypes import float32, float64
 from ._grad_mode import set_grad_enabled
 from ._registry import CONST, LEAF, REGISTRY
+from ._saved import drop_packed, unpack_saved
 from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, state, where
 from ._tensor import Tensor, new_tensor, warn_once, wrap_value
 
@@ -310,6 +311,8 @@ class _Ctx:
 
     # what a python-only op's VJP reads of the walk (Note [Python-only rows])
     retain = True
+    # whether saved_tensors_hooks packed the row's saved values (Note [Saved tensor hooks])
+    packed = False
 
     def __init__(self, tp, r, leads=None):
         self._tp, self._r = tp, r
@@ -344,15 +347,29 @@ class _Ctx:
 
     @property
     def x(self):
-        return _row_tensor(self._tp, self._a) if self._a >= 0 else self.c
+        if self._a < 0:
+            return self.c
+        return self._unpacked(0, self._a) if self.packed else _row_tensor(self._tp, self._a)
 
     @property
     def y(self):
-        return _row_tensor(self._tp, self._b) if self._b >= 0 else self.c
+        if self._b < 0:
+            return self.c
+        return self._unpacked(1, self._b) if self.packed else _row_tensor(self._tp, self._b)
 
     @property
     def out(self):
-        return _row_tensor(self._tp, self._r)
+        return self._unpacked(2, self._r) if self.packed else _row_tensor(self._tp, self._r)
+
+    def _unpacked(self, k, r):
+        """Saved value k (x, y, out) at row r of a row whose values
+        saved_tensors_hooks packed: unpacked once per walk of the row, as
+        PyTorch unpacks once per node call."""
+        done = self.__dict__.setdefault("_unpacked_values", {})
+        t = done.get(k)
+        if t is None:
+            t = done[k] = unpack_saved(self._tp, self._r, k, _row_tensor(self._tp, r))
+        return t
 
 
 _VJPS = {}
@@ -402,6 +419,8 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                 if r in captured:  # what .grad or autograd.grad gets is the hooked value
                     grads[r] = g
             ctx = _Ctx(tp, r, leads)
+            if tp.packed and r in tp.packed:
+                ctx.packed = True
             opdef = REGISTRY[tp.op[r]]
             if opdef.python_only:
                 ctx.retain = retain
@@ -415,6 +434,8 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                     if type(gi) is Tensor and (gi.dtype == float32) != (tp.m_dt[row] == 1):
                         gi = gi.to(float32 if tp.m_dt[row] == 1 else float64)
                     _accumulate(grads, row, gi)
+    if tp.packed and not retain:  # the walk freed these rows, and what they packed goes too
+        drop_packed(tp, visited)
     _release(tp, released, retain)
     out = []
     for r in caps:
@@ -553,14 +574,16 @@ Tensor.register_hook = register_hook
 
 def _reaches_a_python_row(tp, roots):
     """Whether the walk from `roots` meets a row only the Python walk can
-    run: a non-leaf with hooks, which it calls mid-way, or a python-only
-    op's row. The hooks and the Function rows of a graph that nothing
+    run: a non-leaf with hooks, which it calls mid-way, a python-only op's
+    row, or one whose saved values saved_tensors_hooks packed. The hooks,
+    the Function rows and the packed rows of a graph that nothing
     reaches any more stay until compaction drops its rows, and must not send
     other graphs through the Python walk meanwhile."""
-    if not tp.hooks and not tp.python_rows:
+    if not tp.hooks and not tp.python_rows and not tp.packed:
         return False
     rows = [r for r, hooks in tp.hooks.items() if hooks and tp.m_op[r] != LEAF]
     rows.extend(tp.python_rows)
+    rows.extend(tp.packed)  # Note [Saved tensor hooks]
     if not rows or not roots.size:
         return False
     reached = _sweep.reachable(tp.a0, tp.a1, int(roots.max()) + 1, roots)

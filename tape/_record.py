@@ -7,6 +7,7 @@ import numpy as np
 
 from ._dtypes import float64, get_default_dtype
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
+from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
@@ -90,6 +91,9 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     out._row = r
     if anomaly.enabled:
         keep_trace(tp, r)
+    if tp.saved_hooks:  # Note [Saved tensor hooks]
+        pack_row(tp, opdef.code, r, inputs[0] if inputs else None,
+                 inputs[1] if len(inputs) > 1 else None, out)
     saves_for = opdef.saves_for
     if saves_for != _SAVES_NOTHING:
         flags, nuse = tp.m_flags, tp.m_nuse
@@ -175,6 +179,8 @@ def _scalar_row(tp, code, out, x, y, c):
     tp.owners.append(out)  # the liveness token (Note [Tape layout]); out is a fresh float
     if anomaly.enabled:
         keep_trace(tp, r)
+    if tp.saved_hooks:  # Note [Saved tensor hooks]
+        pack_row(tp, code, r, x, y, t)
     return t
 
 

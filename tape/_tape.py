@@ -146,6 +146,12 @@ class Tape:
         # Function's ctx), dropped with the row (Note [Python-only rows] in
         # tape._engine); empty means no graph needs the check for them
         self.python_rows = {}
+        # the thread's saved_tensors_hooks pairs, innermost last, and row ->
+        # what they packed of its saved values (Note [Saved tensor hooks] in
+        # tape._saved); both empty unless hooks were used
+        self.saved_hooks = []
+        self.packed = {}
+        self.saved_hooks_disabled = None  # disable_saved_tensors_hooks's message
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
@@ -389,6 +395,8 @@ class Tape:
         self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
         self.traces = {int(newidx[r]): v for r, v in self.traces.items() if newidx[r] >= 0}
         self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
+        if self.packed:
+            self.packed = {int(newidx[r]): v for r, v in self.packed.items() if newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
@@ -397,7 +405,8 @@ class Tape:
         held = (self.ndim[:m] > 0) & (self.ptr[:m] != 0)
         # what python rows hold outside the rows (a Function's saved tensors) counts too
         self.held_bytes = int(self.numel[:m][held].sum()) * 8 + sum(
-            state.nbytes for state in self.python_rows.values())
+            state.nbytes for state in self.python_rows.values()) + sum(
+            entry.nbytes for entry in self.packed.values())
         self.bytes_limit = max(_INITIAL_BYTES, 2 * self.held_bytes)
         self.held_rows = np.flatnonzero(held).tolist()
         self.dead_saved = []

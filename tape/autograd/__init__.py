@@ -6,7 +6,7 @@ from . import functional
 from . import function
 from .function import Function
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
-from .. import _node as graph
+from . import graph
 
 __all__ = ["backward", "grad", "Function", "function", "gradcheck", "gradgradcheck", "graph", "functional", "detect_anomaly",
            "set_detect_anomaly"]

@@ -12,6 +12,7 @@ from .._grad_mode import no_grad
 from .._node import Node
 from .._record import record
 from .._registry import defop
+from .._saved import pack, unpacked
 from .._tape import HIDDEN, RETAIN, RG, anomaly, current_row, keep_trace, state, where
 from .._tensor import Tensor, _unpinned, new_tensor, wrap_value
 
@@ -152,6 +153,22 @@ class _SavedOutput:
         return 0 if type(self.value) is float else self.value.nbytes
 
 
+class _HookedSaved:
+    """A saved tensor that saved_tensors_hooks packed when the apply was
+    recorded (Note [Saved tensor hooks] in tape._saved): pack_hook's result,
+    read through unpack_hook at each access of ctx.saved_tensors, as in
+    PyTorch, in the saved tensor's place in the graph."""
+    __slots__ = ("saved", "packed", "unpack_hook", "nbytes")
+
+    def __init__(self, saved, pack_hook, unpack_hook):
+        self.saved, self.unpack_hook = saved, unpack_hook
+        self.packed = pack(pack_hook, saved.unpack())
+        self.nbytes = saved.nbytes
+
+    def unpack(self):
+        return unpacked(self.unpack_hook, self.packed, self.saved.unpack())
+
+
 class FunctionCtx:
     """What `forward` (or `setup_context`) and `backward` of one apply share,
     as torch.autograd.function.FunctionCtx: saved tensors, marks, and any
@@ -239,6 +256,9 @@ class FunctionCtx:
                 saved.append(_SavedOutput(t, outputs_at[id(t)], name))
             else:
                 saved.append(_SavedArgument(t))
+        hooks = self._tape.saved_hooks
+        if hooks:
+            saved = [None if s is None else _HookedSaved(s, *hooks[-1]) for s in saved]
         self._saved = saved
         self._to_save = ()
         self.nbytes = sum(s.nbytes for s in saved if s is not None)
@@ -249,6 +269,8 @@ class FunctionCtx:
         ctx lives (Note [Function rows])."""
         rows = []
         for s in self._saved or ():
+            if type(s) is _HookedSaved:
+                s = s.saved
             if type(s) is _SavedOutput:
                 r = current_row(s.ep, s.row)[1]
                 if r >= 0:
