@@ -5,6 +5,7 @@ are constants: nothing is recorded."""
 import numpy as np
 
 from tape._dtypes import scalar_type_name
+from tape._batched import BatchedTensor, batched_call
 from tape._record import broadcast_shapes, operand_value
 from tape._tensor import Tensor, new_tensor, wrap_value
 
@@ -14,21 +15,27 @@ __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "is
            "nonzero", "count_nonzero"]
 
 
-def _comparison(ufunc):
+def _comparison(ufunc, name):
     def compare(x, y):
         if isinstance(x, Tensor) and isinstance(y, Tensor):
             broadcast_shapes(x.shape, y.shape)  # PyTorch's error text on a mismatch
-        return new_tensor(wrap_value(np.asarray(ufunc(operand_value(x), operand_value(y)))))
-    compare.__name__ = ufunc.__name__
+        try:
+            return new_tensor(wrap_value(np.asarray(ufunc(operand_value(x), operand_value(y)))))
+        except TypeError:
+            # a batched operand: NumPy refuses it (it has no __array_ufunc__)
+            if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
+                return batched_call(compare, x, y)  # Note [Batched tape functions]
+            raise
+    compare.__name__ = name
     return compare
 
 
-eq = _comparison(np.equal)
-ne = _comparison(np.not_equal)
-lt = _comparison(np.less)
-le = _comparison(np.less_equal)
-gt = _comparison(np.greater)
-ge = _comparison(np.greater_equal)
+eq = _comparison(np.equal, "eq")
+ne = _comparison(np.not_equal, "ne")
+lt = _comparison(np.less, "lt")
+le = _comparison(np.less_equal, "le")
+gt = _comparison(np.greater, "gt")
+ge = _comparison(np.greater_equal, "ge")
 
 
 def _expect_tensor(name, position, arg, value):

@@ -11,6 +11,7 @@ import numpy as np
 
 from tape import _vecmath
 from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, scalar_type_name
+from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
 from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
 from tape._registry import defop
 from tape._tape import state
@@ -285,7 +286,10 @@ _round_decimals = _with_constant("round_decimals", "RoundBackward1", "0",
 
 def round(input, *, decimals=0):
     """Round half to even, to `decimals` decimal places."""
-    return _round(input) if decimals == 0 else _round_decimals(input, decimals)
+    try:
+        return _round(input) if decimals == 0 else _round_decimals(input, decimals)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(round, input, decimals=decimals)
 
 
 def _maximum_scalar(x, y):
@@ -363,11 +367,14 @@ _gelu_tanh = _unary("gelu_tanh", "GeluBackward0",
 def gelu(input, approximate="none"):
     """x times the standard normal CDF of x (PyTorch's torch.nn.functional.gelu);
     approximate="tanh" is its tanh approximation."""
-    if approximate == "none":
-        return _gelu(input)
-    if approximate == "tanh":
-        return _gelu_tanh(input)
-    raise RuntimeError("approximate argument must be either none or tanh.")
+    try:
+        if approximate == "none":
+            return _gelu(input)
+        if approximate == "tanh":
+            return _gelu_tanh(input)
+        raise RuntimeError("approximate argument must be either none or tanh.")
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(gelu, input, approximate)
 
 
 # softplus of u = beta x: u above the threshold, else log(1 + exp(u)); the
@@ -389,9 +396,12 @@ _softplus = _with_constant("softplus", "SoftplusBackward0",
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's
     torch.nn.functional.softplus)."""
-    if beta == 1:
-        return _softplus(input, threshold)
-    return _softplus(input * beta, threshold) / beta
+    try:
+        if beta == 1:
+            return _softplus(input, threshold)
+        return _softplus(input * beta, threshold) / beta
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(softplus, input, beta, threshold)
 
 
 # the rest of the elementwise functions of one input; each partial is written
@@ -571,12 +581,18 @@ def add(input, other, *, alpha=1):
     >>> tape.add(tape.tensor([1., 2.]), 1)
     tensor([2., 3.])
     """
-    return _add(input, _scaled(other, alpha, (input, other)))
+    try:
+        return _add(input, _scaled(other, alpha, (input, other)))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(add, input, other, alpha=alpha)
 
 
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcasting like NumPy."""
-    return _sub(input, _scaled(other, alpha, (input, other)))
+    try:
+        return _sub(input, _scaled(other, alpha, (input, other)))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(sub, input, other, alpha=alpha)
 
 
 def pow(x, exponent):
@@ -586,12 +602,15 @@ def pow(x, exponent):
     >>> tape.pow(tape.tensor(3.0), 2)
     tensor(9.)
     """
-    x, exponent = python_number(x), python_number(exponent)
-    if isinstance(x, Tensor) and type(exponent) in _NUMBER:
-        return _pow_number(x, exponent)
-    if type(x) in _NUMBER and isinstance(exponent, Tensor):
-        return _rpow_number(exponent, x)
-    return _pow_tensor(x, exponent)
+    try:
+        x, exponent = python_number(x), python_number(exponent)
+        if isinstance(x, Tensor) and type(exponent) in _NUMBER:
+            return _pow_number(x, exponent)
+        if type(x) in _NUMBER and isinstance(exponent, Tensor):
+            return _rpow_number(exponent, x)
+        return _pow_tensor(x, exponent)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(pow, x, exponent)
 
 
 # clamp's bounds are numbers: the lower rides as the constant y, the upper as
@@ -615,15 +634,24 @@ def clamp(x, min=None, max=None):
     >>> tape.clamp(tape.tensor([-1.0, 0.5, 2.0]), 0.0, 1.0)
     tensor([0.0000, 0.5000, 1.0000])
     """
-    return _clamp(x, min, max, "both")
+    try:
+        return _clamp(x, min, max, "both")
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(clamp, x, min, max)
 
 
 def clamp_min(x, min):
-    return _clamp(x, min, None, "min")
+    try:
+        return _clamp(x, min, None, "min")
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(clamp_min, x, min)
 
 
 def clamp_max(x, max):
-    return _clamp(x, None, max, "max")
+    try:
+        return _clamp(x, None, max, "max")
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(clamp_max, x, max)
 
 
 # a tensor bound is an op of x and the bound: g goes to x where it is within the
@@ -674,13 +702,16 @@ def _clamp(x, min, max, kind):
 
 def to(x, dtype):
     """A copy converted to `dtype` (differentiable between float dtypes)."""
-    dtype = as_dtype(dtype)
-    if x.dtype == dtype:
-        return x
-    out = wrap_value(x._array().astype(dtype))
-    if x._rg and state.tape.grad_enabled and dtype.kind == "f":
-        return record(_to_copy, out, (x,))
-    return new_tensor(out)
+    try:
+        dtype = as_dtype(dtype)
+        if x.dtype == dtype:
+            return x
+        out = wrap_value(x._array().astype(dtype))
+        if x._rg and state.tape.grad_enabled and dtype.kind == "f":
+            return record(_to_copy, out, (x,))
+        return new_tensor(out)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(to, x, dtype)
 
 
 # NumPy's and PyTorch's other names of the same ops: the same functions, so the same nodes
@@ -707,14 +738,17 @@ def remainder(x, y):
     >>> tape.remainder(tape.tensor([-2.5, 3.0]), 2)
     tensor([1.5000, 1.0000])
     """
-    if type(x) is Tensor and type(y) in _NUMBER:
-        return _remainder_number(x, y)
-    if type(x) in _NUMBER and type(y) is Tensor:
-        out = wrap_value(quiet(_remainder_array, x, y._value))
-        if y._rg and state.tape.grad_enabled:
-            return record(_RREMAINDER, out, (None, y))
-        return new_tensor(out)
-    return _remainder(x, y)
+    try:
+        if type(x) is Tensor and type(y) in _NUMBER:
+            return _remainder_number(x, y)
+        if type(x) in _NUMBER and type(y) is Tensor:
+            out = wrap_value(quiet(_remainder_array, x, y._value))
+            if y._rg and state.tape.grad_enabled:
+                return record(_RREMAINDER, out, (None, y))
+            return new_tensor(out)
+        return _remainder(x, y)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(remainder, x, y)
 
 
 # a number % a tensor: PyTorch records it with a node whose backward raises
@@ -730,17 +764,23 @@ _FLOOR_DIVIDE = defop("floor_divide", "NotImplemented", 2,
 def floor_divide(x, y):
     """x // y, rounded toward minus infinity. As in PyTorch, the result of an
     input that requires grad requires grad, and a backward through it raises."""
-    if type(x) is not Tensor and type(y) is not Tensor:
-        raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "
-                        f"{type(y).__name__}")
-    xv, yv = operand_value(x), operand_value(y)
-    broadcast_shapes(np.shape(xv), np.shape(yv))  # PyTorch's error text
-    _integer_divisor_check(xv, yv)
-    out = wrap_value(quiet(np.floor_divide, xv, yv))
-    rgx, rgy = requires_grad(x), requires_grad(y)
-    if (rgx or rgy) and state.tape.grad_enabled:
-        return record(_FLOOR_DIVIDE, out, (x if rgx else None, y if rgy else None))
-    return new_tensor(out)
+    try:
+        if type(x) is not Tensor and type(y) is not Tensor:
+            raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "
+                            f"{type(y).__name__}")
+        xv, yv = operand_value(x), operand_value(y)
+        broadcast_shapes(np.shape(xv), np.shape(yv))  # PyTorch's error text
+        _integer_divisor_check(xv, yv)
+        out = wrap_value(quiet(np.floor_divide, xv, yv))
+        rgx, rgy = requires_grad(x), requires_grad(y)
+        if (rgx or rgy) and state.tape.grad_enabled:
+            return record(_FLOOR_DIVIDE, out, (x if rgx else None, y if rgy else None))
+        return new_tensor(out)
+    except (TypeError, BatchedArgumentError):
+        # a batched operand: NumPy refuses it (it has no __array_ufunc__)
+        if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
+            return batched_call(floor_divide, x, y)  # Note [Batched tape functions]
+        raise
 
 
 def requires_grad(v):

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from tape._dtypes import cpp_type_name, scalar_type_name
+from tape._batched import BatchedArgumentError, batched_call
 from tape._record import broadcast_shapes, record
 from tape._registry import SAVES_X, SAVES_Y, defop
 from tape._tape import state
@@ -106,57 +107,72 @@ def _check_float(name, x, y):
 
 def dot(x, y):
     """Inner product of two 1-D tensors."""
-    if x.ndim != 1 or y.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
-    if x.shape != y.shape:
-        raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have the "
-                           "same number of elements, but got %d and %d elements respectively"
-                           % (x.shape[0], y.shape[0], x.shape[0], y.shape[0]))
-    _check_float("dot", x, y)
-    return _product(_DOT, x, y, wrap_value(np.dot(x._value, y._value)))
+    try:
+        if x.ndim != 1 or y.ndim != 1:
+            raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
+        if x.shape != y.shape:
+            raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have the "
+                               "same number of elements, but got %d and %d elements respectively"
+                               % (x.shape[0], y.shape[0], x.shape[0], y.shape[0]))
+        _check_float("dot", x, y)
+        return _product(_DOT, x, y, wrap_value(np.dot(x._value, y._value)))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(dot, x, y)
 
 
 def mv(x, y):
     """Matrix (m, k) times vector (k,)."""
-    if x.ndim != 2 or y.ndim != 1:
-        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {x.ndim}, {y.ndim}")
-    if x.shape[1] != y.shape[0]:
-        raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
-                           f"vec ({y.shape[0]})")
-    _check_float("mv", x, y)
-    return _product(_MV, x, y, np.dot(x._value, y._value))
+    try:
+        if x.ndim != 2 or y.ndim != 1:
+            raise RuntimeError(f"vector + matrix @ vector expected, got 1, {x.ndim}, {y.ndim}")
+        if x.shape[1] != y.shape[0]:
+            raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
+                               f"vec ({y.shape[0]})")
+        _check_float("mv", x, y)
+        return _product(_MV, x, y, np.dot(x._value, y._value))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(mv, x, y)
 
 
 def mm(x, y):
     """Matrix (m, k) times matrix (k, n)."""
-    if x.ndim != 2:
-        raise RuntimeError("self must be a matrix")
-    if y.ndim != 2:
-        raise RuntimeError("mat2 must be a matrix")
-    if x.shape[1] != y.shape[0]:
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
-                           f"{y.shape[0]}x{y.shape[1]})")
-    _check_float("mm", x, y)
-    return _product(_MM, x, y, np.dot(x._value, y._value))
+    try:
+        if x.ndim != 2:
+            raise RuntimeError("self must be a matrix")
+        if y.ndim != 2:
+            raise RuntimeError("mat2 must be a matrix")
+        if x.shape[1] != y.shape[0]:
+            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
+                               f"{y.shape[0]}x{y.shape[1]})")
+        _check_float("mm", x, y)
+        return _product(_MM, x, y, np.dot(x._value, y._value))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(mm, x, y)
 
 
 def bmm(x, y):
     """Batched (b, m, k) times (b, k, n)."""
-    if x.ndim != 3 or y.ndim != 3:
-        raise RuntimeError("batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
-    if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}].")
-    _check_float("bmm", x, y)
-    return _product(_BMM, x, y, np.matmul(x._value, y._value))
+    try:
+        if x.ndim != 3 or y.ndim != 3:
+            raise RuntimeError("batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
+        if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                               f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}].")
+        _check_float("bmm", x, y)
+        return _product(_BMM, x, y, np.matmul(x._value, y._value))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(bmm, x, y)
 
 
 def outer(x, y):
     """Outer product of two 1-D tensors."""
-    for name, t in (("self", x), ("vec2", y)):
-        if t.ndim != 1:
-            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
-    return unsqueeze(x, 1) * unsqueeze(y, 0)
+    try:
+        for name, t in (("self", x), ("vec2", y)):
+            if t.ndim != 1:
+                raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+        return unsqueeze(x, 1) * unsqueeze(y, 0)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(outer, x, y)
 
 
 def matmul(x, y):
@@ -167,40 +183,43 @@ def matmul(x, y):
     >>> (tape.ones(2, 3) @ tape.ones(3)).tolist()
     [3.0, 3.0]
     """
-    if not isinstance(y, Tensor) or not isinstance(x, Tensor):
-        raise TypeError("matmul(): argument 'other' must be Tensor")
-    xv, yv = x._value, y._value
-    # the common case first, with mm's checks folded into one test
-    if (type(xv) is np.ndarray and type(yv) is np.ndarray and xv.ndim == 2 and yv.ndim == 2
-            and xv.shape[1] == yv.shape[0] and xv.dtype == yv.dtype):
-        return _product(_MM, x, y, np.dot(xv, yv))
-    if x.ndim == 0 or y.ndim == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
-                           f"and {y.ndim}D")
-    if x.ndim == 1 and y.ndim == 1:
-        return dot(x, y)
-    if x.ndim == 2 and y.ndim == 1:
-        return mv(x, y)
-    if x.ndim == 2 and y.ndim == 2:
-        return mm(x, y)
-    if x.ndim == 1 and y.ndim == 2:
-        return squeeze(mm(unsqueeze(x, 0), y), 0)
-    xb = unsqueeze(x, 0) if x.ndim == 1 else x
-    yb = unsqueeze(y, -1) if y.ndim == 1 else y
-    batch = broadcast_shapes(xb.shape[:-2], yb.shape[:-2])
-    m, k, n = xb.shape[-2], xb.shape[-1], yb.shape[-1]
-    nb = int(np.prod(batch))
-    if k != yb.shape[-2]:  # as bmm of the flattened batch reports it
-        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                           f"[{nb}, {k}] but got: [{nb}, {yb.shape[-2]}].")
-    x3 = reshape(expand(xb, batch + (m, k)), (nb, m, k))
-    y3 = reshape(expand(yb, batch + (k, n)), (nb, k, n))
-    out = reshape(bmm(x3, y3), batch + (m, n))
-    if x.ndim == 1:
-        out = squeeze(out, -2)
-    if y.ndim == 1:
-        out = squeeze(out, -1)
-    return out
+    try:
+        if not isinstance(y, Tensor) or not isinstance(x, Tensor):
+            raise TypeError("matmul(): argument 'other' must be Tensor")
+        xv, yv = x._value, y._value
+        # the common case first, with mm's checks folded into one test
+        if (type(xv) is np.ndarray and type(yv) is np.ndarray and xv.ndim == 2 and yv.ndim == 2
+                and xv.shape[1] == yv.shape[0] and xv.dtype == yv.dtype):
+            return _product(_MM, x, y, np.dot(xv, yv))
+        if x.ndim == 0 or y.ndim == 0:
+            raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
+                               f"and {y.ndim}D")
+        if x.ndim == 1 and y.ndim == 1:
+            return dot(x, y)
+        if x.ndim == 2 and y.ndim == 1:
+            return mv(x, y)
+        if x.ndim == 2 and y.ndim == 2:
+            return mm(x, y)
+        if x.ndim == 1 and y.ndim == 2:
+            return squeeze(mm(unsqueeze(x, 0), y), 0)
+        xb = unsqueeze(x, 0) if x.ndim == 1 else x
+        yb = unsqueeze(y, -1) if y.ndim == 1 else y
+        batch = broadcast_shapes(xb.shape[:-2], yb.shape[:-2])
+        m, k, n = xb.shape[-2], xb.shape[-1], yb.shape[-1]
+        nb = int(np.prod(batch))
+        if k != yb.shape[-2]:  # as bmm of the flattened batch reports it
+            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                               f"[{nb}, {k}] but got: [{nb}, {yb.shape[-2]}].")
+        x3 = reshape(expand(xb, batch + (m, k)), (nb, m, k))
+        y3 = reshape(expand(yb, batch + (k, n)), (nb, k, n))
+        out = reshape(bmm(x3, y3), batch + (m, n))
+        if x.ndim == 1:
+            out = squeeze(out, -2)
+        if y.ndim == 1:
+            out = squeeze(out, -1)
+        return out
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(matmul, x, y)
 
 
 def einsum(equation, *operands):
@@ -208,7 +227,8 @@ def einsum(equation, *operands):
     `"...ij->...ji"`), as PyTorch's: repeated labels of one operand take the
     diagonal, labels of one operand only that the output lacks are summed, and
     the operands are contracted left to right, each pair by one bmm, so it is
-    differentiable to any order as its parts are."""
+    differentiable to any order as its parts are. Inside vmap it needs no
+    rule of its own: each of its parts has one (Note [Batched tape functions])."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     lhs, arrow, rhs = equation.replace(" ", "").partition("->")

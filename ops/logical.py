@@ -4,6 +4,7 @@ constants: nothing is recorded, as nothing is differentiable."""
 import numpy as np
 
 from tape._dtypes import get_default_dtype, scalar_type_name
+from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
 from tape._record import broadcast_shapes, operand_value
 from tape._tensor import Tensor, new_tensor
 
@@ -35,7 +36,13 @@ def _bitwise(ufunc, kernel):
         _refuse_floats(kernel, input, other)
         if isinstance(input, Tensor) and isinstance(other, Tensor):
             broadcast_shapes(input.shape, other.shape)  # PyTorch's error text on a mismatch
-        return _result(ufunc(operand_value(input), operand_value(other)))
+        try:
+            return _result(ufunc(operand_value(input), operand_value(other)))
+        except TypeError:
+            # a batched operand: NumPy refuses it (it has no __array_ufunc__)
+            if isinstance(input, BatchedTensor) or isinstance(other, BatchedTensor):
+                return batched_call(op, input, other)  # Note [Batched tape functions]
+            raise
     op.__name__ = kernel
     return op
 
@@ -52,8 +59,11 @@ def bitwise_not(input):
     >>> tape.bitwise_not(tape.tensor([True, False]))
     tensor([False,  True])
     """
-    _refuse_floats("bitwise_not", input)
-    return _result(np.invert(input._array()))
+    try:
+        _refuse_floats("bitwise_not", input)
+        return _result(np.invert(input._array()))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(bitwise_not, input)
 
 
 def _invert(input):
@@ -64,11 +74,14 @@ def _invert(input):
 
 def _logical(ufunc, name):
     def op(input, other):
-        if not isinstance(other, Tensor):
-            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
-                            f"{type(other).__name__}")
-        broadcast_shapes(input.shape, other.shape)
-        return _result(ufunc(input._array(), other._array()))
+        try:
+            if not isinstance(other, Tensor):
+                raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
+                                f"{type(other).__name__}")
+            broadcast_shapes(input.shape, other.shape)
+            return _result(ufunc(input._array(), other._array()))
+        except BatchedArgumentError:  # Note [Batched tape functions]
+            return batched_call(op, input, other)
     op.__name__ = name
     return op
 
@@ -79,16 +92,22 @@ logical_xor = _logical(np.logical_xor, "logical_xor")
 
 
 def logical_not(input):
-    return _result(np.logical_not(input._array()))
+    try:
+        return _result(np.logical_not(input._array()))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(logical_not, input)
 
 
 def _test_all(reduce):
     def test(input, dim=None, keepdim=False):
-        dims = _dims(input, dim)
-        out = reduce(input._array(), axis=None if dims is None or input.ndim == 0 else dims,
-                     keepdims=keepdim)
-        # as PyTorch, uint8 in gives uint8 out (its result type before bool existed)
-        return _result(out.astype(np.uint8) if input.dtype == np.uint8 else out)
+        try:
+            dims = _dims(input, dim)
+            out = reduce(input._array(), axis=None if dims is None or input.ndim == 0 else dims,
+                         keepdims=keepdim)
+            # as PyTorch, uint8 in gives uint8 out (its result type before bool existed)
+            return _result(out.astype(np.uint8) if input.dtype == np.uint8 else out)
+        except BatchedArgumentError:  # Note [Batched tape functions]
+            return batched_call(test, input, dim, keepdim)
     test.__name__ = reduce.__name__
     test.__doc__ = f"""Whether {reduce.__name__} elements are nonzero, over everything or `dim`
     (an int or a tuple), with `keepdim`."""

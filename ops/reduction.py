@@ -10,6 +10,7 @@ import numpy as np
 
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
+from tape._batched import BatchedArgumentError, batched_call
 from tape._record import op_result, quiet, record
 from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
 from tape._tape import state
@@ -115,7 +116,10 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     tensor([4., 6.])
     """
     dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
-    return _reduce(input, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, False)
+    try:
+        return _reduce(input, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, False)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(sum, input, dim, keepdim, dtype=dtype)
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
@@ -124,7 +128,10 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
                            f"point or complex dtype. Got: {scalar_type_name(input.dtype)}")
     dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
-    return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
+    try:
+        return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(mean, input, dim, keepdim, dtype=dtype)
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
@@ -132,28 +139,31 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     tree of multiplications (grad_fn MulBackward0, where PyTorch has
     ProdBackward0): its gradients are exact at zeros, to every order, where
     dividing the product by each element is not."""
-    if dim is not None:
-        _one_dim("prod", dim)
-    x = input if dtype is None else input.to(dtype)
-    if x.dtype.kind in "bu" or x.dtype.kind == "i" and dtype is None:
-        x = x.to(np.int64)  # PyTorch's integer products are int64
-    if dim is None:
-        x, d, kept = reshape(x, (-1,)), 0, (1,) * x.ndim
-    else:
-        d = _norm_dim(dim, x.ndim)
-        kept = x.shape[:d] + (1,) + x.shape[d + 1:] if x.ndim else ()
-    if x.ndim == 0:
-        return x.clone()
-    before = (slice(None),) * d
-    n = x.shape[d]
-    if n == 0:  # the empty product
-        x = new_tensor(wrap_value(np.ones(x.shape[:d] + (1,) + x.shape[d + 1:], x.dtype)))
-    while n > 1:
-        half = n // 2
-        paired = getitem(x, before + (slice(0, half),)) * getitem(x, before + (slice(half, 2 * half),))
-        x = cat([paired, getitem(x, before + (slice(2 * half, n),))], d) if n % 2 else paired
-        n = half + n % 2
-    return reshape(x, kept) if keepdim else reshape(x, kept[:d] + kept[d + 1:] if dim is not None else ())
+    try:
+        if dim is not None:
+            _one_dim("prod", dim)
+        x = input if dtype is None else input.to(dtype)
+        if x.dtype.kind in "bu" or x.dtype.kind == "i" and dtype is None:
+            x = x.to(np.int64)  # PyTorch's integer products are int64
+        if dim is None:
+            x, d, kept = reshape(x, (-1,)), 0, (1,) * x.ndim
+        else:
+            d = _norm_dim(dim, x.ndim)
+            kept = x.shape[:d] + (1,) + x.shape[d + 1:] if x.ndim else ()
+        if x.ndim == 0:
+            return x.clone()
+        before = (slice(None),) * d
+        n = x.shape[d]
+        if n == 0:  # the empty product
+            x = new_tensor(wrap_value(np.ones(x.shape[:d] + (1,) + x.shape[d + 1:], x.dtype)))
+        while n > 1:
+            half = n // 2
+            paired = getitem(x, before + (slice(0, half),)) * getitem(x, before + (slice(half, 2 * half),))
+            x = cat([paired, getitem(x, before + (slice(2 * half, n),))], d) if n % 2 else paired
+            n = half + n % 2
+        return reshape(x, kept) if keepdim else reshape(x, kept[:d] + kept[d + 1:] if dim is not None else ())
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(prod, input, dim, keepdim, dtype=dtype)
 
 
 def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -203,12 +213,18 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
 
 def amax(input, dim=(), keepdim=False):
     """The largest element over `dim` (all dims by default); ties share the gradient."""
-    return _extreme(input, dim, keepdim, np.maximum, _EXTREMES["amax"], "amax")
+    try:
+        return _extreme(input, dim, keepdim, np.maximum, _EXTREMES["amax"], "amax")
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(amax, input, dim, keepdim)
 
 
 def amin(input, dim=(), keepdim=False):
     """The smallest element over `dim` (all dims by default); ties share the gradient."""
-    return _extreme(input, dim, keepdim, np.minimum, _EXTREMES["amin"], "amin")
+    try:
+        return _extreme(input, dim, keepdim, np.minimum, _EXTREMES["amin"], "amin")
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(amin, input, dim, keepdim)
 
 
 # max(dim) and min(dim) gather the element at each index, the first that
@@ -237,11 +253,14 @@ def _max_or_min(name, of_two, ufunc, arg):
     result = collections.namedtuple(name, ["values", "indices"])  # as torch.return_types.max
 
     def op(input, dim=None, keepdim=False):
-        if isinstance(dim, Tensor):
-            return of_two(input, dim)
-        if dim is None:
-            return _extreme(input, None, False, ufunc, _EXTREMES[name + "_all"], name)
-        return _selected(input, dim, keepdim, arg, _SELECTED[name + "_dim"], result)
+        try:
+            if isinstance(dim, Tensor):
+                return of_two(input, dim)
+            if dim is None:
+                return _extreme(input, None, False, ufunc, _EXTREMES[name + "_all"], name)
+            return _selected(input, dim, keepdim, arg, _SELECTED[name + "_dim"], result)
+        except BatchedArgumentError:  # Note [Batched tape functions]
+            return batched_call(op, input, dim, keepdim)
     op.__name__ = name
     op.__doc__ = (f"{name}() of all elements, {name}(dim) as (values, indices), or "
                   f"{name}(other) elementwise.")
@@ -285,16 +304,19 @@ _LOGSUMEXP = defop("logsumexp", "LogsumexpBackward0", 1, saves=SAVES_X | SAVES_O
 
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input), dim)), computed without overflow."""
-    x = input if input.dtype.kind in "fc" else input.to(get_default_dtype())  # as PyTorch's
-    dims = _dims(x, dim) if x.ndim else None
-    a = x._array()
-    m = _finite_max(a, dims)
-    total = np.add.reduce(np.exp(a - m), axis=dims, keepdims=True)
-    value = quiet(np.log, total) + m
-    reduced = range(x.ndim) if dims is None else dims
-    if not keepdim and x.ndim:
-        value = value.reshape([d for k, d in enumerate(x.shape) if k not in reduced])
-    return op_result(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
+    try:
+        x = input if input.dtype.kind in "fc" else input.to(get_default_dtype())  # as PyTorch's
+        dims = _dims(x, dim) if x.ndim else None
+        a = x._array()
+        m = _finite_max(a, dims)
+        total = np.add.reduce(np.exp(a - m), axis=dims, keepdims=True)
+        value = quiet(np.log, total) + m
+        reduced = range(x.ndim) if dims is None else dims
+        if not keepdim and x.ndim:
+            value = value.reshape([d for k, d in enumerate(x.shape) if k not in reduced])
+        return op_result(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(logsumexp, input, dim, keepdim)
 
 
 @native_helper
@@ -361,19 +383,25 @@ def _softmax_op(opdef, x, d, value):
 
 def softmax(input, dim, dtype=None):
     """exp(input) over its sum along dim."""
-    x, d = _softmax_input("softmax", input, dim, dtype)
-    a = x._array().reshape(x.shape or (1,))
-    e = np.exp(a - _finite_max(a, d))
-    return _softmax_op(_SOFTMAX, x, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
+    try:
+        x, d = _softmax_input("softmax", input, dim, dtype)
+        a = x._array().reshape(x.shape or (1,))
+        e = np.exp(a - _finite_max(a, d))
+        return _softmax_op(_SOFTMAX, x, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(softmax, input, dim, dtype)
 
 
 def log_softmax(input, dim, dtype=None):
     """input less its logsumexp along dim, as (input - max) - log(sum(exp(input - max))):
     adding the max back first would round large logits (1e10 + 1) to its ulp."""
-    x, d = _softmax_input("log_softmax", input, dim, dtype)
-    a = x._array().reshape(x.shape or (1,))
-    z = a - _finite_max(a, d)
-    return _softmax_op(_LOG_SOFTMAX, x, d, z - quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True)))
+    try:
+        x, d = _softmax_input("log_softmax", input, dim, dtype)
+        a = x._array().reshape(x.shape or (1,))
+        z = a - _finite_max(a, d)
+        return _softmax_op(_LOG_SOFTMAX, x, d, z - quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True)))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(log_softmax, input, dim, dtype)
 
 
 def _spread(name, input, dim, unbiased, correction):
@@ -469,13 +497,19 @@ def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over dim (all by default)."""
-    return _moment(_VAR, "var", input, dim, unbiased, keepdim, correction)
+    try:
+        return _moment(_VAR, "var", input, dim, unbiased, keepdim, correction)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(var, input, dim, unbiased, keepdim, correction=correction)
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation over dim (all by default); its gradient is 0
     where it is 0, as PyTorch's."""
-    return _moment(_STD, "std", input, dim, unbiased, keepdim, correction)
+    try:
+        return _moment(_STD, "std", input, dim, unbiased, keepdim, correction)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(std, input, dim, unbiased, keepdim, correction=correction)
 
 
 def _norm2_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -498,32 +532,35 @@ _NORM2 = defop("norm", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """The vector p-norm over dim (all dims by default): 2 ("fro"), 1, inf,
     -inf, 0 or any other number. The 2-norm's gradient is 0 where it is 0."""
-    from ops.elementwise import abs as _abs
-    x = input if dtype is None else input.to(dtype)
-    if x.dtype.kind not in "fc":
-        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                           f"Got {scalar_type_name(x.dtype)}")
-    if p is None or p == "fro" or p == 2:
-        dims = _dims(x, dim) if dim is not None else None
-        a = x._array()
-        reduced = range(x.ndim) if dims is None else dims if x.ndim else ()
-        value = wrap_value(np.sqrt(np.add.reduce(a * a, axis=None if dims is None or not x.ndim else dims,
-                                                 keepdims=keepdim)))
-        if not (x._rg and state.tape.grad_enabled):
-            return new_tensor(value)
-        kshape = _kept_shape(x.shape, reduced)
-        return record(_NORM2, value, (x,), ints=kshape)
-    if isinstance(p, str):
-        raise RuntimeError(f"linalg.vector_norm: unsupported order {p!r}")
-    if p == math.inf:
-        return amax(_abs(x), () if dim is None else dim, keepdim)
-    if p == -math.inf:
-        return amin(_abs(x), () if dim is None else dim, keepdim)
-    if p == 0:
-        return sum((x != 0).to(x.dtype), dim, keepdim)
-    if p == 1:
-        return sum(_abs(x), dim, keepdim)
-    return sum(_abs(x) ** p, dim, keepdim) ** (1.0 / p)
+    try:
+        from ops.elementwise import abs as _abs
+        x = input if dtype is None else input.to(dtype)
+        if x.dtype.kind not in "fc":
+            raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                               f"Got {scalar_type_name(x.dtype)}")
+        if p is None or p == "fro" or p == 2:
+            dims = _dims(x, dim) if dim is not None else None
+            a = x._array()
+            reduced = range(x.ndim) if dims is None else dims if x.ndim else ()
+            value = wrap_value(np.sqrt(np.add.reduce(a * a, axis=None if dims is None or not x.ndim else dims,
+                                                     keepdims=keepdim)))
+            if not (x._rg and state.tape.grad_enabled):
+                return new_tensor(value)
+            kshape = _kept_shape(x.shape, reduced)
+            return record(_NORM2, value, (x,), ints=kshape)
+        if isinstance(p, str):
+            raise RuntimeError(f"linalg.vector_norm: unsupported order {p!r}")
+        if p == math.inf:
+            return amax(_abs(x), () if dim is None else dim, keepdim)
+        if p == -math.inf:
+            return amin(_abs(x), () if dim is None else dim, keepdim)
+        if p == 0:
+            return sum((x != 0).to(x.dtype), dim, keepdim)
+        if p == 1:
+            return sum(_abs(x), dim, keepdim)
+        return sum(_abs(x) ** p, dim, keepdim) ** (1.0 / p)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(norm, input, p, dim, keepdim, dtype)
 
 
 def _cumsum_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -549,14 +586,17 @@ _CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_
 
 def cumsum(input, dim, dtype=None):
     """The running sum along dim."""
-    _one_dim("cumsum", dim)
-    x = input if dtype is None else input.to(dtype)
-    d = _norm_dim(dim, x.ndim)
-    if x.ndim == 0:
-        return x.clone()
-    a = x._array()
-    return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
-                     ints=(d,))
+    try:
+        _one_dim("cumsum", dim)
+        x = input if dtype is None else input.to(dtype)
+        d = _norm_dim(dim, x.ndim)
+        if x.ndim == 0:
+            return x.clone()
+        a = x._array()
+        return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
+                         ints=(d,))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(cumsum, input, dim, dtype)
 
 
 def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):

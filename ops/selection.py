@@ -10,6 +10,7 @@ import numpy as np
 
 from tape._broadcast import bcast_index
 from tape._dtypes import cpp_type_name, scalar_type_name
+from tape._batched import BatchedArgumentError, batched_call
 from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import defop
 from tape._tape import state
@@ -44,22 +45,25 @@ _WHERE = defop("where", "WhereBackward0", 2, vjp=_where_vjp, native=_where_nativ
 def where(condition, input=None, other=None):
     """input where condition holds, else other (tensors or numbers, broadcast);
     where(condition) alone is the tuple of the indices where it holds."""
-    mask = condition._array() if isinstance(condition, Tensor) else np.asarray(condition)
-    if mask.dtype != np.bool_:
-        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with "
-                           f"dtype {scalar_type_name(mask.dtype)}")
-    if input is None and other is None:
-        return tuple(new_tensor(wrap_value(np.asarray(i, np.int64))) for i in np.nonzero(mask))
-    x, y = python_number(input), python_number(other)
-    xv = x._array() if isinstance(x, Tensor) else x
-    yv = y._array() if isinstance(y, Tensor) else y
-    shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))  # PyTorch's error
-    value = wrap_value(np.where(mask, xv, yv))
-    inputs = tuple(t if isinstance(t, Tensor) and t._rg else None for t in (x, y))
-    if not (state.tape.grad_enabled and inputs != (None, None)):
-        return new_tensor(value)
-    held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
-    return record(_WHERE, value, inputs, ints=held)
+    try:
+        mask = condition._array() if isinstance(condition, Tensor) else np.asarray(condition)
+        if mask.dtype != np.bool_:
+            raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with "
+                               f"dtype {scalar_type_name(mask.dtype)}")
+        if input is None and other is None:
+            return tuple(new_tensor(wrap_value(np.asarray(i, np.int64))) for i in np.nonzero(mask))
+        x, y = python_number(input), python_number(other)
+        xv = x._array() if isinstance(x, Tensor) else x
+        yv = y._array() if isinstance(y, Tensor) else y
+        shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))  # PyTorch's error
+        value = wrap_value(np.where(mask, xv, yv))
+        inputs = tuple(t if isinstance(t, Tensor) and t._rg else None for t in (x, y))
+        if not (state.tape.grad_enabled and inputs != (None, None)):
+            return new_tensor(value)
+        held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
+        return record(_WHERE, value, inputs, ints=held)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(where, condition, input, other)
 
 
 # masked_fill is where(mask, value, input) with the condition turned round, so
@@ -136,23 +140,26 @@ _UNBIND = defop("unbind", "UnbindBackward0", 1, vjp=_strided_vjp, native=_stride
 def split(tensor, split_size_or_sections, dim=0):
     """Slices of `tensor` along dim: of split_size each (the last may be
     smaller), or of the given sizes."""
-    d = _norm_dim(dim, tensor.ndim)
-    n = tensor.shape[d]
-    if isinstance(split_size_or_sections, (list, tuple)):
-        sizes = [int(k) for k in split_size_or_sections]
-        if sum(sizes) != n:
-            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
-                               f"size at dimension {d}), but got split_sizes={sizes}")
-    else:
-        size = int(split_size_or_sections)
-        if size == 0 and n != 0:
-            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-        sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
-    starts = np.cumsum([0] + sizes[:-1]).tolist()
-    before = (slice(None),) * d
-    op = _SPLIT_WITH_SIZES if isinstance(split_size_or_sections, (list, tuple)) else _SPLIT
-    return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
-                               for start, k in zip(starts, sizes)])
+    try:
+        d = _norm_dim(dim, tensor.ndim)
+        n = tensor.shape[d]
+        if isinstance(split_size_or_sections, (list, tuple)):
+            sizes = [int(k) for k in split_size_or_sections]
+            if sum(sizes) != n:
+                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                                   f"size at dimension {d}), but got split_sizes={sizes}")
+        else:
+            size = int(split_size_or_sections)
+            if size == 0 and n != 0:
+                raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+            sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
+        starts = np.cumsum([0] + sizes[:-1]).tolist()
+        before = (slice(None),) * d
+        op = _SPLIT_WITH_SIZES if isinstance(split_size_or_sections, (list, tuple)) else _SPLIT
+        return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
+                                   for start, k in zip(starts, sizes)])
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(split, tensor, split_size_or_sections, dim)
 
 
 def _views_of(name, outputs):
@@ -166,17 +173,23 @@ def _views_of(name, outputs):
 
 def chunk(input, chunks, dim=0):
     """input split into `chunks` slices of equal size along dim (the last may be smaller)."""
-    if chunks <= 0:
-        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-    n = input.shape[_norm_dim(dim, input.ndim)]
-    return split(input, max(-(-n // chunks), 1), dim)
+    try:
+        if chunks <= 0:
+            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+        n = input.shape[_norm_dim(dim, input.ndim)]
+        return split(input, max(-(-n // chunks), 1), dim)
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(chunk, input, chunks, dim)
 
 
 def unbind(input, dim=0):
     """The slices of input at each index along dim, without that dim."""
-    d = _norm_dim(dim, input.ndim)
-    return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,), recorded_as=_UNBIND)
-                                for i in range(input.shape[d])])
+    try:
+        d = _norm_dim(dim, input.ndim)
+        return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,), recorded_as=_UNBIND)
+                                    for i in range(input.shape[d])])
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(unbind, input, dim)
 
 
 def _taken(name, grad_fn):
@@ -197,12 +210,15 @@ def _take(opdef, x, positions):
 
 def flip(input, *dims):
     """input reversed along dims."""
-    dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-    normed = [_norm_dim(d, input.ndim) for d in dims]
-    for k, d in enumerate(normed):
-        if d in normed[:k]:
-            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-    return _take(_FLIP, input, np.flip(_flat_positions(input), normed))
+    try:
+        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+        normed = [_norm_dim(d, input.ndim) for d in dims]
+        for k, d in enumerate(normed):
+            if d in normed[:k]:
+                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        return _take(_FLIP, input, np.flip(_flat_positions(input), normed))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(flip, input, *dims)
 
 
 def _index_array(name, index):
@@ -214,16 +230,19 @@ def _index_array(name, index):
 
 def index_select(input, dim, index):
     """The slices of input at `index` (a vector of ints) along dim."""
-    a = _index_array("index_select", index)
-    if a.ndim > 1:
-        raise IndexError("index_select(): Index is supposed to be a vector")
-    d = _norm_dim(dim, input.ndim)
-    n = input.shape[d] if input.ndim else 1
-    bad = a[(a < 0) | (a >= n)]
-    if bad.size:
-        raise IndexError("index out of range in self")
-    return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
-                 if input.ndim else _flat_positions(input))
+    try:
+        a = _index_array("index_select", index)
+        if a.ndim > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        d = _norm_dim(dim, input.ndim)
+        n = input.shape[d] if input.ndim else 1
+        bad = a[(a < 0) | (a >= n)]
+        if bad.size:
+            raise IndexError("index out of range in self")
+        return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
+                     if input.ndim else _flat_positions(input))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(index_select, input, dim, index)
 
 
 def gather(input, dim, index):
@@ -243,12 +262,15 @@ def gather(input, dim, index):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal (above it for offset > 0) of the planes of dims dim1 and dim2, as the last dim."""
-    d1, d2 = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    positions = np.diagonal(_flat_positions(input), offset, d1, d2)
-    return indexed_result(_take(_DIAGONAL, input, positions), input,
-                          np.unravel_index(positions, input.shape))
+    try:
+        d1, d2 = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
+        if d1 == d2:
+            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+        positions = np.diagonal(_flat_positions(input), offset, d1, d2)
+        return indexed_result(_take(_DIAGONAL, input, positions), input,
+                              np.unravel_index(positions, input.shape))
+    except BatchedArgumentError:  # Note [Batched tape functions]
+        return batched_call(diagonal, input, offset, dim1, dim2)
 
 
 # diag of a vector places it on a diagonal of zeros: the gradient gathers g
@@ -328,9 +350,12 @@ _TRIL = defop("tril", "TrilBackward0", 1, vjp=_triangle_vjp, native=_triangle_na
 
 def _triangle(name, opdef, keep, side):
     def op(input, diagonal=0):
-        if input.ndim < 2:
-            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-        return op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),))
+        try:
+            if input.ndim < 2:
+                raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+            return op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),))
+        except BatchedArgumentError:  # Note [Batched tape functions]
+            return batched_call(op, input, diagonal)
     op.__name__ = name
     op.__doc__ = f"input with the elements {'below' if name == 'triu' else 'above'} the diagonal zeroed."
     return op

@@ -22,12 +22,15 @@ from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enab
 import ops  # noqa: E402  (which sets every op as tape.<name>)
 from . import linalg  # noqa: E402
 from . import func  # noqa: E402
+from . import _batched  # noqa: E402
 from . import utils  # noqa: E402
 from . import viz  # noqa: E402
 
 # PyTorch's Tensor.to also takes a device or another tensor; ops sets the op
 # to(x, dtype) as the method, so the method of all three forms goes on after it
 Tensor.to = tensor_to
+# now that every Tensor method is set, vmap's BatchedTensor refuses those without a batching rule
+_batched.refuse_the_rest()
 
 # PyTorch's names of dtypes, the same objects as ours (tape.float is tape.float32)
 half, float, double = float16, float32, float64

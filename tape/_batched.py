@@ -11,8 +11,8 @@ import numpy as np
 from ._factories import tensor
 from ._tensor import Tensor
 
-__all__ = ["BatchedTensor", "active_levels", "push_level", "pop_level", "add_batch_dim", "remove_batch_dim",
-           "batched", "physical", "with_levels"]
+__all__ = ["BatchedTensor", "BatchedArgumentError", "active_levels", "push_level", "pop_level", "add_batch_dim",
+           "remove_batch_dim", "batched", "physical", "with_levels", "batched_call", "refuse_the_rest"]
 
 # Note [Batched tensors]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -27,14 +27,36 @@ __all__ = ["BatchedTensor", "active_levels", "push_level", "pop_level", "add_bat
 # level an operand lacks, or a logical dim it lacks, becomes a size-1 dim in
 # place), and matmul promotes a batched vector to a matrix first.
 #
-# A Tensor method without a rule, and a tape function given a batched
-# tensor, raise: the private attributes that ops and Tensor methods read
-# (`_value`, `_rg`, ...) raise on a BatchedTensor, so nothing computes on
+# The private attributes that ops and Tensor methods read (`_value`, `_rg`,
+# ...) raise BatchedArgumentError on a BatchedTensor, so nothing computes on
 # the physical value as if it were one sample. Being a Tensor subclass that
 # overrides the reflected operators, it also gets `plain * batched` first.
+#
+# Note [Batched tape functions]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A tape function (`tape.sin(x)`, `tape.stack([x, w])`) given a batched
+# argument fails on its first read of it, with BatchedArgumentError (or,
+# where it reaches a NumPy function, NumPy's TypeError: it has no
+# __array_ufunc__). The public functions catch that around their body and
+# hand their arguments to `batched_call`, which runs their batching rule: its
+# own (`_FUNCTION_RULES`: the functions of several tensors that no method
+# covers, stack, cat, where, ...) or the BatchedTensor method of the same
+# name and meaning, called with the function's arguments (a plain first
+# argument is fine: the matmul rules align every operand, and an
+# elementwise function runs on its operands aligned, numbers included).
+# A try that raises nothing costs nothing in CPython 3.11, so eager calls,
+# which never raise there, pay nothing for it. A function without a rule,
+# and an internal op that happens to share a public name, re-raise: a clear
+# RuntimeError rather than a result computed on the physical value.
 
-_NO_RULE = ("vmap: {what} has no batching rule for a batched tensor. Inside vmap, use the Tensor methods and "
-            "operators (x.sin(), x.sum(0), x @ w, x[i], ...) rather than tape functions (tape.sin(x))")
+_NO_RULE = ("vmap: {what} has no batching rule for a batched tensor. Inside vmap, use the Tensor methods, "
+            "operators and tape functions that have one (x.sin(), tape.sum(x, 0), x @ w, x[i], tape.stack, ...)")
+
+
+class BatchedArgumentError(RuntimeError):
+    """What reading a BatchedTensor's private attributes raises: a batched
+    argument reached code that has no batching rule for it (Note [Batched
+    tape functions])."""
 
 
 class _Levels(threading.local):
@@ -71,19 +93,19 @@ class BatchedTensor(Tensor):
 
     # -- what ops and Tensor methods without a rule read: they raise
     def __getattr__(self, name):
-        raise RuntimeError(_NO_RULE.format(what=f"Tensor.{name}" if not name.startswith("_") else
-                                           "this operation"))
+        raise BatchedArgumentError(_NO_RULE.format(what=f"Tensor.{name}" if not name.startswith("_") else
+                                                   "this operation"))
 
     @property
     def _value(self):
-        raise RuntimeError(_NO_RULE.format(what="this operation"))
+        raise BatchedArgumentError(_NO_RULE.format(what="this operation"))
 
     @property
     def _rg(self):
-        raise RuntimeError(_NO_RULE.format(what="this operation"))
+        raise BatchedArgumentError(_NO_RULE.format(what="this operation"))
 
     def __array__(self, *args, **kwargs):
-        raise RuntimeError(_NO_RULE.format(what="conversion to a NumPy array"))
+        raise BatchedArgumentError(_NO_RULE.format(what="conversion to a NumPy array"))
 
     __array_ufunc__ = None
 
@@ -426,9 +448,14 @@ def physical(t):
     return t.phys if isinstance(t, BatchedTensor) else t
 
 
+def _levels_of(tensors):
+    """The vmap levels of the batched ones among `tensors`, outermost first."""
+    return tuple(sorted({lv for t in tensors if isinstance(t, BatchedTensor) for lv in t.levels}))
+
+
 def _aligned(operands):
     """(levels, the operands' physical values aligned for broadcasting)."""
-    levels = tuple(sorted({lv for o in operands if isinstance(o, BatchedTensor) for lv in o.levels}))
+    levels = _levels_of(operands)
     rank = max((o.ndim for o in operands if isinstance(o, Tensor)), default=0)
     out = []
     for o in operands:
@@ -448,6 +475,7 @@ def _elementwise(name):
         values = rest[len(args):]
         return batched(getattr(x, name)(*rest[:len(args)], **dict(zip(keys, values))), levels)
     method.__name__ = name
+    method.elementwise = True
     return method
 
 
@@ -499,7 +527,7 @@ def _matmul(a, b):
 def _aligned_for_matmul(a, b):
     """As _aligned, with the batch dims of the matrices (all but the last
     two logical dims) padded to the same count."""
-    levels = tuple(sorted({lv for o in (a, b) if isinstance(o, BatchedTensor) for lv in o.levels}))
+    levels = _levels_of((a, b))
     rank = max(a.ndim, b.ndim)
     out = []
     for o in (a, b):
@@ -546,27 +574,84 @@ def _in_place(name):
     def method(self, *args, **kwargs):
         raise RuntimeError(_NO_RULE.format(what=f"the in-place Tensor.{name}"))
     method.__name__ = name
+    method.no_rule = True
     return method
-
-
-# in-place ops would change the batched value behind f's back: no rule
-for _name in [n for n in dir(Tensor) if n.endswith("_") and not n.startswith("_")] + ["__setitem__"]:
-    setattr(BatchedTensor, _name, _in_place(_name))
 
 
 def _without_rule(name):
     def method(self, *args, **kwargs):
         raise RuntimeError(_NO_RULE.format(what=f"Tensor.{name}"))
     method.__name__ = name
+    method.no_rule = True
     return method
 
 
-# every other Tensor method would compute on the physical value as one
-# sample; it raises, naming itself (Note [Batched tensors])
-for _name in dir(Tensor):
-    if (not _name.startswith("_") and _name not in vars(BatchedTensor) and callable(getattr(Tensor, _name))
-            and _name not in ("is_floating_point", "element_size", "cpu")):
-        setattr(BatchedTensor, _name, _without_rule(_name))
+def refuse_the_rest():
+    """Give BatchedTensor a refusing method for each Tensor method without a
+    rule; called by `tape` once every op has set its Tensor methods."""
+    # in-place ops would change the batched value behind f's back: no rule
+    for name in [n for n in dir(Tensor) if n.endswith("_") and not n.startswith("_")] + ["__setitem__"]:
+        setattr(BatchedTensor, name, _in_place(name))
+    # every other Tensor method would compute on the physical value as one
+    # sample; it raises, naming itself (Note [Batched tensors])
+    for name in dir(Tensor):
+        if (not name.startswith("_") and name not in vars(BatchedTensor) and callable(getattr(Tensor, name))
+                and name not in ("is_floating_point", "element_size", "cpu")):
+            setattr(BatchedTensor, name, _without_rule(name))
+
+
+# -- the batching rules of tape functions (Note [Batched tape functions])
+
+def _is_batched(v):
+    return isinstance(v, BatchedTensor) or (isinstance(v, (tuple, list))
+                                            and any(isinstance(t, BatchedTensor) for t in v))
+
+
+def _joined(name, tensors, dim, new_dim):
+    """stack or cat of batched and plain tensors: each expanded to every
+    level's batch size, joined along the logical dim shifted past the batch dims."""
+    import ops
+    tensors = list(tensors)
+    levels = _levels_of(tensors)
+    d = _dim_index(dim, tensors[0].ndim + new_dim)
+    return batched(getattr(ops, name)([with_levels(t, levels) for t in tensors], d + len(levels)), levels)
+
+
+def _where(condition, input=None, other=None):
+    if input is None and other is None:
+        raise RuntimeError(_NO_RULE.format(what="tape.where(condition) (nonzero)"))
+    import ops
+    levels, (c, x, y) = _aligned((condition, input, other))
+    return batched(ops.where(c, x, y), levels)
+
+
+_FUNCTION_RULES = {
+    "stack": lambda tensors, dim=0: _joined("stack", tensors, dim, 1),
+    "cat": lambda tensors, dim=0: _joined("cat", tensors, dim, 0),
+    "where": _where,
+}
+
+
+def batched_call(fn, *args, **kwargs):
+    """The public tape function fn applied to arguments of which one is
+    batched, by its batching rule; BatchedArgumentError naming it where it
+    has none (Note [Batched tape functions])."""
+    import tape
+    name = fn.__name__
+    if getattr(tape, name, None) is not fn:  # an internal op: its public caller has the rule, if any
+        raise BatchedArgumentError(_NO_RULE.format(what="this operation")) from None
+    if any(map(_is_batched, args)) or any(map(_is_batched, kwargs.values())):
+        rule = _FUNCTION_RULES.get(name)
+        if rule is not None:
+            return rule(*args, **kwargs)
+        method = vars(BatchedTensor).get(name)
+        if getattr(method, "elementwise", False):
+            # fn itself on the aligned operands: any of them may be the batched one, or a number
+            levels, operands = _aligned((*args, *kwargs.values()))
+            return batched(fn(*operands[:len(args)], **dict(zip(kwargs, operands[len(args):]))), levels)
+        if method is not None and not getattr(method, "no_rule", False):
+            return method(*args, **kwargs)
+    raise BatchedArgumentError(_NO_RULE.format(what=f"tape.{name}")) from None
 
 
 def add_batch_dim(t, in_dim, level):

@@ -9,6 +9,7 @@ from ._dtypes import float64, get_default_dtype
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
+from ._batched import BatchedArgumentError, BatchedTensor, batched_call
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
@@ -236,7 +237,10 @@ def unary(opdef, scalar_fn, array_fn):
     code = opdef.code
 
     def op(x):
-        xv = x._value
+        try:
+            xv = x._value
+        except BatchedArgumentError:  # Note [Batched tape functions]
+            return batched_call(op, x)
         if type(xv) is float:
             try:
                 out = scalar_fn(xv)
@@ -263,7 +267,10 @@ def with_constant(opdef, scalar_fn, array_fn):
     code = opdef.code
 
     def op(x, c):
-        xv = x._value
+        try:
+            xv = x._value
+        except BatchedArgumentError:  # Note [Batched tape functions]
+            return batched_call(op, x, c)
         if type(xv) is float:
             try:
                 out = scalar_fn(xv, c)
@@ -334,6 +341,8 @@ def binary(opdef, scalar_fn, array_fn):
     def _general(x, y):
         tx, ty = type(x) is Tensor, type(y) is Tensor
         if not (tx or ty):
+            if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
+                return batched_call(op, x, y)  # Note [Batched tape functions]
             raise TypeError(f"{opdef.name}(): expected a Tensor, got {type(x).__name__} and "
                             f"{type(y).__name__}")
         return _arrays(x, y, value_of(x) if tx else x, value_of(y) if ty else y, tx, ty)
@@ -345,6 +354,11 @@ def binary(opdef, scalar_fn, array_fn):
             out = _as_result(quiet(array_fn, xv, yv), array_fn, xv, yv)
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
+            raise
+        except (TypeError, BatchedArgumentError):
+            # a batched operand: NumPy refuses it (it has no __array_ufunc__)
+            if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
+                return batched_call(op, x, y)  # Note [Batched tape functions]
             raise
         rgx = tx and x._rg
         rgy = ty and y._rg

@@ -807,8 +807,10 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
     -----
     Inside vmap, the Tensor methods and operators have batching rules
     (elementwise ops, reductions over dims, the matmul family, shape ops,
-    indexing); tape functions (``tape.sin(x)``) and in-place ops do not,
-    and raise a RuntimeError rather than compute a wrong result. The other
+    indexing), and so do the tape functions of the same names and
+    ``tape.stack``, ``cat``, ``where`` and ``einsum`` (Note [Batched tape
+    functions]); in-place ops and the functions without a rule raise a
+    RuntimeError rather than compute a wrong result. The other
     transforms work inside vmap (``vmap(grad(f))`` gives per-sample
     gradients, ``vmap(jacrev(f))`` per-sample Jacobians) and around it.
 

@@ -584,13 +584,126 @@ def test_vmap_errors(call, exc, text):
     assert str(info.value) == text
 
 
-@pytest.mark.parametrize("fn, what", [(lambda x: tape.sin(x), "this operation"),
+@pytest.mark.parametrize("fn, what", [(lambda x: tape.cumprod(x, 0), "this operation"),
                                       (lambda x: x.add_(1), "the in-place Tensor.add_"),
                                       (lambda x: x.gather(0, tape.tensor([0])), "Tensor.gather")])
 def test_vmap_refuses_what_it_cannot_batch(fn, what):
     with pytest.raises(RuntimeError) as info:
         func.vmap(fn)(tape.ones(2, 3))
     assert f"vmap: {what} has no batching rule" in str(info.value)
+
+
+# -- tape functions inside vmap (Note [Batched tape functions])
+
+W3 = RNG.normal(size=3)
+M3 = RNG.normal(size=(3, 3))
+YB = RNG.normal(size=(4, 3))
+MASK = np.array([True, False, True])
+
+
+def loop_over_samples(fn, args, in_dims):
+    """fn applied to each sample outside vmap, the results stacked."""
+    n = next(a.shape[d] for a, d in zip(args, in_dims) if d is not None)
+    return np.stack([fn(*(tape.tensor(a if d is None else np.take(a, k, d)) for a, d in zip(args, in_dims))).numpy()
+                     for k in range(n)])
+
+
+# (fn of one sample, its arguments, in_dims)
+VMAP_FUNCTIONS = [
+    (lambda x: tape.sin(x), (XB,), 0),
+    (lambda x: tape.exp(x) + tape.tanh(x) + tape.sigmoid(x), (XB,), 0),
+    (lambda x: tape.log1p(tape.abs(x)) * tape.sqrt(tape.square(x) + 1), (XB,), 0),
+    (lambda x: tape.relu(x) + tape.gelu(x) + tape.softplus(x, 2.0), (XB,), 0),
+    (lambda x, w: tape.mul(w, x), (XB, W3), (0, None)),
+    (lambda x, y: tape.add(x, y, alpha=2) - tape.sub(y, x), (XB, YB), 0),
+    (lambda x: tape.div(x, 3.0) + tape.pow(x, 3) + tape.pow(2.0, x), (XB,), 0),
+    (lambda x, w: tape.pow(tape.abs(x) + 1, w), (XB, W3), (0, None)),
+    (lambda x: tape.maximum(x, 0.2) + tape.minimum(0.1, x), (XB,), 0),
+    (lambda x, w: tape.maximum(w, x) * tape.atan2(x, w), (XB, W3), (0, None)),
+    (lambda x, y: tape.minimum(x, y), (XB, YB), 0),
+    (lambda x: tape.clamp(x, -0.5, 0.5) + tape.clamp_min(x, 0.1) + tape.clamp(x, max=0.3), (XB,), 0),
+    (lambda x: tape.sum(x), (XB,), 0),
+    (lambda z: tape.sum(z, 1, keepdim=True) + tape.mean(z, dim=0), (ZB,), 0),
+    (lambda z: tape.sum(z, axis=0), (ZB,), 0),
+    (lambda x: tape.prod(x, 0) + tape.amax(x, 0) + tape.amin(x) + tape.max(x), (XB,), 0),
+    (lambda z: tape.max(z, 1).values + tape.min(z, 1)[1], (ZB,), 0),
+    (lambda z: tape.var(z, 0) + tape.std(z) + tape.norm(z), (ZB,), 0),
+    (lambda x: tape.softmax(x, 0) + tape.log_softmax(x, -1) + tape.logsumexp(x, 0) + tape.cumsum(x, 0), (XB,), 0),
+    (lambda x, w: tape.dot(x, w) + tape.dot(w, x), (XB, W3), (0, None)),
+    (lambda x, y: tape.dot(x, y), (XB, YB), 0),
+    (lambda x, m: tape.mv(m, x) + tape.matmul(x, m) + tape.matmul(m, x), (XB, M3), (0, None)),
+    (lambda z, m: tape.mm(m, z) + tape.mm(tape.t(m), z), (ZB, M3), (0, None)),
+    (lambda x, w: tape.outer(x, w) + tape.outer(w, x), (XB, W3), (0, None)),
+    (lambda x, m: tape.einsum("i,ij->j", x, m), (XB, M3), (0, None)),
+    (lambda x, y: tape.einsum("i,j", x, y), (XB, YB), 0),
+    (lambda z: tape.einsum("...i->i", z) + tape.einsum("ii->i", z[:2]), (ZB,), 0),
+    (lambda x, w: tape.stack([x, w]), (XB, W3), (0, None)),
+    (lambda x, y, w: tape.stack([x, y, w], -1), (XB, YB, W3), (0, 0, None)),
+    (lambda x, w: tape.cat([w, x, x]), (XB, W3), (0, None)),
+    (lambda z: tape.cat([z, tape.ones(3, 1)], 1), (ZB,), 0),
+    (lambda x: tape.where(tape.tensor(MASK), x, 0.0), (XB,), 0),
+    (lambda x, y: tape.where(x > y, x, y), (XB, YB), 0),
+    (lambda x, w: tape.where(x > 0, x, w), (XB, W3), (0, None)),
+    (lambda x, w: tape.gt(w, x).to(tape.float64) + tape.eq(x, x), (XB, W3), (0, None)),
+    (lambda x: tape.squeeze(tape.unsqueeze(tape.reshape(x, (3, 1)), 0), 0), (XB,), 0),
+    (lambda z: tape.transpose(z, 0, 1) + tape.permute(z, (1, 0)), (ZB,), 0),
+    (lambda z: tape.flatten(z), (ZB,), 0),
+]
+
+
+@pytest.mark.parametrize("fn, args, in_dims", VMAP_FUNCTIONS)
+def test_vmap_of_tape_functions_equals_a_loop_over_samples(fn, args, in_dims):
+    dims = (in_dims,) * len(args) if isinstance(in_dims, int) else in_dims
+    close(vmapped(fn, *args, in_dims=in_dims), loop_over_samples(fn, args, dims))
+
+
+def test_vmap_of_tape_functions_with_in_dims_and_out_dims():
+    out = func.vmap(lambda x, w: tape.sin(x) * tape.sum(w), in_dims=(1, None), out_dims=1)(
+        tape.tensor(XB.T), tape.tensor(W3))
+    close(out.numpy(), np.sin(XB.T) * W3.sum())
+
+
+def test_nested_vmap_of_tape_functions():
+    inner = func.vmap(lambda x, y: tape.stack([tape.sum(tape.softmax(x, 0) * y), tape.dot(x, y)]), in_dims=(0, None))
+    out = func.vmap(inner, in_dims=(None, 0))(tape.tensor(XB), tape.tensor(YB))
+    softmax = np.exp(XB) / np.exp(XB).sum(1, keepdims=True)
+    # out[j, i] is the pair for x = XB[i], y = YB[j]
+    close(out.numpy(), np.stack([YB @ softmax.T, YB @ XB.T], -1))
+
+
+def test_nested_vmap_cat_of_a_batched_and_a_plain_tensor():
+    out = func.vmap(func.vmap(lambda z: tape.cat([tape.sin(z), tape.tensor(W3)])))(tape.tensor(ZB))
+    close(out.numpy(), np.concatenate([np.sin(ZB), np.broadcast_to(W3, (4, 3, 3))], -1))
+
+
+def test_vmap_grad_of_a_function_of_tape_functions():
+    # d/dw [sum sin(x w) + (x . w)^2] = x cos(x w) + 2 (x . w) x
+    g = func.vmap(func.grad(lambda w, x: tape.sum(tape.sin(tape.mul(x, w))) + tape.dot(x, w) ** 2),
+                  in_dims=(None, 0))(tape.tensor(W3), tape.tensor(XB))
+    close(g.numpy(), XB * np.cos(XB * W3) + 2 * (XB @ W3)[:, None] * XB)
+
+
+def test_vmap_jacrev_of_a_stack():
+    # the Jacobian of (sum x, x . x) is the rows 1 and 2 x
+    jac = func.vmap(func.jacrev(lambda x: tape.stack([tape.sum(x), tape.dot(x, x)])))(tape.tensor(XB))
+    close(jac.numpy(), np.stack([np.ones_like(XB), 2 * XB], 1))
+
+
+# functions without a batching rule: each still raises rather than compute on the whole batch
+WITHOUT_RULE = [
+    lambda x: tape.gather(x, 0, tape.tensor([0])), lambda x: tape.argmax(x), lambda x: tape.sort(x),
+    lambda x: tape.topk(x, 1), lambda x: tape.cumprod(x, 0), lambda x: tape.roll(x, 1),
+    lambda x: tape.repeat(x, 2), lambda x: tape.diag(x), lambda x: tape.isnan(x),
+    lambda x: tape.masked_fill(x, tape.tensor(MASK), 0.0), lambda x: tape.xlogy(x, x),
+    lambda x: tape.hypot(x, x), lambda x: tape.lerp(x, x, 0.5), lambda x: tape.narrow(x, 0, 0, 1),
+    lambda x: tape.where(x > 0), lambda x: tape.trace(tape.outer(x, x)),
+]
+
+
+@pytest.mark.parametrize("fn", WITHOUT_RULE)
+def test_vmap_of_a_tape_function_without_a_rule_raises(fn):
+    with pytest.raises(RuntimeError, match="has no batching rule"):
+        func.vmap(fn)(tape.tensor(XB))
 
 
 def test_vmap_of_jacrev_gives_per_sample_jacobians():
@@ -619,7 +732,7 @@ def test_vmap_of_vjp_and_jvp():
 
 def test_tape_keeps_working_after_a_vmap_error():
     with pytest.raises(RuntimeError):
-        func.vmap(lambda x: tape.sin(x))(tape.ones(2, 3))
+        func.vmap(lambda x: tape.cumprod(x, 0))(tape.ones(2, 3))
     x = tape.tensor(XB, requires_grad=True)
     x.sin().sum().backward()
     close([*x.grad.numpy().ravel(), *vmapped(lambda x: x.sum(), XB)], [*np.cos(XB).ravel(), *XB.sum(1)])
