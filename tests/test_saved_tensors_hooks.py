@@ -2,13 +2,14 @@
 VJPs read, nesting, custom Functions, create_graph, errors and lifetime. The
 expected values were checked against PyTorch 2.13."""
 import gc
-import threading
 import tracemalloc
 
 import pytest
 
 import tape
 from tape.autograd.graph import disable_saved_tensors_hooks, saved_tensors_hooks
+from test_function import Exp
+from test_lifetime import _in_fresh_thread
 
 
 class Log:
@@ -176,17 +177,6 @@ def test_hooks_entered_inside_a_functions_forward_do_not_apply_to_its_saves():
 
 
 def test_a_functions_saved_output_unpacked_under_create_graph():
-    class Exp(tape.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            y = x.exp()
-            ctx.save_for_backward(y)
-            return y
-
-        @staticmethod
-        def backward(ctx, g):
-            (y,) = ctx.saved_tensors
-            return g * y
     x = tape.tensor(x0, requires_grad=True)
     with Log(scale=2.0).hooks():
         y = Exp.apply(x)
@@ -281,20 +271,3 @@ def test_hooks_are_per_thread():
         return list(log.calls)
     with log.hooks():
         assert _in_fresh_thread(other) == []
-
-
-def _in_fresh_thread(fn):
-    """fn() run in a new thread (on a new, empty tape); its result or its exception."""
-    outcome = {}
-
-    def target():
-        try:
-            outcome["result"] = fn()
-        except BaseException as e:  # re-raised in the calling thread
-            outcome["error"] = e
-    worker = threading.Thread(target=target)
-    worker.start()
-    worker.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["result"]
