@@ -7,7 +7,8 @@ import warnings
 
 import numpy as np
 
-from . import _sweep
+from . import _kernels, _sweep
+from ._native import compiling
 from ._dtypes import float32, float64
 from ._grad_mode import set_grad_enabled
 from ._registry import CONST, LEAF, REGISTRY
@@ -162,11 +163,16 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
 def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=None):
     tp.sweep_id += 1
     scalar = tp.tensor_rows == 0 and not tp.ndim[roots].any()
-    result = (_sweep.sweep_scalar if scalar else _sweep.sweep)(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
-                          tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
-                          tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
-                          _NO_SCRATCH if scratch is None else scratch)
-    status, bad, ncaps, nvisited, nreleased, grads = result
+    sweep = _sweep.sweep_scalar if scalar else _sweep.sweep
+    if sweep in _called and (not targeted or _sweep.mark_leads in _called):
+        status, bad, ncaps, nvisited, nreleased, grads = _sweep_loading_kernels(
+            tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch)
+    else:  # Note [Compile notice]
+        what = "0-d tensors" if scalar else "tensors"
+        with compiling(f"the native backward sweep of {what} and its graph's kernels", 3 if scalar else 10):
+            status, bad, ncaps, nvisited, nreleased, grads = _sweep_loading_kernels(
+                tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch)
+        _called.update((sweep, _sweep.mark_leads) if targeted else (sweep,))
     if status != _sweep.OK:
         _raise_sweep_error(tp, status, bad)
     # lists now: a sweep that a hook or a VJP runs would overwrite `work`; the
@@ -174,6 +180,36 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=N
     work = tp.work
     return (work[0, :ncaps].tolist(), grads, work[4, :ncaps + 1], work[1, :nvisited].tolist(),
             work[2, :nreleased].tolist())
+
+
+_called = set()  # the native sweeps called once in this process
+
+
+def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch):
+    """Call `sweep`; first load the kernels it reports missing, if any
+    (Note [Kernels by opcode]): it stops before it begins, so it is called
+    again, with the same marks."""
+    if targeted:
+        _sweep.mark_leads(tp.a0, tp.a1, tp.flags, tp.work[3], roots, tp.sweep_id, tp.work[1])
+    while True:
+        n = tp.n
+        result = sweep(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
+                       tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
+                       tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
+                       _NO_SCRATCH if scratch is None else scratch, _kernels.ADDRESSES,
+                       tp.kernels_scanned, n)
+        if result[0] != _sweep.ERR_KERNELS:
+            if compute:
+                tp.kernels_scanned = n
+            return result
+        missing = tp.work[2, :result[1]]
+        with compiling(f"the native backward kernels of {', '.join(_kernels.names(missing))}",
+                       _KERNEL_SECONDS * len(missing)):
+            _kernels.load(missing)
+
+
+# an empty cache's compile time of one kernel, measured: 0.2-1 s
+_KERNEL_SECONDS = 0.5
 
 
 def _release(tp, released, retain):

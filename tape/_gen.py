@@ -26,13 +26,16 @@ import math
 from math import cos, erf, exp, log, sin, sqrt, tanh
 
 import numpy as np
+from llvmlite import ir
 from numpy import floor
-from numba import njit, types
+from numba import types
+from numba.core.errors import TypingError
 from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
+from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
 '''
@@ -40,7 +43,8 @@ from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 _SWEEP = '''
 @_jit
 def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
+          scan_to):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -51,8 +55,18 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
     Returns (status, bad row, the numbers of captured, visited and released
     rows, the flat adjoints); the rows themselves are in `work` rows 0, 1 and
     2, and the captured rows' offsets into the adjoints in row 4: each array
-    returned costs the caller about half a microsecond to box.
+    returned costs the caller about half a microsecond to box. With
+    `targeted`, mark_leads has marked the rows that lead to a TARGET row in
+    `work` row 3. `kernels` holds the addresses of each opcode's kernels
+    (Note [Kernels by opcode]): when computing, a row in scan_from:scan_to
+    whose kernel is not loaded yet stops the sweep before it begins, with
+    ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
+    `work` row 2.
     """
+    if compute:
+        missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
+        if missing:
+            return ERR_KERNELS, missing, 0, 0, 0, scratch[:0]
 %(adj_init)s    top = roots.max() if roots.size else -1
     # the captured, visited and released rows go to the tape's scratch rows
     # (`work`, one per list, as long as the tape): an array reassigned inside
@@ -65,8 +79,6 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
     # engine does, so a later call for other inputs finds the rest unfreed:
     # leads[r] == sid marks the rows that lead to a TARGET row
     leads = work[3]
-    if targeted:
-        _mark_leads(a0, a1, flags, leads, roots, sid, work[1])
     ncaps = 0
     nvisited = 0
     nreleased = 0
@@ -148,7 +160,12 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]
             pp = param[r]
-%(scalar_dispatch)s
+            if need_a:
+                u = UNIT_A[o]
+                sadj[a] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_A, o], g, x, y, out, pp)
+            if need_b:
+                u = UNIT_B[o]
+                sadj[b] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_B, o], g, x, y, out, pp)
         else:
 %(tensor_branch)s
         if not retain:
@@ -213,12 +230,13 @@ _SWEEP_VARIANTS = {
         tensor_branch=("            if sv != 0 and _released(a, b, r, sv, ndim, ptr):\n"
                        "                status, bad = ERR_FREED, r\n                break\n"
                        "            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,\n"
-                       "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf)"),
+                       "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf,\n"
+                       "                        kernels)"),
         gather=("            elif i in adj:\n"
                 "                grads[offsets[k]:offsets[k + 1]] = adj[i]\n")),
     # The same walk for tapes holding only 0-d elementwise rows: it compiles
-    # in seconds, not the ~40 s of the tensor kernels, so a scalar program's
-    # first backward on a new machine is quick.
+    # without the tensor path, so a scalar program's first backward on a new
+    # machine is quick.
     "sweep_scalar": dict(
         adj_init="",
         seed="            sadj[r] += seeds[seed_off[i]]\n",
@@ -227,15 +245,9 @@ _SWEEP_VARIANTS = {
 }
 
 _ENGINE = '''
-# All native code shares one set of options; cache=True so a warm start only
-# loads machine code, error_model="numpy" so 1/0 gives inf as NumPy does.
-def _jit(fn):
-    return njit(cache=True, error_model="numpy", nogil=True)(fn)
-
-
+_jit = jit()
 # Small helpers of the per-row loop are inlined at Numba's IR level.
-def _jit_inline(fn):
-    return njit(cache=True, error_model="numpy", nogil=True, inline="always")(fn)
+_jit_inline = jit(inline="always")
 
 
 def _pointer_intrinsic(dtype):
@@ -296,7 +308,9 @@ def add_product(C, A, ta, B, tb):
     args[0] = 0  # a use after the call: Numba frees a local array after its last use
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
-OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY = 0, 1, 2, 3, 4, 5
+OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY, ERR_KERNELS = 0, 1, 2, 3, 4, 5, 6
+# the kinds of kernel an opcode has (rows of the `kernels` table)
+TENSOR, SCALAR_A, SCALAR_B = 0, 1, 2
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -407,7 +421,7 @@ def _adjoint(r, adj, numel, ndim, sadj):
 
 
 @_jit
-def _mark_leads(a0, a1, flags, leads, roots, sid, found):
+def mark_leads(a0, a1, flags, leads, roots, sid, found):
     """leads[r] = sid for each row reachable from `roots` that leads to a
     TARGET row (one of autograd.grad's inputs), -sid for the other reachable
     rows. The rows are found from the roots along input edges (`found`, as
@@ -451,9 +465,114 @@ def _captures(i, op, flags, targeted):
     return (op[i] == LEAF and (f & RG) != 0) or (f & RETAIN) != 0
 
 
+# Note [Kernels by opcode]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Each op's VJPs are C functions of their own, compiled by tape._kernels the
+# first time a sweep meets the op and cached one by one, which the sweep
+# calls through their addresses, kernels[kind, opcode]: the tensor-path
+# kernel (_k_<op>, called by _tensor_row) and, for elementwise ops, the
+# contribution g * d(out)/d(input) of each input on the 0-d path (_s<k>_<op>;
+# none for a constant partial, 1 or -1, which the sweep applies itself). The
+# sweep links none of them: a graph pays to compile the kernels of its own
+# ops only, and the sweep stays small (one function holding every op's
+# loops took 40 s to compile, linking it into the sweep 30 s more, and the
+# 0-d partials inline in the scalar sweep 3 of its 5 s). A tensor kernel
+# takes each array as (data pointer, length), as _call_codegen passes it.
+@_jit
+def _missing_kernels(op, ndim, lo, hi, kernels, out):
+    """Write into `out` the kernels (kind * len(OPCODES) + opcode) that rows
+    lo:hi need and `kernels` lacks, each once; return how many. (`kernels`
+    is shared by every thread's sweeps: it is only read here.)"""
+    listed = np.zeros(3 * NOPS, np.bool_)
+    n = 0
+    for r in range(lo, hi):
+        o = op[r]
+        if o <= CONST:
+            continue
+        if ndim[r] == 0 and ELEMENTWISE[o]:
+            n = _list_missing(SCALAR_A, o, UNIT_A[o] == 0.0, kernels, listed, out, n)
+            n = _list_missing(SCALAR_B, o, HAS_B[o] and UNIT_B[o] == 0.0, kernels, listed, out, n)
+        else:
+            n = _list_missing(TENSOR, o, REFUSES[o] == 0, kernels, listed, out, n)
+    return n
+
+
+@_jit_inline
+def _list_missing(kind, o, needed, kernels, listed, out, n):
+    k = kind * NOPS + o
+    if needed and kernels[kind, o] == 0 and not listed[k]:
+        listed[k] = True
+        out[n] = k
+        n += 1
+    return n
+
+
+@intrinsic
+def _call_scalar(typingctx, address, g, x, y, out, pp):
+    """Call the 0-d contribution kernel at `address` (SCALAR_KERNEL)."""
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType()] * 5)
+        return builder.call(builder.inttoptr(args[0], fnty.as_pointer()), args[1:])
+    return types.float64(address, types.float64, types.float64, types.float64, types.float64,
+                         types.float64), codegen
+
+
+SCALAR_KERNEL = types.float64(types.float64, types.float64, types.float64, types.float64, types.float64)
+
+
+def _c_arguments(context, builder, arg_types, values):
+    out = []
+    for ty, v in zip(arg_types, values):
+        if isinstance(ty, types.Array):
+            a = context.make_array(ty)(context, builder, v)
+            out += [a.data, a.nitems]
+        else:
+            out.append(v)
+    return out
+
+
+def _c_signature(*arg_types):
+    """The C signature of a kernel taking `arg_types`, as _call_kernel passes them."""
+    out = []
+    for ty in arg_types:
+        out += [types.CPointer(ty.dtype), types.intp] if isinstance(ty, types.Array) else [ty]
+    return types.void(*out)
+
+
+def _call_codegen(context, builder, signature, args):
+    c_args = _c_arguments(context, builder, signature.args[1:], args[1:])
+    fnty = ir.FunctionType(ir.VoidType(), [v.type for v in c_args])
+    builder.call(builder.inttoptr(args[0], fnty.as_pointer()), c_args)
+    return context.get_dummy_value()
+
+
+def _call_typing(address, args):
+    for ty in args:
+        if isinstance(ty, types.Array) and ty.ndim != 1:
+            raise TypingError("kernels take flat arrays")
+    return types.void(address, *args)
+
+
+@intrinsic
+def _call_elementwise(typingctx, address, G, X, Y, O, GA, GB, pp, into_g):
+    """Call the elementwise kernel at `address` (ELEMENTWISE_KERNEL)."""
+    return _call_typing(address, (G, X, Y, O, GA, GB, pp, into_g)), _call_codegen
+
+
+@intrinsic
+def _call_structural(typingctx, address, G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    """Call the structural kernel at `address` (STRUCTURAL_KERNEL)."""
+    return _call_typing(address, (G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)), _call_codegen
+
+
+_F64, _I64 = types.float64[::1], types.int64[::1]
+ELEMENTWISE_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, types.float64, types.int64)
+STRUCTURAL_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, _I64, _I64, _I64, _I64, types.float64)
+
+
 @_jit
 def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim, shp, ia, ian,
-                dt, sadj, pool, keep, empty, cbuf):
+                dt, sadj, pool, keep, empty, cbuf, kernels):
     """One row's VJP on the tensor path: any row that is not a 0-d elementwise op."""
     if ndim[r] > 0 and r not in adj:
         return  # no gradient reached this row
@@ -484,19 +603,20 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             Y = expand_flat(Y, ysh, osh)
         FA = _full_size_gradient(G, GA, need_a, UNIT_A[o], osh, xsh, empty)
         FB = _full_size_gradient(G, GB, need_b, UNIT_B[o], osh, ysh, empty)
-        _vjp_elementwise(o, G, X, Y, O, FA, FB, pp, into_g)
+        _call_elementwise(kernels[TENSOR, o], G, X, Y, O, FA, FB, pp, 1 if into_g else 0)
         if FA.size and FA.size != GA.size:
             reduce_broadcast(FA, GA, osh, xsh, 1.0)
         if FB.size and FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
-%(tensor_dispatch)s
+    else:
+        _call_structural(kernels[TENSOR, o], G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
 
 
 # not nogil: it writes into the .grad arrays of tensors that another thread's
 # backward may be adding into as well
-@njit(cache=True, error_model="numpy")
+@jit(nogil=False)
 def add_into(flat, offsets, dest):
     """Add flat[offsets[k]:offsets[k + 1]] into the array named by dest[k], the
     address of a C-contiguous float64 array's data pointer (as in the ptr
@@ -568,11 +688,10 @@ def _native_name(opdef):
     return f"_vjp_{opdef.name}"
 
 
-def _elementwise_kernels(ops):
-    """One function holding every elementwise op's tensor-path loops, chosen
-    by opcode outside the loops (one function compiles far faster than many).
-    With `into_g`, GA is G itself: the first gradient of x overwrites g in
-    place, so a chain of elementwise ops allocates no adjoints.
+def _elementwise_kernel(opdef):
+    """The lines of an elementwise op's tensor-path kernel (Note [Kernels by
+    opcode]): with `into_g`, GA is G itself, so the first gradient of x
+    overwrites g in place and a chain of elementwise ops allocates no adjoints.
 
     Loops are chosen by layout so that LLVM vectorizes them: unit strides
     (partials call tape._vecmath's sin/cos when every operand is in their
@@ -580,12 +699,6 @@ def _elementwise_kernels(ops):
     once before the loop (x * 2, x ** 2, 1 - x). `out` is the row's own value
     and always full. Only x and y together can leave a layout uncovered, which
     falls back to strides of 0 or 1."""
-    lines = ["@_jit", "def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):",
-             "    n = G.size",
-             "    sx = 1 if X.size == n else 0",
-             "    sy = 1 if Y.size == n else 0",
-             "    p = pp"]
-
     def loop(acc, expr, op, layout):
         # layout: "vector", "unit", "strided", or the name of the operand read once
         if layout == "vector":
@@ -619,15 +732,28 @@ def _elementwise_kernels(ops):
             out += [f"    {ln}" for ln in loop(acc, expr, op, layout)]
         return out
 
-    def body(opdef):
-        out = []
-        if len(opdef.partials) == 2:  # GB first: GA may overwrite G
-            out += ["if GB.size:"] + [f"    {ln}" for ln in layouts("GB", _native(opdef.partials[1]), "+=")]
-        out += ["if into_g:"] + [f"    {ln}" for ln in layouts("G", _native(opdef.partials[0]), "=")]
-        out += ["elif GA.size:"] + [f"    {ln}" for ln in layouts("GA", _native(opdef.partials[0]), "+=")]
-        return out
-    lines.append(_dispatch(ops, "    ", body))
-    return "\n".join(lines) + "\n"
+    out = [f"{name} = carray({name}_p, ({name}_n,))" for name in _ELEMENTWISE_ARRAYS]
+    out += ["n = G.size", "sx = 1 if X.size == n else 0", "sy = 1 if Y.size == n else 0", "p = pp"]
+    if len(opdef.partials) == 2:  # GB first: GA may overwrite G
+        out += ["if GB.size:"] + [f"    {ln}" for ln in layouts("GB", _native(opdef.partials[1]), "+=")]
+    out += ["if into_g:"] + [f"    {ln}" for ln in layouts("G", _native(opdef.partials[0]), "=")]
+    out += ["elif GA.size:"] + [f"    {ln}" for ln in layouts("GA", _native(opdef.partials[0]), "+=")]
+    return out
+
+
+_ELEMENTWISE_ARRAYS = ("G", "X", "Y", "O", "GA", "GB")
+_STRUCTURAL_ARRAYS = _ELEMENTWISE_ARRAYS + ("osh", "xsh", "ysh", "ints")
+
+
+def _c_parameters(arrays, scalars):
+    return ", ".join([f"{a}_p, {a}_n" for a in arrays] + list(scalars))
+
+
+def _structural_wrapper(kernel_name):
+    """The lines of a structural op's C kernel: its arrays rebuilt from
+    (pointer, length), then its native VJP called with them."""
+    args = ", ".join(f"carray({a}_p, ({a}_n,))" for a in _STRUCTURAL_ARRAYS)
+    return [f"{kernel_name}({args}, pp)"]
 
 
 # partials' sin and cos are libm's (exact, scalar); the vectorizing ones
@@ -666,31 +792,9 @@ def _names(expr):
     return {node.id for node in ast.walk(ast.parse(expr, mode="eval")) if isinstance(node, ast.Name)}
 
 
-def _dispatch(ops, indent, body):
-    # ops whose bodies are the same (clamp's forms, say) share one branch:
-    # every copy would be compiled again
-    groups = {}
-    for opdef in ops:
-        groups.setdefault(tuple(body(opdef)), []).append(opdef)
-    out = []
-    for k, (lines, group) in enumerate(groups.items()):
-        kw = "if" if k == 0 else "elif"
-        test = " or ".join(f"o == {d.code}" for d in group)
-        out.append(f"{indent}{kw} {test}:  # {', '.join(d.name for d in group)}")
-        out.extend(f"{indent}    {line}" for line in lines)
-    return "\n".join(out) if out else f"{indent}pass"
-
-
-def _scalar_body(opdef):
-    lines = ["p = pp"]
-    for expr, (need, dst) in zip(opdef.partials, (("need_a", "a"), ("need_b", "b"))):
-        lines.append(f"if {need}:")
-        lines.append(f"    sadj[{dst}] += g * ({_native(expr)})")
-    return lines
-
-
-def _tensor_body(opdef):
-    return [f"{_native_name(opdef)}(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)"]
+def _scalar_kernel(expr):
+    """The lines of an elementwise op's 0-d contribution kernel for one input."""
+    return ["p = pp", f"return g * ({_native(expr)})"]
 
 
 def _structural_kernel(opdef):
@@ -714,11 +818,14 @@ def _unit_partial(opdef, k):
     return float(partials[k]) if k < len(partials) and partials[k].strip() in ("1", "-1") else 0.0
 
 
+def _kernel_function(name, params, lines):
+    return f"def {name}({params}):\n" + "".join(f"    {ln}\n" for ln in lines)
+
+
 def _body():
     ops = [d for d in REGISTRY if d.arity > 0]
     elementwise = [d for d in ops if d.elementwise]
     structural = [d for d in ops if not d.elementwise and d.refusal == REFUSES_NEVER]
-    seen_kernels = set()
     parts = []
     tables = ["LEAF, CONST = 0, 1",
               f"SAVES_A = np.array({[d.saves_for[0] for d in REGISTRY]}, np.int64)",
@@ -727,24 +834,46 @@ def _body():
               f"UNIT_A = np.array({[_unit_partial(d, 0) for d in REGISTRY]}, np.float64)",
               f"UNIT_B = np.array({[_unit_partial(d, 1) for d in REGISTRY]}, np.float64)",
               f"REFUSES = np.array({[d.refusal for d in REGISTRY]}, np.int8)",
+              f"HAS_B = np.array({[d.arity == 2 and d.elementwise for d in REGISTRY]}, np.bool_)",
               f"REFUSES_ALWAYS = {REFUSES_ALWAYS}",
+              f"NOPS = {len(REGISTRY)}",
               f"OPCODES = {tuple(d.name for d in REGISTRY)!r}"]
     parts.append("\n".join(tables) + "\n")
-    parts.append(_ENGINE % {"tensor_dispatch": _dispatch(structural, " " * 4, _tensor_body)})
-    scalar_dispatch = _dispatch(elementwise, " " * 12, _scalar_body)
+    parts.append(_ENGINE % {})
     for name, variant in _SWEEP_VARIANTS.items():
-        parts.append(_SWEEP % dict(variant, name=name, scalar_dispatch=scalar_dispatch))
+        parts.append(_SWEEP % dict(variant, name=name))
     for fn in NATIVE_HELPERS:
         parts.append(_helper_source(fn))
-    parts.append(_elementwise_kernels(elementwise))
+    # Note [Kernels by opcode]: one C kernel per distinct body; ops whose
+    # bodies are the same (clamp's forms, say) share it
+    kernels = {}  # body lines -> kernel name
+    by_op = {d.code: ["None", "None", "None"] for d in REGISTRY}
+    ew_params = _c_parameters(_ELEMENTWISE_ARRAYS, ("pp", "into_g"))
+
+    def add(kind, name, params, lines, signature):
+        lines = tuple(lines)
+        if lines not in kernels:
+            kernels[lines] = name
+            parts.append(_kernel_function(name, params, lines))
+        by_op[d.code][kind] = f"({kernels[lines]}, {signature})"
+    for d in elementwise:
+        add(0, f"_k_{d.name}", ew_params, _elementwise_kernel(d), "ELEMENTWISE_KERNEL")
+        for k, expr in enumerate(d.partials):
+            if not _unit_partial(d, k):
+                add(1 + k, f"_s{k}_{d.name}", "g, x, y, out, pp", _scalar_kernel(expr), "SCALAR_KERNEL")
+    st_params = _c_parameters(_STRUCTURAL_ARRAYS, ("pp",))
+    wrappers = {}  # native VJP -> the kernel that calls it
     for d in structural:
-        if d.native in seen_kernels:
-            # ops sharing one kernel get an alias rather than a second copy
-            first = next(e for e in structural if e.native is d.native)
-            parts.append(f"{_native_name(d)} = {_native_name(first)}\n")
-            continue
-        seen_kernels.add(d.native)
-        parts.append(_structural_kernel(d))
+        if d.native not in wrappers:
+            wrappers[d.native] = f"_k_{d.name}"
+            parts.append(_structural_kernel(d))
+            parts.append(_kernel_function(wrappers[d.native], st_params, _structural_wrapper(_native_name(d))))
+        by_op[d.code][0] = f"({wrappers[d.native]}, STRUCTURAL_KERNEL)"
+    entries = "".join(f"    ({', '.join(by_op[d.code])}),  # {d.name}\n" for d in REGISTRY)
+    parts.append("# each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B): the function\n"
+                 "# and its C signature, or None; compiled on first use by tape._kernels\n"
+                 "# (Note [Kernels by opcode])\n"
+                 f"KERNELS = (\n{entries})\n")
     return "\n\n".join(parts)
 
 

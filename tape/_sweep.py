@@ -6,16 +6,19 @@ import math
 from math import cos, erf, exp, log, sin, sqrt, tanh
 
 import numpy as np
+from llvmlite import ir
 from numpy import floor
-from numba import njit, types
+from numba import types
+from numba.core.errors import TypingError
 from numba.extending import intrinsic
 from numba.typed import Dict
 from numba.np.numpy_support import carray
 
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
+from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "842aca82843b206b"
+REGISTRY_DIGEST = "b31cd177f63307d7"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -23,20 +26,16 @@ ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, Tr
 UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
 UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
 REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
+HAS_B = np.array([False, False, False, False, False, False, True, True, True, True, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, True, True, True, False, False, False, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
 REFUSES_ALWAYS = 1
+NOPS = 146
 OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
 
 
 
-# All native code shares one set of options; cache=True so a warm start only
-# loads machine code, error_model="numpy" so 1/0 gives inf as NumPy does.
-def _jit(fn):
-    return njit(cache=True, error_model="numpy", nogil=True)(fn)
-
-
+_jit = jit()
 # Small helpers of the per-row loop are inlined at Numba's IR level.
-def _jit_inline(fn):
-    return njit(cache=True, error_model="numpy", nogil=True, inline="always")(fn)
+_jit_inline = jit(inline="always")
 
 
 def _pointer_intrinsic(dtype):
@@ -97,7 +96,9 @@ def add_product(C, A, ta, B, tb):
     args[0] = 0  # a use after the call: Numba frees a local array after its last use
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
-OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY = 0, 1, 2, 3, 4, 5
+OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY, ERR_KERNELS = 0, 1, 2, 3, 4, 5, 6
+# the kinds of kernel an opcode has (rows of the `kernels` table)
+TENSOR, SCALAR_A, SCALAR_B = 0, 1, 2
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -208,7 +209,7 @@ def _adjoint(r, adj, numel, ndim, sadj):
 
 
 @_jit
-def _mark_leads(a0, a1, flags, leads, roots, sid, found):
+def mark_leads(a0, a1, flags, leads, roots, sid, found):
     """leads[r] = sid for each row reachable from `roots` that leads to a
     TARGET row (one of autograd.grad's inputs), -sid for the other reachable
     rows. The rows are found from the roots along input edges (`found`, as
@@ -252,9 +253,114 @@ def _captures(i, op, flags, targeted):
     return (op[i] == LEAF and (f & RG) != 0) or (f & RETAIN) != 0
 
 
+# Note [Kernels by opcode]
+# ~~~~~~~~~~~~~~~~~~~~~~~~
+# Each op's VJPs are C functions of their own, compiled by tape._kernels the
+# first time a sweep meets the op and cached one by one, which the sweep
+# calls through their addresses, kernels[kind, opcode]: the tensor-path
+# kernel (_k_<op>, called by _tensor_row) and, for elementwise ops, the
+# contribution g * d(out)/d(input) of each input on the 0-d path (_s<k>_<op>;
+# none for a constant partial, 1 or -1, which the sweep applies itself). The
+# sweep links none of them: a graph pays to compile the kernels of its own
+# ops only, and the sweep stays small (one function holding every op's
+# loops took 40 s to compile, linking it into the sweep 30 s more, and the
+# 0-d partials inline in the scalar sweep 3 of its 5 s). A tensor kernel
+# takes each array as (data pointer, length), as _call_codegen passes it.
+@_jit
+def _missing_kernels(op, ndim, lo, hi, kernels, out):
+    """Write into `out` the kernels (kind * len(OPCODES) + opcode) that rows
+    lo:hi need and `kernels` lacks, each once; return how many. (`kernels`
+    is shared by every thread's sweeps: it is only read here.)"""
+    listed = np.zeros(3 * NOPS, np.bool_)
+    n = 0
+    for r in range(lo, hi):
+        o = op[r]
+        if o <= CONST:
+            continue
+        if ndim[r] == 0 and ELEMENTWISE[o]:
+            n = _list_missing(SCALAR_A, o, UNIT_A[o] == 0.0, kernels, listed, out, n)
+            n = _list_missing(SCALAR_B, o, HAS_B[o] and UNIT_B[o] == 0.0, kernels, listed, out, n)
+        else:
+            n = _list_missing(TENSOR, o, REFUSES[o] == 0, kernels, listed, out, n)
+    return n
+
+
+@_jit_inline
+def _list_missing(kind, o, needed, kernels, listed, out, n):
+    k = kind * NOPS + o
+    if needed and kernels[kind, o] == 0 and not listed[k]:
+        listed[k] = True
+        out[n] = k
+        n += 1
+    return n
+
+
+@intrinsic
+def _call_scalar(typingctx, address, g, x, y, out, pp):
+    """Call the 0-d contribution kernel at `address` (SCALAR_KERNEL)."""
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.DoubleType(), [ir.DoubleType()] * 5)
+        return builder.call(builder.inttoptr(args[0], fnty.as_pointer()), args[1:])
+    return types.float64(address, types.float64, types.float64, types.float64, types.float64,
+                         types.float64), codegen
+
+
+SCALAR_KERNEL = types.float64(types.float64, types.float64, types.float64, types.float64, types.float64)
+
+
+def _c_arguments(context, builder, arg_types, values):
+    out = []
+    for ty, v in zip(arg_types, values):
+        if isinstance(ty, types.Array):
+            a = context.make_array(ty)(context, builder, v)
+            out += [a.data, a.nitems]
+        else:
+            out.append(v)
+    return out
+
+
+def _c_signature(*arg_types):
+    """The C signature of a kernel taking `arg_types`, as _call_kernel passes them."""
+    out = []
+    for ty in arg_types:
+        out += [types.CPointer(ty.dtype), types.intp] if isinstance(ty, types.Array) else [ty]
+    return types.void(*out)
+
+
+def _call_codegen(context, builder, signature, args):
+    c_args = _c_arguments(context, builder, signature.args[1:], args[1:])
+    fnty = ir.FunctionType(ir.VoidType(), [v.type for v in c_args])
+    builder.call(builder.inttoptr(args[0], fnty.as_pointer()), c_args)
+    return context.get_dummy_value()
+
+
+def _call_typing(address, args):
+    for ty in args:
+        if isinstance(ty, types.Array) and ty.ndim != 1:
+            raise TypingError("kernels take flat arrays")
+    return types.void(address, *args)
+
+
+@intrinsic
+def _call_elementwise(typingctx, address, G, X, Y, O, GA, GB, pp, into_g):
+    """Call the elementwise kernel at `address` (ELEMENTWISE_KERNEL)."""
+    return _call_typing(address, (G, X, Y, O, GA, GB, pp, into_g)), _call_codegen
+
+
+@intrinsic
+def _call_structural(typingctx, address, G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    """Call the structural kernel at `address` (STRUCTURAL_KERNEL)."""
+    return _call_typing(address, (G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)), _call_codegen
+
+
+_F64, _I64 = types.float64[::1], types.int64[::1]
+ELEMENTWISE_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, types.float64, types.int64)
+STRUCTURAL_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, _I64, _I64, _I64, _I64, types.float64)
+
+
 @_jit
 def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim, shp, ia, ian,
-                dt, sadj, pool, keep, empty, cbuf):
+                dt, sadj, pool, keep, empty, cbuf, kernels):
     """One row's VJP on the tensor path: any row that is not a 0-d elementwise op."""
     if ndim[r] > 0 and r not in adj:
         return  # no gradient reached this row
@@ -285,158 +391,20 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             Y = expand_flat(Y, ysh, osh)
         FA = _full_size_gradient(G, GA, need_a, UNIT_A[o], osh, xsh, empty)
         FB = _full_size_gradient(G, GB, need_b, UNIT_B[o], osh, ysh, empty)
-        _vjp_elementwise(o, G, X, Y, O, FA, FB, pp, into_g)
+        _call_elementwise(kernels[TENSOR, o], G, X, Y, O, FA, FB, pp, 1 if into_g else 0)
         if FA.size and FA.size != GA.size:
             reduce_broadcast(FA, GA, osh, xsh, 1.0)
         if FB.size and FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
-    if o == 75:  # expand
-        _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 76:  # view
-        _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # unsqueeze
-        _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # squeeze
-        _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 79:  # squeeze_dim
-        _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 80:  # permute
-        _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 81:  # transpose
-        _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 82:  # t
-        _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 83:  # select
-        _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 84:  # slice
-        _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 85:  # alias
-        _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 86:  # index_unsqueeze
-        _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 87:  # strided_scatter
-        _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # index
-        _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 89:  # index_put
-        _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # cat
-        _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # stack
-        _vjp_stack(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # repeat
-        _vjp_repeat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # roll
-        _vjp_roll(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # sum
-        _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # sum_dim
-        _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # mean
-        _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # mean_dim
-        _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 98:  # amax
-        _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 99:  # amin
-        _vjp_amin(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # max_all
-        _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # min_all
-        _vjp_min_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # max_dim
-        _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 103:  # min_dim
-        _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 104:  # logsumexp
-        _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 105:  # softmax
-        _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 106:  # log_softmax
-        _vjp_log_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 107:  # var
-        _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 108:  # std
-        _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 109:  # norm
-        _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # cumsum
-        _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 111:  # cumprod
-        _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # where
-        _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # masked_fill
-        _vjp_masked_fill(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 114:  # masked_fill_tensor
-        _vjp_masked_fill_tensor(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 115:  # masked_select
-        _vjp_masked_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 116:  # split
-        _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 117:  # split_with_sizes
-        _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 118:  # unbind
-        _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 119:  # flip
-        _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 120:  # index_select
-        _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 121:  # gather
-        _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 122:  # diagonal
-        _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 123:  # diag_embed
-        _vjp_diag_embed(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 124:  # diag_copy
-        _vjp_diag_copy(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 125:  # trace
-        _vjp_trace(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 126:  # triu
-        _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 127:  # tril
-        _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 128:  # mm
-        _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 129:  # mv
-        _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 130:  # dot
-        _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 131:  # bmm
-        _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 132:  # inv
-        _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 133:  # det
-        _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 134:  # slogdet
-        _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 135:  # solve
-        _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 136:  # cholesky
-        _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 137:  # sort
-        _vjp_sort(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 138:  # topk
-        _vjp_topk(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 139:  # zero_
-        _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 140:  # fill_
-        _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 141:  # uniform_
-        _vjp_uniform_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 142:  # normal_
-        _vjp_normal_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 144:  # copy_slices
-        _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 145:  # index_put_
-        _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    else:
+        _call_structural(kernels[TENSOR, o], G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
 
 
 # not nogil: it writes into the .grad arrays of tensors that another thread's
 # backward may be adding into as well
-@njit(cache=True, error_model="numpy")
+@jit(nogil=False)
 def add_into(flat, offsets, dest):
     """Add flat[offsets[k]:offsets[k + 1]] into the array named by dest[k], the
     address of a C-contiguous float64 array's data pointer (as in the ptr
@@ -506,7 +474,8 @@ def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
 
 @_jit
 def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
+          scan_to):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -517,8 +486,18 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
     Returns (status, bad row, the numbers of captured, visited and released
     rows, the flat adjoints); the rows themselves are in `work` rows 0, 1 and
     2, and the captured rows' offsets into the adjoints in row 4: each array
-    returned costs the caller about half a microsecond to box.
+    returned costs the caller about half a microsecond to box. With
+    `targeted`, mark_leads has marked the rows that lead to a TARGET row in
+    `work` row 3. `kernels` holds the addresses of each opcode's kernels
+    (Note [Kernels by opcode]): when computing, a row in scan_from:scan_to
+    whose kernel is not loaded yet stops the sweep before it begins, with
+    ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
+    `work` row 2.
     """
+    if compute:
+        missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
+        if missing:
+            return ERR_KERNELS, missing, 0, 0, 0, scratch[:0]
     adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])
     empty = np.zeros(0)
     cbuf = np.zeros(1)
@@ -546,8 +525,6 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
     # engine does, so a later call for other inputs finds the rest unfreed:
     # leads[r] == sid marks the rows that lead to a TARGET row
     leads = work[3]
-    if targeted:
-        _mark_leads(a0, a1, flags, leads, roots, sid, work[1])
     ncaps = 0
     nvisited = 0
     nreleased = 0
@@ -633,264 +610,19 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]
             pp = param[r]
-            if o == 6:  # add
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-                if need_b:
-                    sadj[b] += g * (1)
-            elif o == 7:  # sub
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-                if need_b:
-                    sadj[b] += g * (-1)
-            elif o == 8:  # mul
-                p = pp
-                if need_a:
-                    sadj[a] += g * (y)
-                if need_b:
-                    sadj[b] += g * (x)
-            elif o == 9:  # div
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / y)
-                if need_b:
-                    sadj[b] += g * (-x / (y * y))
-            elif o == 10 or o == 13:  # neg, rsub
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-1)
-            elif o == 11:  # reciprocal
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-out * out)
-            elif o == 12:  # pow_scalar
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif o == 14:  # rpow
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out * log(y + zero_base(y, x)))
-            elif o == 15:  # pow
-                p = pp
-                if need_a:
-                    sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
-                if need_b:
-                    sadj[b] += g * (out * log(x + zero_base(x, y)))
-            elif o == 16:  # remainder
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-                if need_b:
-                    sadj[b] += g * (-floor(x / y))
-            elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-            elif o == 18:  # exp
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out)
-            elif o == 19:  # log
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / x)
-            elif o == 20:  # sin
-                p = pp
-                if need_a:
-                    sadj[a] += g * (cos(x))
-            elif o == 21:  # cos
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-sin(x))
-            elif o == 22:  # tanh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - out * out)
-            elif o == 23:  # sigmoid
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out * (1 - out))
-            elif o == 24:  # relu
-                p = pp
-                if need_a:
-                    sadj[a] += g * (step(out))
-            elif o == 25:  # sqrt
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.5 / out)
-            elif o == 26:  # abs
-                p = pp
-                if need_a:
-                    sadj[a] += g * (sign(x))
-            elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 34:  # maximum
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-                if need_b:
-                    sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            elif o == 35:  # minimum
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-                if need_b:
-                    sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            elif o == 36:  # atan2
-                p = pp
-                if need_a:
-                    sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-                if need_b:
-                    sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 37:  # erf
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1.1283791670955126 * exp(-x * x))
-            elif o == 38:  # silu
-                p = pp
-                if need_a:
-                    sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            elif o == 39:  # gelu
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            elif o == 40:  # gelu_tanh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            elif o == 41:  # softplus
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif o == 42:  # tan
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 + out * out)
-            elif o == 43:  # asin
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 44:  # acos
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 45:  # atan
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (1 + x * x))
-            elif o == 46:  # sinh
-                p = pp
-                if need_a:
-                    sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 47:  # cosh
-                p = pp
-                if need_a:
-                    sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 48:  # asinh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 49:  # acosh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 50:  # atanh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (1 - x * x))
-            elif o == 51:  # exp2
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 52:  # expm1
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out + 1)
-            elif o == 53:  # log2
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 54:  # log10
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 55:  # log1p
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (x + 1))
-            elif o == 56:  # rsqrt
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 57:  # square
-                p = pp
-                if need_a:
-                    sadj[a] += g * (2 * x)
-            elif o == 60:  # xlogy
-                p = pp
-                if need_a:
-                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-                if need_b:
-                    sadj[b] += g * (x / y)
-            elif o == 61:  # xlogy_scalar_other
-                p = pp
-                if need_a:
-                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif o == 62:  # xlogy_scalar_self
-                p = pp
-                if need_a:
-                    sadj[a] += g * (y / x)
-            elif o == 63:  # hypot
-                p = pp
-                if need_a:
-                    sadj[a] += g * (x / out)
-                if need_b:
-                    sadj[b] += g * (y / out)
-            elif o == 64:  # logaddexp
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (1 + exp(y - x)))
-                if need_b:
-                    sadj[b] += g * (1 / (1 + exp(x - y)))
-            elif o == 65:  # lerp
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - p)
-                if need_b:
-                    sadj[b] += g * (p)
-            elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, p))
-            elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, 1e309))
-                if need_b:
-                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, -1e309, y))
-                if need_b:
-                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 143:  # copy
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-                if need_b:
-                    sadj[b] += g * (1)
+            if need_a:
+                u = UNIT_A[o]
+                sadj[a] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_A, o], g, x, y, out, pp)
+            if need_b:
+                u = UNIT_B[o]
+                sadj[b] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_B, o], g, x, y, out, pp)
         else:
             if sv != 0 and _released(a, b, r, sv, ndim, ptr):
                 status, bad = ERR_FREED, r
                 break
             _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,
-                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf)
+                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf,
+                        kernels)
         if not retain:
             # Free what this row saved. A row's value goes once no consumer
             # needs it: all of them sit above it, so that is known here for
@@ -939,7 +671,8 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
 
 @_jit
 def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch):
+          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
+          scan_to):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -950,8 +683,18 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
     Returns (status, bad row, the numbers of captured, visited and released
     rows, the flat adjoints); the rows themselves are in `work` rows 0, 1 and
     2, and the captured rows' offsets into the adjoints in row 4: each array
-    returned costs the caller about half a microsecond to box.
+    returned costs the caller about half a microsecond to box. With
+    `targeted`, mark_leads has marked the rows that lead to a TARGET row in
+    `work` row 3. `kernels` holds the addresses of each opcode's kernels
+    (Note [Kernels by opcode]): when computing, a row in scan_from:scan_to
+    whose kernel is not loaded yet stops the sweep before it begins, with
+    ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
+    `work` row 2.
     """
+    if compute:
+        missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
+        if missing:
+            return ERR_KERNELS, missing, 0, 0, 0, scratch[:0]
     top = roots.max() if roots.size else -1
     # the captured, visited and released rows go to the tape's scratch rows
     # (`work`, one per list, as long as the tape): an array reassigned inside
@@ -964,8 +707,6 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
     # engine does, so a later call for other inputs finds the rest unfreed:
     # leads[r] == sid marks the rows that lead to a TARGET row
     leads = work[3]
-    if targeted:
-        _mark_leads(a0, a1, flags, leads, roots, sid, work[1])
     ncaps = 0
     nvisited = 0
     nreleased = 0
@@ -1048,258 +789,12 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             y = sval[b] if b >= 0 else c[r]
             out = sval[r]
             pp = param[r]
-            if o == 6:  # add
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-                if need_b:
-                    sadj[b] += g * (1)
-            elif o == 7:  # sub
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-                if need_b:
-                    sadj[b] += g * (-1)
-            elif o == 8:  # mul
-                p = pp
-                if need_a:
-                    sadj[a] += g * (y)
-                if need_b:
-                    sadj[b] += g * (x)
-            elif o == 9:  # div
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / y)
-                if need_b:
-                    sadj[b] += g * (-x / (y * y))
-            elif o == 10 or o == 13:  # neg, rsub
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-1)
-            elif o == 11:  # reciprocal
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-out * out)
-            elif o == 12:  # pow_scalar
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif o == 14:  # rpow
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out * log(y + zero_base(y, x)))
-            elif o == 15:  # pow
-                p = pp
-                if need_a:
-                    sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
-                if need_b:
-                    sadj[b] += g * (out * log(x + zero_base(x, y)))
-            elif o == 16:  # remainder
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-                if need_b:
-                    sadj[b] += g * (-floor(x / y))
-            elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1)
-            elif o == 18:  # exp
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out)
-            elif o == 19:  # log
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / x)
-            elif o == 20:  # sin
-                p = pp
-                if need_a:
-                    sadj[a] += g * (cos(x))
-            elif o == 21:  # cos
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-sin(x))
-            elif o == 22:  # tanh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - out * out)
-            elif o == 23:  # sigmoid
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out * (1 - out))
-            elif o == 24:  # relu
-                p = pp
-                if need_a:
-                    sadj[a] += g * (step(out))
-            elif o == 25:  # sqrt
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.5 / out)
-            elif o == 26:  # abs
-                p = pp
-                if need_a:
-                    sadj[a] += g * (sign(x))
-            elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-            elif o == 34:  # maximum
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-                if need_b:
-                    sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            elif o == 35:  # minimum
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-                if need_b:
-                    sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            elif o == 36:  # atan2
-                p = pp
-                if need_a:
-                    sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-                if need_b:
-                    sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 37:  # erf
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1.1283791670955126 * exp(-x * x))
-            elif o == 38:  # silu
-                p = pp
-                if need_a:
-                    sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            elif o == 39:  # gelu
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            elif o == 40:  # gelu_tanh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            elif o == 41:  # softplus
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif o == 42:  # tan
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 + out * out)
-            elif o == 43:  # asin
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 44:  # acos
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 45:  # atan
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (1 + x * x))
-            elif o == 46:  # sinh
-                p = pp
-                if need_a:
-                    sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 47:  # cosh
-                p = pp
-                if need_a:
-                    sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 48:  # asinh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 49:  # acosh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 50:  # atanh
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (1 - x * x))
-            elif o == 51:  # exp2
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 52:  # expm1
-                p = pp
-                if need_a:
-                    sadj[a] += g * (out + 1)
-            elif o == 53:  # log2
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 54:  # log10
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 55:  # log1p
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (x + 1))
-            elif o == 56:  # rsqrt
-                p = pp
-                if need_a:
-                    sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 57:  # square
-                p = pp
-                if need_a:
-                    sadj[a] += g * (2 * x)
-            elif o == 60:  # xlogy
-                p = pp
-                if need_a:
-                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-                if need_b:
-                    sadj[b] += g * (x / y)
-            elif o == 61:  # xlogy_scalar_other
-                p = pp
-                if need_a:
-                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif o == 62:  # xlogy_scalar_self
-                p = pp
-                if need_a:
-                    sadj[a] += g * (y / x)
-            elif o == 63:  # hypot
-                p = pp
-                if need_a:
-                    sadj[a] += g * (x / out)
-                if need_b:
-                    sadj[b] += g * (y / out)
-            elif o == 64:  # logaddexp
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 / (1 + exp(y - x)))
-                if need_b:
-                    sadj[b] += g * (1 / (1 + exp(x - y)))
-            elif o == 65:  # lerp
-                p = pp
-                if need_a:
-                    sadj[a] += g * (1 - p)
-                if need_b:
-                    sadj[b] += g * (p)
-            elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, p))
-            elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, y, 1e309))
-                if need_b:
-                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
-            elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
-                p = pp
-                if need_a:
-                    sadj[a] += g * (within(x, -1e309, y))
-                if need_b:
-                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 143:  # copy
-                p = pp
-                if need_a:
-                    sadj[a] += g * (0)
-                if need_b:
-                    sadj[b] += g * (1)
+            if need_a:
+                u = UNIT_A[o]
+                sadj[a] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_A, o], g, x, y, out, pp)
+            if need_b:
+                u = UNIT_B[o]
+                sadj[b] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_B, o], g, x, y, out, pp)
         else:
             status, bad = ERR_TENSOR, r
             break
@@ -1543,1460 +1038,2421 @@ def put_vjp(G, GA, GB, offs):
         GB[k] += G[offs[k]]
 
 
-@_jit
-def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
+def _k_add(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
     n = G.size
     sx = 1 if X.size == n else 0
     sy = 1 if Y.size == n else 0
     p = pp
-    if o == 6:  # add
-        if GB.size:
+    if GB.size:
+        for i in range(n):
+            GB[i] += G[i] * (1)
+    if into_g:
+        for i in range(n):
+            G[i] = G[i] * (1)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += G[i] * (1)
+
+
+def _k_sub(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        for i in range(n):
+            GB[i] += G[i] * (-1)
+    if into_g:
+        for i in range(n):
+            G[i] = G[i] * (1)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += G[i] * (1)
+
+
+def _k_mul(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1:
             for i in range(n):
-                GB[i] += G[i] * (1)
-        if into_g:
+                x = X[i]
+                GB[i] += G[i] * (x)
+        else:
+            x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1)
-        elif GA.size:
+                GB[i] += G[i] * (x)
+    if into_g:
+        if sy == 1:
             for i in range(n):
-                GA[i] += G[i] * (1)
-    elif o == 7:  # sub
-        if GB.size:
+                y = Y[i]
+                G[i] = G[i] * (y)
+        else:
+            y = Y[0]
             for i in range(n):
-                GB[i] += G[i] * (-1)
-        if into_g:
+                G[i] = G[i] * (y)
+    elif GA.size:
+        if sy == 1:
             for i in range(n):
-                G[i] = G[i] * (1)
-        elif GA.size:
+                y = Y[i]
+                GA[i] += G[i] * (y)
+        else:
+            y = Y[0]
             for i in range(n):
-                GA[i] += G[i] * (1)
-    elif o == 8:  # mul
-        if GB.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (x)
-            else:
-                x = X[0]
-                for i in range(n):
-                    GB[i] += G[i] * (x)
-        if into_g:
-            if sy == 1:
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (y)
-            else:
-                y = Y[0]
-                for i in range(n):
-                    G[i] = G[i] * (y)
-        elif GA.size:
-            if sy == 1:
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (y)
-            else:
-                y = Y[0]
-                for i in range(n):
-                    GA[i] += G[i] * (y)
-    elif o == 9:  # div
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (-x / (y * y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (-x / (y * y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (-x / (y * y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (-x / (y * y))
-        if into_g:
-            if sy == 1:
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (1 / y)
-            else:
-                y = Y[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / y)
-        elif GA.size:
-            if sy == 1:
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (1 / y)
-            else:
-                y = Y[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / y)
-    elif o == 10 or o == 13:  # neg, rsub
-        if into_g:
+                GA[i] += G[i] * (y)
+
+
+def _s0_mul(g, x, y, out, pp):
+    p = pp
+    return g * (y)
+
+
+def _s1_mul(g, x, y, out, pp):
+    p = pp
+    return g * (x)
+
+
+def _k_div(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
             for i in range(n):
-                G[i] = G[i] * (-1)
-        elif GA.size:
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (-x / (y * y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (-1)
-    elif o == 11:  # reciprocal
-        if into_g:
+                y = Y[i]
+                GB[i] += G[i] * (-x / (y * y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GB[i] += G[i] * (-x / (y * y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (-x / (y * y))
+    if into_g:
+        if sy == 1:
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (1 / y)
+        else:
+            y = Y[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / y)
+    elif GA.size:
+        if sy == 1:
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (1 / y)
+        else:
+            y = Y[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / y)
+
+
+def _s0_div(g, x, y, out, pp):
+    p = pp
+    return g * (1 / y)
+
+
+def _s1_div(g, x, y, out, pp):
+    p = pp
+    return g * (-x / (y * y))
+
+
+def _k_neg(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            G[i] = G[i] * (-1)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += G[i] * (-1)
+
+
+def _k_reciprocal(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (-out * out)
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (-out * out)
+
+
+def _s0_reciprocal(g, x, y, out, pp):
+    p = pp
+    return g * (-out * out)
+
+
+def _k_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+
+
+def _s0_pow_scalar(g, x, y, out, pp):
+    p = pp
+    return g * (0.0 if y == 0 else y * npow(x, y - 1))
+
+
+def _k_rpow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                out = O[i]
+                G[i] = G[i] * (out * log(y + zero_base(y, x)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                out = O[i]
+                G[i] = G[i] * (out * log(y + zero_base(y, x)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                out = O[i]
+                G[i] = G[i] * (out * log(y + zero_base(y, x)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                out = O[i]
+                G[i] = G[i] * (out * log(y + zero_base(y, x)))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                out = O[i]
+                GA[i] += G[i] * (out * log(y + zero_base(y, x)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                out = O[i]
+                GA[i] += G[i] * (out * log(y + zero_base(y, x)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                out = O[i]
+                GA[i] += G[i] * (out * log(y + zero_base(y, x)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                out = O[i]
+                GA[i] += G[i] * (out * log(y + zero_base(y, x)))
+
+
+def _s0_rpow(g, x, y, out, pp):
+    p = pp
+    return g * (out * log(y + zero_base(y, x)))
+
+
+def _k_pow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                out = O[i]
+                GB[i] += G[i] * (out * log(x + zero_base(x, y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                out = O[i]
+                GB[i] += G[i] * (out * log(x + zero_base(x, y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                out = O[i]
+                GB[i] += G[i] * (out * log(x + zero_base(x, y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                out = O[i]
+                GB[i] += G[i] * (out * log(x + zero_base(x, y)))
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+
+
+def _s0_pow(g, x, y, out, pp):
+    p = pp
+    return g * (y * npow(x, y - 1 + is_zero(y)))
+
+
+def _s1_pow(g, x, y, out, pp):
+    p = pp
+    return g * (out * log(x + zero_base(x, y)))
+
+
+def _k_remainder(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (-floor(x / y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GB[i] += G[i] * (-floor(x / y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GB[i] += G[i] * (-floor(x / y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (-floor(x / y))
+    if into_g:
+        for i in range(n):
+            G[i] = G[i] * (1)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += G[i] * (1)
+
+
+def _s1_remainder(g, x, y, out, pp):
+    p = pp
+    return g * (-floor(x / y))
+
+
+def _k_remainder_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            G[i] = G[i] * (1)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += G[i] * (1)
+
+
+def _k_exp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (out)
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (out)
+
+
+def _s0_exp(g, x, y, out, pp):
+    p = pp
+    return g * (out)
+
+
+def _k_log(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / x)
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / x)
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / x)
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / x)
+
+
+def _s0_log(g, x, y, out, pp):
+    p = pp
+    return g * (1 / x)
+
+
+def _k_sin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if in_trig_range(X):
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (vcos(x))
+        else:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (cos(x))
+    elif GA.size:
+        if in_trig_range(X):
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (vcos(x))
+        else:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (cos(x))
+
+
+def _s0_sin(g, x, y, out, pp):
+    p = pp
+    return g * (cos(x))
+
+
+def _k_cos(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if in_trig_range(X):
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (-vsin(x))
+        else:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (-sin(x))
+    elif GA.size:
+        if in_trig_range(X):
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (-vsin(x))
+        else:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (-sin(x))
+
+
+def _s0_cos(g, x, y, out, pp):
+    p = pp
+    return g * (-sin(x))
+
+
+def _k_tanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (1 - out * out)
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (1 - out * out)
+
+
+def _s0_tanh(g, x, y, out, pp):
+    p = pp
+    return g * (1 - out * out)
+
+
+def _k_sigmoid(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (out * (1 - out))
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (out * (1 - out))
+
+
+def _s0_sigmoid(g, x, y, out, pp):
+    p = pp
+    return g * (out * (1 - out))
+
+
+def _k_relu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (step(out))
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (step(out))
+
+
+def _s0_relu(g, x, y, out, pp):
+    p = pp
+    return g * (step(out))
+
+
+def _k_sqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (0.5 / out)
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (0.5 / out)
+
+
+def _s0_sqrt(g, x, y, out, pp):
+    p = pp
+    return g * (0.5 / out)
+
+
+def _k_abs(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (sign(x))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (sign(x))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (sign(x))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (sign(x))
+
+
+def _s0_abs(g, x, y, out, pp):
+    p = pp
+    return g * (sign(x))
+
+
+def _k_sign(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            G[i] = G[i] * (0)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += G[i] * (0)
+
+
+def _s0_sign(g, x, y, out, pp):
+    p = pp
+    return g * (0)
+
+
+def _k_maximum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+
+
+def _s0_maximum(g, x, y, out, pp):
+    p = pp
+    return g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+
+
+def _s1_maximum(g, x, y, out, pp):
+    p = pp
+    return g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+
+
+def _k_minimum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+
+
+def _s0_minimum(g, x, y, out, pp):
+    p = pp
+    return g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+
+
+def _s1_minimum(g, x, y, out, pp):
+    p = pp
+    return g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+
+
+def _k_atan2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+
+
+def _s0_atan2(g, x, y, out, pp):
+    p = pp
+    return g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+
+
+def _s1_atan2(g, x, y, out, pp):
+    p = pp
+    return g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+
+
+def _k_erf(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1.1283791670955126 * exp(-x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1.1283791670955126 * exp(-x * x))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
+
+
+def _s0_erf(g, x, y, out, pp):
+    p = pp
+    return g * (1.1283791670955126 * exp(-x * x))
+
+
+def _k_silu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+
+
+def _s0_silu(g, x, y, out, pp):
+    p = pp
+    return g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
+
+
+def _k_gelu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+
+
+def _s0_gelu(g, x, y, out, pp):
+    p = pp
+    return g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+
+
+def _k_gelu_tanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+
+
+def _s0_gelu_tanh(g, x, y, out, pp):
+    p = pp
+    return g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+
+
+def _k_softplus(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+
+
+def _s0_softplus(g, x, y, out, pp):
+    p = pp
+    return g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
+
+
+def _k_tan(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (1 + out * out)
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (1 + out * out)
+
+
+def _s0_tan(g, x, y, out, pp):
+    p = pp
+    return g * (1 + out * out)
+
+
+def _k_asin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / sqrt(1 - x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / sqrt(1 - x * x))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / sqrt(1 - x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / sqrt(1 - x * x))
+
+
+def _s0_asin(g, x, y, out, pp):
+    p = pp
+    return g * (1 / sqrt(1 - x * x))
+
+
+def _k_acos(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (-1 / sqrt(1 - x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (-1 / sqrt(1 - x * x))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (-1 / sqrt(1 - x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (-1 / sqrt(1 - x * x))
+
+
+def _s0_acos(g, x, y, out, pp):
+    p = pp
+    return g * (-1 / sqrt(1 - x * x))
+
+
+def _k_atan(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / (1 + x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / (1 + x * x))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / (1 + x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / (1 + x * x))
+
+
+def _s0_atan(g, x, y, out, pp):
+    p = pp
+    return g * (1 / (1 + x * x))
+
+
+def _k_sinh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * ((exp(x) + exp(-x)) * 0.5)
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * ((exp(x) + exp(-x)) * 0.5)
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
+
+
+def _s0_sinh(g, x, y, out, pp):
+    p = pp
+    return g * ((exp(x) + exp(-x)) * 0.5)
+
+
+def _k_cosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * ((exp(x) - exp(-x)) * 0.5)
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * ((exp(x) - exp(-x)) * 0.5)
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
+
+
+def _s0_cosh(g, x, y, out, pp):
+    p = pp
+    return g * ((exp(x) - exp(-x)) * 0.5)
+
+
+def _k_asinh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / sqrt(x * x + 1))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / sqrt(x * x + 1))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / sqrt(x * x + 1))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / sqrt(x * x + 1))
+
+
+def _s0_asinh(g, x, y, out, pp):
+    p = pp
+    return g * (1 / sqrt(x * x + 1))
+
+
+def _k_acosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / sqrt(x * x - 1))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / sqrt(x * x - 1))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / sqrt(x * x - 1))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / sqrt(x * x - 1))
+
+
+def _s0_acosh(g, x, y, out, pp):
+    p = pp
+    return g * (1 / sqrt(x * x - 1))
+
+
+def _k_atanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / (1 - x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / (1 - x * x))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / (1 - x * x))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / (1 - x * x))
+
+
+def _s0_atanh(g, x, y, out, pp):
+    p = pp
+    return g * (1 / (1 - x * x))
+
+
+def _k_exp2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (out * 0.6931471805599453)
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (out * 0.6931471805599453)
+
+
+def _s0_exp2(g, x, y, out, pp):
+    p = pp
+    return g * (out * 0.6931471805599453)
+
+
+def _k_expm1(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (out + 1)
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (out + 1)
+
+
+def _s0_expm1(g, x, y, out, pp):
+    p = pp
+    return g * (out + 1)
+
+
+def _k_log2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / (x * 0.6931471805599453))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / (x * 0.6931471805599453))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / (x * 0.6931471805599453))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / (x * 0.6931471805599453))
+
+
+def _s0_log2(g, x, y, out, pp):
+    p = pp
+    return g * (1 / (x * 0.6931471805599453))
+
+
+def _k_log10(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / (x * 2.302585092994046))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / (x * 2.302585092994046))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / (x * 2.302585092994046))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / (x * 2.302585092994046))
+
+
+def _s0_log10(g, x, y, out, pp):
+    p = pp
+    return g * (1 / (x * 2.302585092994046))
+
+
+def _k_log1p(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (1 / (x + 1))
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (1 / (x + 1))
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (1 / (x + 1))
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (1 / (x + 1))
+
+
+def _s0_log1p(g, x, y, out, pp):
+    p = pp
+    return g * (1 / (x + 1))
+
+
+def _k_rsqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        for i in range(n):
+            out = O[i]
+            G[i] = G[i] * (-0.5 * out * out * out)
+    elif GA.size:
+        for i in range(n):
+            out = O[i]
+            GA[i] += G[i] * (-0.5 * out * out * out)
+
+
+def _s0_rsqrt(g, x, y, out, pp):
+    p = pp
+    return g * (-0.5 * out * out * out)
+
+
+def _k_square(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (2 * x)
+        else:
+            x = X[0]
+            for i in range(n):
+                G[i] = G[i] * (2 * x)
+    elif GA.size:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (2 * x)
+        else:
+            x = X[0]
+            for i in range(n):
+                GA[i] += G[i] * (2 * x)
+
+
+def _s0_square(g, x, y, out, pp):
+    p = pp
+    return g * (2 * x)
+
+
+def _k_xlogy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (x / y)
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GB[i] += G[i] * (x / y)
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GB[i] += G[i] * (x / y)
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (x / y)
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+
+
+def _s0_xlogy(g, x, y, out, pp):
+    p = pp
+    return g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+
+
+def _s1_xlogy(g, x, y, out, pp):
+    p = pp
+    return g * (x / y)
+
+
+def _k_xlogy_scalar_other(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+
+
+def _k_xlogy_scalar_self(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (y / x)
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (y / x)
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (y / x)
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (y / x)
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (y / x)
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (y / x)
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (y / x)
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (y / x)
+
+
+def _s0_xlogy_scalar_self(g, x, y, out, pp):
+    p = pp
+    return g * (y / x)
+
+
+def _k_hypot(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sy == 1:
+            for i in range(n):
+                y = Y[i]
+                out = O[i]
+                GB[i] += G[i] * (y / out)
+        else:
+            y = Y[0]
             for i in range(n):
                 out = O[i]
-                G[i] = G[i] * (-out * out)
-        elif GA.size:
+                GB[i] += G[i] * (y / out)
+    if into_g:
+        if sx == 1:
+            for i in range(n):
+                x = X[i]
+                out = O[i]
+                G[i] = G[i] * (x / out)
+        else:
+            x = X[0]
             for i in range(n):
                 out = O[i]
-                GA[i] += G[i] * (-out * out)
-    elif o == 12:  # pow_scalar
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
-    elif o == 14:  # rpow
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    out = O[i]
-                    G[i] = G[i] * (out * log(y + zero_base(y, x)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    out = O[i]
-                    G[i] = G[i] * (out * log(y + zero_base(y, x)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    out = O[i]
-                    G[i] = G[i] * (out * log(y + zero_base(y, x)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    out = O[i]
-                    G[i] = G[i] * (out * log(y + zero_base(y, x)))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    out = O[i]
-                    GA[i] += G[i] * (out * log(y + zero_base(y, x)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    out = O[i]
-                    GA[i] += G[i] * (out * log(y + zero_base(y, x)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    out = O[i]
-                    GA[i] += G[i] * (out * log(y + zero_base(y, x)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    out = O[i]
-                    GA[i] += G[i] * (out * log(y + zero_base(y, x)))
-    elif o == 15:  # pow
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    out = O[i]
-                    GB[i] += G[i] * (out * log(x + zero_base(x, y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    out = O[i]
-                    GB[i] += G[i] * (out * log(x + zero_base(x, y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    out = O[i]
-                    GB[i] += G[i] * (out * log(x + zero_base(x, y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    out = O[i]
-                    GB[i] += G[i] * (out * log(x + zero_base(x, y)))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
-    elif o == 16:  # remainder
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (-floor(x / y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (-floor(x / y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (-floor(x / y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (-floor(x / y))
-        if into_g:
+                G[i] = G[i] * (x / out)
+    elif GA.size:
+        if sx == 1:
             for i in range(n):
-                G[i] = G[i] * (1)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (1)
-    elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
-        if into_g:
-            for i in range(n):
-                G[i] = G[i] * (1)
-        elif GA.size:
-            for i in range(n):
-                GA[i] += G[i] * (1)
-    elif o == 18:  # exp
-        if into_g:
+                x = X[i]
+                out = O[i]
+                GA[i] += G[i] * (x / out)
+        else:
+            x = X[0]
             for i in range(n):
                 out = O[i]
-                G[i] = G[i] * (out)
-        elif GA.size:
+                GA[i] += G[i] * (x / out)
+
+
+def _s0_hypot(g, x, y, out, pp):
+    p = pp
+    return g * (x / out)
+
+
+def _s1_hypot(g, x, y, out, pp):
+    p = pp
+    return g * (y / out)
+
+
+def _k_logaddexp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (out)
-    elif o == 19:  # log
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / x)
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / x)
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / x)
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / x)
-    elif o == 20:  # sin
-        if into_g:
-            if in_trig_range(X):
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (vcos(x))
-            else:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (cos(x))
-        elif GA.size:
-            if in_trig_range(X):
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (vcos(x))
-            else:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (cos(x))
-    elif o == 21:  # cos
-        if into_g:
-            if in_trig_range(X):
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (-vsin(x))
-            else:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (-sin(x))
-        elif GA.size:
-            if in_trig_range(X):
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (-vsin(x))
-            else:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (-sin(x))
-    elif o == 22:  # tanh
-        if into_g:
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (1 / (1 + exp(x - y)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
             for i in range(n):
-                out = O[i]
-                G[i] = G[i] * (1 - out * out)
-        elif GA.size:
+                y = Y[i]
+                GB[i] += G[i] * (1 / (1 + exp(x - y)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (1 - out * out)
-    elif o == 23:  # sigmoid
-        if into_g:
+                x = X[i]
+                GB[i] += G[i] * (1 / (1 + exp(x - y)))
+        else:
             for i in range(n):
-                out = O[i]
-                G[i] = G[i] * (out * (1 - out))
-        elif GA.size:
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (1 / (1 + exp(x - y)))
+    if into_g:
+        if sx == 1 and sy == 1:
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (out * (1 - out))
-    elif o == 24:  # relu
-        if into_g:
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (1 / (1 + exp(y - x)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
             for i in range(n):
-                out = O[i]
-                G[i] = G[i] * (step(out))
-        elif GA.size:
+                y = Y[i]
+                G[i] = G[i] * (1 / (1 + exp(y - x)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (step(out))
-    elif o == 25:  # sqrt
-        if into_g:
+                x = X[i]
+                G[i] = G[i] * (1 / (1 + exp(y - x)))
+        else:
             for i in range(n):
-                out = O[i]
-                G[i] = G[i] * (0.5 / out)
-        elif GA.size:
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (1 / (1 + exp(y - x)))
+    elif GA.size:
+        if sx == 1 and sy == 1:
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (0.5 / out)
-    elif o == 26:  # abs
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (sign(x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (sign(x))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (sign(x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (sign(x))
-    elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
-        if into_g:
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (1 / (1 + exp(y - x)))
+        elif sx == 0 and sy == 1:
+            x = X[0]
             for i in range(n):
-                G[i] = G[i] * (0)
-        elif GA.size:
+                y = Y[i]
+                GA[i] += G[i] * (1 / (1 + exp(y - x)))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
             for i in range(n):
-                GA[i] += G[i] * (0)
-    elif o == 34:  # maximum
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
-    elif o == 35:  # minimum
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
-    elif o == 36:  # atan2
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-    elif o == 37:  # erf
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1.1283791670955126 * exp(-x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1.1283791670955126 * exp(-x * x))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
-    elif o == 38:  # silu
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-    elif o == 39:  # gelu
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-    elif o == 40:  # gelu_tanh
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-    elif o == 41:  # softplus
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-    elif o == 42:  # tan
-        if into_g:
+                x = X[i]
+                GA[i] += G[i] * (1 / (1 + exp(y - x)))
+        else:
             for i in range(n):
-                out = O[i]
-                G[i] = G[i] * (1 + out * out)
-        elif GA.size:
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (1 / (1 + exp(y - x)))
+
+
+def _s0_logaddexp(g, x, y, out, pp):
+    p = pp
+    return g * (1 / (1 + exp(y - x)))
+
+
+def _s1_logaddexp(g, x, y, out, pp):
+    p = pp
+    return g * (1 / (1 + exp(x - y)))
+
+
+def _k_lerp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        for i in range(n):
+            GB[i] += G[i] * (p)
+    if into_g:
+        for i in range(n):
+            G[i] = G[i] * (1 - p)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += G[i] * (1 - p)
+
+
+def _s0_lerp(g, x, y, out, pp):
+    p = pp
+    return g * (1 - p)
+
+
+def _s1_lerp(g, x, y, out, pp):
+    p = pp
+    return g * (p)
+
+
+def _k_clamp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if into_g:
+        if sx == 1 and sy == 1:
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (1 + out * out)
-    elif o == 43:  # asin
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / sqrt(1 - x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / sqrt(1 - x * x))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / sqrt(1 - x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / sqrt(1 - x * x))
-    elif o == 44:  # acos
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (-1 / sqrt(1 - x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (-1 / sqrt(1 - x * x))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (-1 / sqrt(1 - x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (-1 / sqrt(1 - x * x))
-    elif o == 45:  # atan
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / (1 + x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / (1 + x * x))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / (1 + x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / (1 + x * x))
-    elif o == 46:  # sinh
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * ((exp(x) + exp(-x)) * 0.5)
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * ((exp(x) + exp(-x)) * 0.5)
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
-    elif o == 47:  # cosh
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * ((exp(x) - exp(-x)) * 0.5)
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * ((exp(x) - exp(-x)) * 0.5)
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
-    elif o == 48:  # asinh
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / sqrt(x * x + 1))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / sqrt(x * x + 1))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / sqrt(x * x + 1))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / sqrt(x * x + 1))
-    elif o == 49:  # acosh
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / sqrt(x * x - 1))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / sqrt(x * x - 1))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / sqrt(x * x - 1))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / sqrt(x * x - 1))
-    elif o == 50:  # atanh
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / (1 - x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / (1 - x * x))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / (1 - x * x))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / (1 - x * x))
-    elif o == 51:  # exp2
-        if into_g:
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (within(x, y, p))
+        elif sx == 0 and sy == 1:
+            x = X[0]
             for i in range(n):
-                out = O[i]
-                G[i] = G[i] * (out * 0.6931471805599453)
-        elif GA.size:
+                y = Y[i]
+                G[i] = G[i] * (within(x, y, p))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (out * 0.6931471805599453)
-    elif o == 52:  # expm1
-        if into_g:
+                x = X[i]
+                G[i] = G[i] * (within(x, y, p))
+        else:
             for i in range(n):
-                out = O[i]
-                G[i] = G[i] * (out + 1)
-        elif GA.size:
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (within(x, y, p))
+    elif GA.size:
+        if sx == 1 and sy == 1:
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (out + 1)
-    elif o == 53:  # log2
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / (x * 0.6931471805599453))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / (x * 0.6931471805599453))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / (x * 0.6931471805599453))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / (x * 0.6931471805599453))
-    elif o == 54:  # log10
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / (x * 2.302585092994046))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / (x * 2.302585092994046))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / (x * 2.302585092994046))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / (x * 2.302585092994046))
-    elif o == 55:  # log1p
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / (x + 1))
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (1 / (x + 1))
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / (x + 1))
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (1 / (x + 1))
-    elif o == 56:  # rsqrt
-        if into_g:
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (within(x, y, p))
+        elif sx == 0 and sy == 1:
+            x = X[0]
             for i in range(n):
-                out = O[i]
-                G[i] = G[i] * (-0.5 * out * out * out)
-        elif GA.size:
+                y = Y[i]
+                GA[i] += G[i] * (within(x, y, p))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
             for i in range(n):
-                out = O[i]
-                GA[i] += G[i] * (-0.5 * out * out * out)
-    elif o == 57:  # square
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (2 * x)
-            else:
-                x = X[0]
-                for i in range(n):
-                    G[i] = G[i] * (2 * x)
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (2 * x)
-            else:
-                x = X[0]
-                for i in range(n):
-                    GA[i] += G[i] * (2 * x)
-    elif o == 60:  # xlogy
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (x / y)
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (x / y)
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (x / y)
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (x / y)
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-    elif o == 61:  # xlogy_scalar_other
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
-    elif o == 62:  # xlogy_scalar_self
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (y / x)
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (y / x)
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (y / x)
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (y / x)
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (y / x)
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (y / x)
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (y / x)
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (y / x)
-    elif o == 63:  # hypot
-        if GB.size:
-            if sy == 1:
-                for i in range(n):
-                    y = Y[i]
-                    out = O[i]
-                    GB[i] += G[i] * (y / out)
-            else:
-                y = Y[0]
-                for i in range(n):
-                    out = O[i]
-                    GB[i] += G[i] * (y / out)
-        if into_g:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    out = O[i]
-                    G[i] = G[i] * (x / out)
-            else:
-                x = X[0]
-                for i in range(n):
-                    out = O[i]
-                    G[i] = G[i] * (x / out)
-        elif GA.size:
-            if sx == 1:
-                for i in range(n):
-                    x = X[i]
-                    out = O[i]
-                    GA[i] += G[i] * (x / out)
-            else:
-                x = X[0]
-                for i in range(n):
-                    out = O[i]
-                    GA[i] += G[i] * (x / out)
-    elif o == 64:  # logaddexp
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (1 / (1 + exp(x - y)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (1 / (1 + exp(x - y)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (1 / (1 + exp(x - y)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (1 / (1 + exp(x - y)))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (1 / (1 + exp(y - x)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (1 / (1 + exp(y - x)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (1 / (1 + exp(y - x)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (1 / (1 + exp(y - x)))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (1 / (1 + exp(y - x)))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (1 / (1 + exp(y - x)))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (1 / (1 + exp(y - x)))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (1 / (1 + exp(y - x)))
-    elif o == 65:  # lerp
-        if GB.size:
+                x = X[i]
+                GA[i] += G[i] * (within(x, y, p))
+        else:
             for i in range(n):
-                GB[i] += G[i] * (p)
-        if into_g:
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (within(x, y, p))
+
+
+def _s0_clamp(g, x, y, out, pp):
+    p = pp
+    return g * (within(x, y, p))
+
+
+def _k_clamp_tensor_lower(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
             for i in range(n):
-                G[i] = G[i] * (1 - p)
-        elif GA.size:
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 - p)
-    elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, p))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, p))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (within(x, y, p))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (within(x, y, p))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (within(x, y, p))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, y, p))
-    elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (within(x, y, 1e309))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, y, 1e309))
-    elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
-        if GB.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
-        if into_g:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    G[i] = G[i] * (within(x, -1e309, y))
-        elif GA.size:
-            if sx == 1 and sy == 1:
-                for i in range(n):
-                    x = X[i]
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-            elif sx == 0 and sy == 1:
-                x = X[0]
-                for i in range(n):
-                    y = Y[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-            elif sx == 1 and sy == 0:
-                y = Y[0]
-                for i in range(n):
-                    x = X[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-            else:
-                for i in range(n):
-                    x = X[i * sx]
-                    y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-    elif o == 143:  # copy
-        if GB.size:
+                y = Y[i]
+                GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
             for i in range(n):
-                GB[i] += G[i] * (1)
-        if into_g:
+                x = X[i]
+                GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+        else:
             for i in range(n):
-                G[i] = G[i] * (0)
-        elif GA.size:
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+    if into_g:
+        if sx == 1 and sy == 1:
             for i in range(n):
-                GA[i] += G[i] * (0)
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (within(x, y, 1e309))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (within(x, y, 1e309))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (within(x, y, 1e309))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (within(x, y, 1e309))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (within(x, y, 1e309))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (within(x, y, 1e309))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (within(x, y, 1e309))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (within(x, y, 1e309))
+
+
+def _s0_clamp_tensor_lower(g, x, y, out, pp):
+    p = pp
+    return g * (within(x, y, 1e309))
+
+
+def _s1_clamp_tensor_lower(g, x, y, out, pp):
+    p = pp
+    return g * (within(x, -1e309, y) - within(x, y, y))
+
+
+def _k_clamp_tensor_upper(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+    if into_g:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                G[i] = G[i] * (within(x, -1e309, y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                G[i] = G[i] * (within(x, -1e309, y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                G[i] = G[i] * (within(x, -1e309, y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                G[i] = G[i] * (within(x, -1e309, y))
+    elif GA.size:
+        if sx == 1 and sy == 1:
+            for i in range(n):
+                x = X[i]
+                y = Y[i]
+                GA[i] += G[i] * (within(x, -1e309, y))
+        elif sx == 0 and sy == 1:
+            x = X[0]
+            for i in range(n):
+                y = Y[i]
+                GA[i] += G[i] * (within(x, -1e309, y))
+        elif sx == 1 and sy == 0:
+            y = Y[0]
+            for i in range(n):
+                x = X[i]
+                GA[i] += G[i] * (within(x, -1e309, y))
+        else:
+            for i in range(n):
+                x = X[i * sx]
+                y = Y[i * sy]
+                GA[i] += G[i] * (within(x, -1e309, y))
+
+
+def _s0_clamp_tensor_upper(g, x, y, out, pp):
+    p = pp
+    return g * (within(x, -1e309, y))
+
+
+def _s1_clamp_tensor_upper(g, x, y, out, pp):
+    p = pp
+    return g * (within(x, y, 1e309) - within(x, y, y))
+
+
+def _k_copy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        for i in range(n):
+            GB[i] += G[i] * (1)
+    if into_g:
+        for i in range(n):
+            G[i] = G[i] * (0)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += G[i] * (0)
 
 
 @_jit
 def _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     reduce_broadcast(G, GA, osh, xsh, 1.0)
+
+
+def _k_expand(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_expand(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3005,13 +3461,8 @@ def _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         GA[i] += G[i]
 
 
-_vjp_unsqueeze = _vjp_view
-
-
-_vjp_squeeze = _vjp_view
-
-
-_vjp_squeeze_dim = _vjp_view
+def _k_view(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_view(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3030,10 +3481,8 @@ def _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         GA[j] += G[i]
 
 
-_vjp_transpose = _vjp_permute
-
-
-_vjp_t = _vjp_permute
+def _k_permute(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_permute(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3044,13 +3493,8 @@ def _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[starts[i] + j * stride] += G[i * length + j]
 
 
-_vjp_slice = _vjp_select
-
-
-_vjp_alias = _vjp_select
-
-
-_vjp_index_unsqueeze = _vjp_select
+def _k_select(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_select(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3061,16 +3505,28 @@ def _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[i * length + j] += G[starts[i] + j * stride]
 
 
+def _k_strided_scatter(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_strided_scatter(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(G.size):
         GA[ints[i]] += G[i]
 
 
+def _k_index(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_index(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(GA.size):
         GA[i] += G[ints[i]]
+
+
+def _k_index_put(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_index_put(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3090,13 +3546,8 @@ def _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
                 GB[o * iy + j] += G[start + ix + j]
 
 
-_vjp_stack = _vjp_cat
-
-
-_vjp_repeat = _vjp_index
-
-
-_vjp_roll = _vjp_index
+def _k_cat(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_cat(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3115,13 +3566,8 @@ def _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[i] += G[bcast_index(i, xsh, ints)] * pp
 
 
-_vjp_sum_dim = _vjp_sum
-
-
-_vjp_mean = _vjp_sum
-
-
-_vjp_mean_dim = _vjp_sum
+def _k_sum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_sum(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3138,19 +3584,8 @@ def _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[i] += G[j] / count[j]
 
 
-_vjp_amin = _vjp_amax
-
-
-_vjp_max_all = _vjp_amax
-
-
-_vjp_min_all = _vjp_amax
-
-
-_vjp_max_dim = _vjp_index
-
-
-_vjp_min_dim = _vjp_index
+def _k_amax(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_amax(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3158,6 +3593,10 @@ def _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
         GA[i] += G[j] * exp(X[i] - O[j])
+
+
+def _k_logsumexp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_logsumexp(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3177,7 +3616,8 @@ def _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
                 GA[i] += O[i] * (G[i] - s) if pp else G[i] - exp(O[i]) * s
 
 
-_vjp_log_softmax = _vjp_softmax
+def _k_softmax(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_softmax(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3187,6 +3627,10 @@ def _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
         GA[i] += G[j] * 2.0 * (X[i] - means[j]) * pp
+
+
+def _k_var(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_var(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3199,6 +3643,10 @@ def _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[i] += G[j] * (X[i] - means[j]) * pp / O[j]
 
 
+def _k_std(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_std(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # x / |x| times g, and 0 where the norm is 0, as PyTorch's
@@ -3206,6 +3654,10 @@ def _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         j = bcast_index(i, xsh, ints)
         if O[j] != 0:
             GA[i] += G[j] * X[i] / O[j]
+
+
+def _k_norm(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_norm(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3219,6 +3671,10 @@ def _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
                 i = (o * n + t) * inner + k
                 total += G[i]
                 GA[i] += total
+
+
+def _k_cumsum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_cumsum(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3251,6 +3707,10 @@ def _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
                 GA[base + z * inner] += total
 
 
+def _k_cumprod(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_cumprod(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
@@ -3262,46 +3722,18 @@ def _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GB[bcast_index(i, osh, ysh)] += G[i]
 
 
-_vjp_masked_fill = _vjp_where
-
-
-_vjp_masked_fill_tensor = _vjp_where
-
-
-_vjp_masked_select = _vjp_index
-
-
-_vjp_split = _vjp_select
-
-
-_vjp_split_with_sizes = _vjp_select
-
-
-_vjp_unbind = _vjp_select
-
-
-_vjp_flip = _vjp_index
-
-
-_vjp_index_select = _vjp_index
-
-
-_vjp_gather = _vjp_index
-
-
-_vjp_diagonal = _vjp_index
-
-
-_vjp_diag_embed = _vjp_index_put
-
-
-_vjp_diag_copy = _vjp_index
+def _k_where(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_where(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
 def _vjp_trace(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for k in range(ints.size):
         GA[ints[k]] += G[0]
+
+
+def _k_trace(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_trace(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3314,7 +3746,8 @@ def _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[i] += G[i]
 
 
-_vjp_tril = _vjp_triu
+def _k_triu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_triu(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3327,6 +3760,10 @@ def _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         add_product(GB.reshape((k, n)), X.reshape((m, k)), True, G2, False)
 
 
+def _k_mm(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_mm(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k = xsh[0], xsh[1]
@@ -3337,6 +3774,10 @@ def _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         add_product(GB.reshape((k, 1)), X.reshape((m, k)), True, G2, False)
 
 
+def _k_mv(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_mv(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     g = G[0]
@@ -3344,6 +3785,10 @@ def _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         GA += g * Y
     if GB.size:
         GB += g * X
+
+
+def _k_dot(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_dot(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3359,6 +3804,10 @@ def _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             add_product(GB.reshape((b, k, n))[i], X3[i], True, G3[i], False)
 
 
+def _k_bmm(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_bmm(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     n = osh[osh.size - 1]
@@ -3368,6 +3817,10 @@ def _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         add_product(T, Ob, True, G[b:b + n * n].reshape((n, n)), False)
         T *= -1.0
         add_product(GA[b:b + n * n].reshape((n, n)), T, False, Ob, True)
+
+
+def _k_inv(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_inv(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3384,7 +3837,8 @@ def _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
                     GA[b + i * n + j] += scale * Ainv[j, i]
 
 
-_vjp_slogdet = _vjp_det
+def _k_det(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_det(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3402,6 +3856,10 @@ def _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
                         O[m * n * k:(m + 1) * n * k].reshape((n, k)), True)
 
 
+def _k_solve(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_solve(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     n = osh[osh.size - 1]
@@ -3414,10 +3872,8 @@ def _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         add_product(GA[b:b + n * n].reshape((n, n)), T, False, Linv, False)
 
 
-_vjp_sort = _vjp_index
-
-
-_vjp_topk = _vjp_index
+def _k_cholesky(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_cholesky(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3425,13 +3881,8 @@ def _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     return
 
 
-_vjp_fill_ = _vjp_zero_
-
-
-_vjp_uniform_ = _vjp_zero_
-
-
-_vjp_normal_ = _vjp_zero_
+def _k_zero_(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_zero_(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -3440,6 +3891,167 @@ def _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]))
 
 
+def _k_copy_slices(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_copy_slices(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
 @_jit
 def _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     put_vjp(G, GA, GB, ints)
+
+
+def _k_index_put_(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_index_put_(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
+# each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B): the function
+# and its C signature, or None; compiled on first use by tape._kernels
+# (Note [Kernels by opcode])
+KERNELS = (
+    (None, None, None),  # leaf
+    (None, None, None),  # const
+    (None, None, None),  # function_inputs
+    (None, None, None),  # function
+    (None, None, None),  # function_output
+    (None, None, None),  # delayed_error
+    ((_k_add, ELEMENTWISE_KERNEL), None, None),  # add
+    ((_k_sub, ELEMENTWISE_KERNEL), None, None),  # sub
+    ((_k_mul, ELEMENTWISE_KERNEL), (_s0_mul, SCALAR_KERNEL), (_s1_mul, SCALAR_KERNEL)),  # mul
+    ((_k_div, ELEMENTWISE_KERNEL), (_s0_div, SCALAR_KERNEL), (_s1_div, SCALAR_KERNEL)),  # div
+    ((_k_neg, ELEMENTWISE_KERNEL), None, None),  # neg
+    ((_k_reciprocal, ELEMENTWISE_KERNEL), (_s0_reciprocal, SCALAR_KERNEL), None),  # reciprocal
+    ((_k_pow_scalar, ELEMENTWISE_KERNEL), (_s0_pow_scalar, SCALAR_KERNEL), None),  # pow_scalar
+    ((_k_neg, ELEMENTWISE_KERNEL), None, None),  # rsub
+    ((_k_rpow, ELEMENTWISE_KERNEL), (_s0_rpow, SCALAR_KERNEL), None),  # rpow
+    ((_k_pow, ELEMENTWISE_KERNEL), (_s0_pow, SCALAR_KERNEL), (_s1_pow, SCALAR_KERNEL)),  # pow
+    ((_k_remainder, ELEMENTWISE_KERNEL), None, (_s1_remainder, SCALAR_KERNEL)),  # remainder
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None),  # remainder_scalar
+    ((_k_exp, ELEMENTWISE_KERNEL), (_s0_exp, SCALAR_KERNEL), None),  # exp
+    ((_k_log, ELEMENTWISE_KERNEL), (_s0_log, SCALAR_KERNEL), None),  # log
+    ((_k_sin, ELEMENTWISE_KERNEL), (_s0_sin, SCALAR_KERNEL), None),  # sin
+    ((_k_cos, ELEMENTWISE_KERNEL), (_s0_cos, SCALAR_KERNEL), None),  # cos
+    ((_k_tanh, ELEMENTWISE_KERNEL), (_s0_tanh, SCALAR_KERNEL), None),  # tanh
+    ((_k_sigmoid, ELEMENTWISE_KERNEL), (_s0_sigmoid, SCALAR_KERNEL), None),  # sigmoid
+    ((_k_relu, ELEMENTWISE_KERNEL), (_s0_relu, SCALAR_KERNEL), None),  # relu
+    ((_k_sqrt, ELEMENTWISE_KERNEL), (_s0_sqrt, SCALAR_KERNEL), None),  # sqrt
+    ((_k_abs, ELEMENTWISE_KERNEL), (_s0_abs, SCALAR_KERNEL), None),  # abs
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # sign
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # floor
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # step
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # ceil
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # trunc
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # round
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # round_decimals
+    ((_k_maximum, ELEMENTWISE_KERNEL), (_s0_maximum, SCALAR_KERNEL), (_s1_maximum, SCALAR_KERNEL)),  # maximum
+    ((_k_minimum, ELEMENTWISE_KERNEL), (_s0_minimum, SCALAR_KERNEL), (_s1_minimum, SCALAR_KERNEL)),  # minimum
+    ((_k_atan2, ELEMENTWISE_KERNEL), (_s0_atan2, SCALAR_KERNEL), (_s1_atan2, SCALAR_KERNEL)),  # atan2
+    ((_k_erf, ELEMENTWISE_KERNEL), (_s0_erf, SCALAR_KERNEL), None),  # erf
+    ((_k_silu, ELEMENTWISE_KERNEL), (_s0_silu, SCALAR_KERNEL), None),  # silu
+    ((_k_gelu, ELEMENTWISE_KERNEL), (_s0_gelu, SCALAR_KERNEL), None),  # gelu
+    ((_k_gelu_tanh, ELEMENTWISE_KERNEL), (_s0_gelu_tanh, SCALAR_KERNEL), None),  # gelu_tanh
+    ((_k_softplus, ELEMENTWISE_KERNEL), (_s0_softplus, SCALAR_KERNEL), None),  # softplus
+    ((_k_tan, ELEMENTWISE_KERNEL), (_s0_tan, SCALAR_KERNEL), None),  # tan
+    ((_k_asin, ELEMENTWISE_KERNEL), (_s0_asin, SCALAR_KERNEL), None),  # asin
+    ((_k_acos, ELEMENTWISE_KERNEL), (_s0_acos, SCALAR_KERNEL), None),  # acos
+    ((_k_atan, ELEMENTWISE_KERNEL), (_s0_atan, SCALAR_KERNEL), None),  # atan
+    ((_k_sinh, ELEMENTWISE_KERNEL), (_s0_sinh, SCALAR_KERNEL), None),  # sinh
+    ((_k_cosh, ELEMENTWISE_KERNEL), (_s0_cosh, SCALAR_KERNEL), None),  # cosh
+    ((_k_asinh, ELEMENTWISE_KERNEL), (_s0_asinh, SCALAR_KERNEL), None),  # asinh
+    ((_k_acosh, ELEMENTWISE_KERNEL), (_s0_acosh, SCALAR_KERNEL), None),  # acosh
+    ((_k_atanh, ELEMENTWISE_KERNEL), (_s0_atanh, SCALAR_KERNEL), None),  # atanh
+    ((_k_exp2, ELEMENTWISE_KERNEL), (_s0_exp2, SCALAR_KERNEL), None),  # exp2
+    ((_k_expm1, ELEMENTWISE_KERNEL), (_s0_expm1, SCALAR_KERNEL), None),  # expm1
+    ((_k_log2, ELEMENTWISE_KERNEL), (_s0_log2, SCALAR_KERNEL), None),  # log2
+    ((_k_log10, ELEMENTWISE_KERNEL), (_s0_log10, SCALAR_KERNEL), None),  # log10
+    ((_k_log1p, ELEMENTWISE_KERNEL), (_s0_log1p, SCALAR_KERNEL), None),  # log1p
+    ((_k_rsqrt, ELEMENTWISE_KERNEL), (_s0_rsqrt, SCALAR_KERNEL), None),  # rsqrt
+    ((_k_square, ELEMENTWISE_KERNEL), (_s0_square, SCALAR_KERNEL), None),  # square
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None),  # clone
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None),  # to_copy
+    ((_k_xlogy, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), (_s1_xlogy, SCALAR_KERNEL)),  # xlogy
+    ((_k_xlogy_scalar_other, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), None),  # xlogy_scalar_other
+    ((_k_xlogy_scalar_self, ELEMENTWISE_KERNEL), (_s0_xlogy_scalar_self, SCALAR_KERNEL), None),  # xlogy_scalar_self
+    ((_k_hypot, ELEMENTWISE_KERNEL), (_s0_hypot, SCALAR_KERNEL), (_s1_hypot, SCALAR_KERNEL)),  # hypot
+    ((_k_logaddexp, ELEMENTWISE_KERNEL), (_s0_logaddexp, SCALAR_KERNEL), (_s1_logaddexp, SCALAR_KERNEL)),  # logaddexp
+    ((_k_lerp, ELEMENTWISE_KERNEL), (_s0_lerp, SCALAR_KERNEL), (_s1_lerp, SCALAR_KERNEL)),  # lerp
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None),  # clamp
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None),  # clamp_min
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None),  # clamp_max
+    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL)),  # clamp_tensor_lower
+    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL)),  # clamp_tensor_upper
+    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL)),  # clamp_min_tensor
+    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL)),  # clamp_max_tensor
+    (None, None, None),  # rremainder
+    (None, None, None),  # floor_divide
+    ((_k_expand, STRUCTURAL_KERNEL), None, None),  # expand
+    ((_k_view, STRUCTURAL_KERNEL), None, None),  # view
+    ((_k_view, STRUCTURAL_KERNEL), None, None),  # unsqueeze
+    ((_k_view, STRUCTURAL_KERNEL), None, None),  # squeeze
+    ((_k_view, STRUCTURAL_KERNEL), None, None),  # squeeze_dim
+    ((_k_permute, STRUCTURAL_KERNEL), None, None),  # permute
+    ((_k_permute, STRUCTURAL_KERNEL), None, None),  # transpose
+    ((_k_permute, STRUCTURAL_KERNEL), None, None),  # t
+    ((_k_select, STRUCTURAL_KERNEL), None, None),  # select
+    ((_k_select, STRUCTURAL_KERNEL), None, None),  # slice
+    ((_k_select, STRUCTURAL_KERNEL), None, None),  # alias
+    ((_k_select, STRUCTURAL_KERNEL), None, None),  # index_unsqueeze
+    ((_k_strided_scatter, STRUCTURAL_KERNEL), None, None),  # strided_scatter
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # index
+    ((_k_index_put, STRUCTURAL_KERNEL), None, None),  # index_put
+    ((_k_cat, STRUCTURAL_KERNEL), None, None),  # cat
+    ((_k_cat, STRUCTURAL_KERNEL), None, None),  # stack
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # repeat
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # roll
+    ((_k_sum, STRUCTURAL_KERNEL), None, None),  # sum
+    ((_k_sum, STRUCTURAL_KERNEL), None, None),  # sum_dim
+    ((_k_sum, STRUCTURAL_KERNEL), None, None),  # mean
+    ((_k_sum, STRUCTURAL_KERNEL), None, None),  # mean_dim
+    ((_k_amax, STRUCTURAL_KERNEL), None, None),  # amax
+    ((_k_amax, STRUCTURAL_KERNEL), None, None),  # amin
+    ((_k_amax, STRUCTURAL_KERNEL), None, None),  # max_all
+    ((_k_amax, STRUCTURAL_KERNEL), None, None),  # min_all
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # max_dim
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # min_dim
+    ((_k_logsumexp, STRUCTURAL_KERNEL), None, None),  # logsumexp
+    ((_k_softmax, STRUCTURAL_KERNEL), None, None),  # softmax
+    ((_k_softmax, STRUCTURAL_KERNEL), None, None),  # log_softmax
+    ((_k_var, STRUCTURAL_KERNEL), None, None),  # var
+    ((_k_std, STRUCTURAL_KERNEL), None, None),  # std
+    ((_k_norm, STRUCTURAL_KERNEL), None, None),  # norm
+    ((_k_cumsum, STRUCTURAL_KERNEL), None, None),  # cumsum
+    ((_k_cumprod, STRUCTURAL_KERNEL), None, None),  # cumprod
+    ((_k_where, STRUCTURAL_KERNEL), None, None),  # where
+    ((_k_where, STRUCTURAL_KERNEL), None, None),  # masked_fill
+    ((_k_where, STRUCTURAL_KERNEL), None, None),  # masked_fill_tensor
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # masked_select
+    ((_k_select, STRUCTURAL_KERNEL), None, None),  # split
+    ((_k_select, STRUCTURAL_KERNEL), None, None),  # split_with_sizes
+    ((_k_select, STRUCTURAL_KERNEL), None, None),  # unbind
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # flip
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # index_select
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # gather
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # diagonal
+    ((_k_index_put, STRUCTURAL_KERNEL), None, None),  # diag_embed
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # diag_copy
+    ((_k_trace, STRUCTURAL_KERNEL), None, None),  # trace
+    ((_k_triu, STRUCTURAL_KERNEL), None, None),  # triu
+    ((_k_triu, STRUCTURAL_KERNEL), None, None),  # tril
+    ((_k_mm, STRUCTURAL_KERNEL), None, None),  # mm
+    ((_k_mv, STRUCTURAL_KERNEL), None, None),  # mv
+    ((_k_dot, STRUCTURAL_KERNEL), None, None),  # dot
+    ((_k_bmm, STRUCTURAL_KERNEL), None, None),  # bmm
+    ((_k_inv, STRUCTURAL_KERNEL), None, None),  # inv
+    ((_k_det, STRUCTURAL_KERNEL), None, None),  # det
+    ((_k_det, STRUCTURAL_KERNEL), None, None),  # slogdet
+    ((_k_solve, STRUCTURAL_KERNEL), None, None),  # solve
+    ((_k_cholesky, STRUCTURAL_KERNEL), None, None),  # cholesky
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # sort
+    ((_k_index, STRUCTURAL_KERNEL), None, None),  # topk
+    ((_k_zero_, STRUCTURAL_KERNEL), None, None),  # zero_
+    ((_k_zero_, STRUCTURAL_KERNEL), None, None),  # fill_
+    ((_k_zero_, STRUCTURAL_KERNEL), None, None),  # uniform_
+    ((_k_zero_, STRUCTURAL_KERNEL), None, None),  # normal_
+    ((_k_copy, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # copy
+    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None),  # copy_slices
+    ((_k_index_put_, STRUCTURAL_KERNEL), None, None),  # index_put_
+)

@@ -169,6 +169,7 @@ class Tape:
         self.held_bytes = 0
         self.bytes_limit = _INITIAL_BYTES
         self.tensor_rows = 0  # rows not on the 0-d fast path; while 0, backward uses sweep_scalar
+        self.kernels_scanned = 0  # rows below it have their kernels loaded (Note [Kernels by opcode])
         self.sweeping = 0  # > 0 while a re-taped sweep holds row numbers: no compaction then
         self.grad_scratch = np.zeros(0)  # backward()'s flat gradients (engine._native)
         # grad mode is per thread, kept here so a recording op reads one
@@ -402,6 +403,7 @@ class Tape:
         op = self.op[:m]
         scalar = _sweep.ELEMENTWISE[op] & (self.ndim[:m] == 0) & (self.dt[:m] == 0)
         self.tensor_rows = int(np.count_nonzero((op > CONST) & ~scalar))
+        self.kernels_scanned = 0  # renumbered: the next sweep looks at every row again
         held = (self.ndim[:m] > 0) & (self.ptr[:m] != 0)
         # what python rows hold outside the rows (a Function's saved tensors) counts too
         self.held_bytes = int(self.numel[:m][held].sum()) * 8 + sum(

@@ -16,15 +16,17 @@ import math
 
 import numpy as np
 from llvmlite import ir
-from numba import njit, types
+from numba import types
 from numba.extending import intrinsic
+
+from ._native import jit
 
 __all__ = ["sin", "cos", "exp", "tanh", "sin_array", "cos_array", "exp_array", "tanh_array", "erf_array",
            "TRIG_LIMIT", "in_trig_range"]
 
 # contract: the polynomials run as fused multiply-adds, twice as fast here, and no
 # less accurate (one rounding per step instead of two)
-_OPTIONS = dict(cache=True, error_model="numpy", nogil=True, fastmath={"contract"})
+_OPTIONS = dict(fastmath={"contract"})
 
 # pi and pi/2 in four parts; the first three have at most 28 significant bits,
 # so q * part is exact for |q| < 2**25
@@ -59,7 +61,7 @@ def _from_bits(typingctx, i):
     return types.float64(types.int64), codegen
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def _sin_poly(r):
     # sin(r) for |r| <= pi/2: odd Taylor terms to r**23 (truncation < 1e-20)
     s = r * r
@@ -77,7 +79,7 @@ def _sin_poly(r):
     return r - r * s * u
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def _reduce_pi(x, m):
     # x - m * pi, exact in the first three steps for |m| < 2**25
     r = x - m * _PI_A
@@ -86,20 +88,20 @@ def _reduce_pi(x, m):
     return r - m * _PI_D
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def _negate_if_odd(r, q):
     half = q * 0.5
     return -r if half != math.floor(half) else r
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def sin(x):
     # x = q pi + r, |r| <= pi/2, sin x = (-1)**q sin r
     q = (x * _INV_PI + _ROUNDER) - _ROUNDER
     return _negate_if_odd(_sin_poly(_reduce_pi(x, q)), q)
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def cos(x):
     # x = (q + 1/2) pi + r, |r| <= pi/2, cos x = (-1)**(q+1) sin r
     q = (x * _INV_PI - 0.5 + _ROUNDER) - _ROUNDER
@@ -107,7 +109,7 @@ def cos(x):
     return _negate_if_odd(_sin_poly(r), q + 1.0)
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def _expm1_poly(r):
     # exp(r) - 1 for |r| <= ln2 / 2: Taylor terms to r**15 (truncation < 1e-19)
     u = 1.0 / 1307674368000.0
@@ -127,7 +129,7 @@ def _expm1_poly(r):
     return r + r * r * u
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def _scale(u, t):
     # u * 2**q where t = q + _ROUNDER, |q| <= 1100: two factors, so neither
     # power leaves the normal range
@@ -136,7 +138,7 @@ def _scale(u, t):
     return (u * _from_bits((half + 1023) << 52)) * _from_bits((q - half + 1023) << 52)
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def exp(x):
     # clamped so q stays small; exp overflows at 709.79 and is 0 below -745.2,
     # and the scaling reaches both on its own
@@ -148,7 +150,7 @@ def exp(x):
     return x if x != x else e
 
 
-@njit(inline="always", **_OPTIONS)
+@jit(inline="always", **_OPTIONS)
 def tanh(x):
     # tanh|x| = expm1(2|x|) / (expm1(2|x|) + 2); past |x| = 20 it rounds to 1
     y = min(2.0 * abs(x), 40.0)
@@ -160,7 +162,7 @@ def tanh(x):
     return x if x != x else math.copysign(m / (m + 2.0), x)
 
 
-@njit(**_OPTIONS)
+@jit(**_OPTIONS)
 def in_trig_range(x):
     """Whether sin and cos above are exact for every element of x (NaN counts:
     they return NaN for it, as libm does)."""
@@ -170,7 +172,7 @@ def in_trig_range(x):
     return outside == 0
 
 
-@njit(**_OPTIONS)
+@jit(**_OPTIONS)
 def sin_array(x, out):
     if in_trig_range(x):
         for i in range(x.size):
@@ -180,7 +182,7 @@ def sin_array(x, out):
             out[i] = math.sin(x[i])
 
 
-@njit(**_OPTIONS)
+@jit(**_OPTIONS)
 def cos_array(x, out):
     if in_trig_range(x):
         for i in range(x.size):
@@ -190,19 +192,19 @@ def cos_array(x, out):
             out[i] = math.cos(x[i])
 
 
-@njit(**_OPTIONS)
+@jit(**_OPTIONS)
 def exp_array(x, out):
     for i in range(x.size):
         out[i] = exp(x[i])
 
 
-@njit(**_OPTIONS)
+@jit(**_OPTIONS)
 def tanh_array(x, out):
     for i in range(x.size):
         out[i] = tanh(x[i])
 
 
-@njit(**_OPTIONS)
+@jit(**_OPTIONS)
 def erf_array(x, out):
     # libm's erf, element by element: NumPy has no erf at all
     for i in range(x.size):

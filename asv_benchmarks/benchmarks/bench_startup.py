@@ -3,7 +3,7 @@
 Each sample is a new process; it uses whatever Numba cache already exists.
 """
 
-from .common import (BACKENDS, PROCESS_ROUNDS, Benchmark, RatioBenchmark,
+from .common import (BACKENDS, FAST, PROCESS_ROUNDS, Benchmark, RatioBenchmark,
                      interleaved_process_medians, process_seconds, torch_or_skip)
 
 
@@ -60,3 +60,44 @@ class StartupRatio(RatioBenchmark):
     def track_w9_ratio_vs_torch(self):
         medians = startup_medians()
         return medians["tape"] / medians["torch"]
+
+
+# A new machine: an empty Numba cache, so the first backward compiles the
+# native sweep and the kernels of its graph's ops (README, "Set up").
+_EMPTY_CACHE = """
+import os, shutil, tempfile
+cache = tempfile.mkdtemp(prefix="tape-bench-numba-")
+os.environ["NUMBA_CACHE_DIR"] = cache
+os.environ["TAPE_QUIET_COMPILE"] = "1"
+import tape
+"""
+
+_SCALAR_GRAPH = """
+x = tape.tensor(0.5, requires_grad=True)
+y = x
+for _ in range(5):
+    y = y.sin() * x + 1.0
+y.backward()
+"""
+
+# a small network's step: matmul, bias, tanh, squared error, mean
+_TENSOR_GRAPH = """
+x = tape.randn(8, 4)
+w = tape.randn(4, 3, requires_grad=True)
+b = tape.zeros(3, requires_grad=True)
+((tape.tanh(x @ w + b) - 1.0) ** 2).mean().backward()
+"""
+
+
+class FirstUse:
+    """The first backward on a new machine, with its compiles."""
+
+    timeout = 600
+    warmup_time = 0
+    repeat = 1 if FAST else (1, 3, 60.0)
+
+    def timeraw_first_backward_of_0d_tensors_empty_cache(self):
+        return _EMPTY_CACHE + _SCALAR_GRAPH + "shutil.rmtree(cache)\n"
+
+    def timeraw_first_backward_of_tensors_empty_cache(self):
+        return _EMPTY_CACHE + _TENSOR_GRAPH + "shutil.rmtree(cache)\n"

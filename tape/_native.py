@@ -1,0 +1,150 @@
+"""Every Numba option tape compiles with, the on-disk cache keyed by a digest
+of all native sources, and the one-line notice printed while a compile runs.
+Each module holding native code imports its decorators from here.
+"""
+import hashlib
+import os
+import sys
+import threading
+
+from numba import cfunc, njit
+from numba.core import caching, event
+
+__all__ = ["jit", "kernel", "compiling", "NATIVE_SOURCES", "DIGEST", "QUIET_VARIABLE"]
+
+# Note [Native cache]
+# ~~~~~~~~~~~~~~~~~~~
+# Numba keys a cached function by the file it is defined in, so a kernel in
+# tape/_sweep.py that calls a helper of tape/_vecmath.py would keep running
+# the old helper after an edit of _vecmath.py alone. Every module whose
+# native code tape compiles, or that such code calls or links against, is
+# listed here, and every cached function of those modules is keyed by one
+# digest of all of them: its cache lives in a folder named by the digest
+# (under NUMBA_CACHE_DIR when that is set, else tape/__pycache__, else the
+# user's cache folder), and the digest is its source stamp. An edit of any
+# of them is a new folder, so a stale kernel can never be loaded, and
+# checkouts with the same sources can share one NUMBA_CACHE_DIR (the tests do).
+NATIVE_SOURCES = ("_native.py", "_blas.py", "_vecmath.py", "_sweep.py")
+_HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _digest():
+    h = hashlib.sha256()
+    for name in NATIVE_SOURCES:
+        with open(os.path.join(_HERE, name), "rb") as f:
+            h.update(f.read())
+    return h.hexdigest()[:16]
+
+
+DIGEST = _digest()
+
+_CacheImpl = getattr(caching, "CacheImpl", None) or caching._CacheImpl
+
+
+class _DigestLocator(caching._CacheLocator):
+    """Numba's cache locator for tape's native sources (Note [Native cache])."""
+
+    def __init__(self, py_func, path):
+        self._lineno = py_func.__code__.co_firstlineno
+        self._path = path
+
+    def get_cache_path(self):
+        return self._path
+
+    def get_source_stamp(self):
+        return DIGEST
+
+    def get_disambiguator(self):
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        py_file = os.path.abspath(py_file)
+        if os.path.dirname(py_file) != _HERE or os.path.basename(py_file) not in NATIVE_SOURCES:
+            return None
+        from numba import config
+        from numba.misc.appdirs import AppDirs
+        bases = ([config.CACHE_DIR] if config.CACHE_DIR else
+                 [os.path.join(_HERE, "__pycache__"), AppDirs(appname="tape", appauthor=False).user_cache_dir])
+        for base in bases:
+            self = cls(py_func, os.path.join(base, f"tape-native-{DIGEST}"))
+            try:
+                self.ensure_cache_path()
+            except OSError:
+                continue
+            return self
+        return None
+
+
+if _DigestLocator not in _CacheImpl._locator_classes:
+    _CacheImpl._locator_classes.insert(0, _DigestLocator)
+
+
+def jit(**options):
+    """Numba's njit with tape's options: cache=True so a warm start only loads
+    machine code (Note [Native cache]), error_model="numpy" so 1/0 gives inf as
+    NumPy does, nogil so threads sweep their tapes at once."""
+    return njit(**{"cache": True, "error_model": "numpy", "nogil": True, **options})
+
+
+def kernel(signature, fn):
+    """`fn` compiled (or loaded from the cache) as a C function of `signature`,
+    whose address native code calls (a kernel the sweep reaches by opcode)."""
+    return cfunc(signature, cache=True, error_model="numpy")(fn)
+
+
+# Note [Compile notice]
+# ~~~~~~~~~~~~~~~~~~~~~
+# Numba runs its compiler passes only when it compiles, never when it loads
+# from the cache, so a listener to its "numba:run_pass" event knows that a
+# compile of tape's code has begun: it prints one line, once for each
+# `compiling` context (or once per process for code compiled outside one,
+# the forward kernels of tape._vecmath), and nothing when the cache is warm.
+QUIET_VARIABLE = "TAPE_QUIET_COMPILE"
+_local = threading.local()
+_GENERIC = ("tape: compiling a native kernel on its first use (once per machine, cached for later runs; "
+            f"about a second each). Set {QUIET_VARIABLE}=1 to silence this.")
+
+
+class _PassListener(event.Listener):
+    def on_start(self, ev):
+        if not ev.data["module"].startswith("tape.") or os.environ.get(QUIET_VARIABLE):
+            return
+        notice = getattr(_local, "notice", None)
+        if notice is None:
+            if _printed:  # one line per process is enough outside a context
+                return
+            notice = _GENERIC
+        elif notice.printed:
+            return
+        else:
+            notice.printed = True
+            notice = notice.message
+        _printed.add(notice)
+        print(notice, file=sys.stderr, flush=True)
+
+    def on_end(self, ev):
+        pass
+
+
+_printed = set()
+event.register("numba:run_pass", _PassListener())
+
+
+class compiling:
+    """Context manager around a first call that may compile `what` (about
+    `seconds` on an empty cache): if it does, one line on stderr says so
+    (Note [Compile notice])."""
+
+    def __init__(self, what, seconds):
+        self.message = (f"tape: compiling {what} (once per machine, cached for later runs; "
+                        f"about {seconds:.0f} s). Set {QUIET_VARIABLE}=1 to silence this.")
+        self.printed = False
+
+    def __enter__(self):
+        self.outer = getattr(_local, "notice", None)
+        _local.notice = self if self.outer is None else self.outer
+        return self
+
+    def __exit__(self, *exc):
+        _local.notice = self.outer
