@@ -450,11 +450,39 @@ def mark_leads(a0, a1, flags, leads, roots, sid, found):
             leads[b] = -sid
             found[n] = b
             n += 1
-    for r in np.sort(found[:n]):
+    rows = found[:n]
+    _heapsort(rows)
+    for r in rows:
         a = a0[r]
         b = a1[r]
         if (flags[r] & TARGET) != 0 or (a >= 0 and leads[a] == sid) or (b >= 0 and leads[b] == sid):
             leads[r] = sid
+
+
+@_jit
+def _heapsort(a):
+    """Sort `a` in place. Written out: np.sort's quicksort took 1.3 s to
+    compile on a new machine, the whole first autograd.grad's time."""
+    n = a.size
+    for start in range(n // 2 - 1, -1, -1):
+        _sift_down(a, start, n)
+    for end in range(n - 1, 0, -1):
+        a[0], a[end] = a[end], a[0]
+        _sift_down(a, 0, end)
+
+
+@_jit
+def _sift_down(a, i, n):
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            return
+        if child + 1 < n and a[child + 1] > a[child]:
+            child += 1
+        if a[i] >= a[child]:
+            return
+        a[i], a[child] = a[child], a[i]
+        i = child
 
 
 @_jit_inline
