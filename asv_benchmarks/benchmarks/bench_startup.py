@@ -1,6 +1,8 @@
-"""W9 cold start: a fresh interpreter imports the library and runs a first backward.
+"""W9 cold start: a fresh interpreter imports the library and runs a first
+backward, with whatever Numba cache already exists; and the first use on a
+new machine, the same with an empty cache (FirstUse).
 
-Each sample is a new process; it uses whatever Numba cache already exists.
+Each sample is a new process.
 """
 
 from .common import (BACKENDS, FAST, PROCESS_ROUNDS, Benchmark, RatioBenchmark,
