@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from tape._dtypes import scalar_type_name
 from tape._factories import rand, randn
 from tape._grad_mode import no_grad
 from tape._record import _broadcast_input, binary, record
@@ -65,8 +66,8 @@ def _write(t, res):
         raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
                            f"{list(res.shape)}")
     if not np.can_cast(res.dtype, t.dtype, "same_kind"):
-        raise RuntimeError(f"result type {res.dtype.name} can't be cast to the desired output type "
-                           f"{t.dtype.name}")
+        raise RuntimeError(f"result type {scalar_type_name(res.dtype)} can't be cast to the desired output type "
+                           f"{scalar_type_name(t.dtype)}")
     t.bump_version()
     if type(t._value) is float or t.ndim == 0 and not isinstance(t._value, np.ndarray):
         t._value = float(res.item())

@@ -9,7 +9,7 @@ import builtins
 import numpy as np
 
 from tape._broadcast import bcast_index
-from tape._dtypes import cpp_type_name, scalar_type_name
+from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._batched import BatchedArgumentError, batched_call
 from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import defop
@@ -56,7 +56,7 @@ def where(condition, input=None, other=None):
         xv = x._array() if isinstance(x, Tensor) else x
         yv = y._array() if isinstance(y, Tensor) else y
         shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))  # PyTorch's error
-        value = wrap_value(np.where(mask, xv, yv))
+        value = wrap_value(np.asarray(np.where(mask, xv, yv), result_type(xv, yv)))  # Note [Type promotion]
         inputs = tuple(t if isinstance(t, Tensor) and t._rg else None for t in (x, y))
         if not (state.tape.grad_enabled and inputs != (None, None)):
             return new_tensor(value)

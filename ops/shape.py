@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 
 from tape._broadcast import reduce_broadcast
+from tape._dtypes import promoted
 from tape._batched import BatchedArgumentError, batched_call
 from tape._record import record
 from tape._registry import defop, native_helper
@@ -680,7 +681,7 @@ def _join(tensors, dim, opdef):
 
 
 def _join_two(x, y, dim, opdef):
-    value = wrap_value(np.concatenate([x._array(), y._array()], axis=dim))
+    value = wrap_value(np.concatenate(promoted(x._array(), y._array()), axis=dim))  # Note [Type promotion]
     if not ((x._rg or y._rg) and state.tape.grad_enabled):
         return new_tensor(value)
     return record(opdef, value, (x if x._rg else None, y if y._rg else None), ints=(dim, x.shape[dim]))

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._dtypes import float64, get_default_dtype
+from ._dtypes import float64, get_default_dtype, promoted
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
@@ -19,8 +19,8 @@ _NUMBER = (float, int)
 
 
 def value_of(t):
-    """The NumPy-facing value of a tensor (0-d float64 as np.float64, so a
-    0-d float64 tensor promotes like NumPy's, not like a Python float)."""
+    """The NumPy-facing value of a tensor (0-d float64 as np.float64, so that
+    promotion sees a 0-d tensor, not a Python number: Note [Type promotion])."""
     v = t._value
     return np.float64(v) if type(v) is float else v
 
@@ -351,6 +351,11 @@ def binary(opdef, scalar_fn, array_fn):
         """x op y off the scalar path: x and y Tensors (tx, ty) or numbers or
         arrays, whose values are xv and yv."""
         try:
+            # operands of one dtype, or a float tensor and a number, need no
+            # cast (Note [Type promotion]); testing that first keeps small ops fast
+            if not (type(xv) is np.ndarray and (type(yv) is np.ndarray and yv.dtype is xv.dtype
+                                                or type(yv) in _NUMBER and xv.dtype.kind == "f")):
+                xv, yv = promoted(xv, yv)
             out = _as_result(quiet(array_fn, xv, yv), array_fn, xv, yv)
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text

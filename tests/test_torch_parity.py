@@ -1,0 +1,97 @@
+"""Classes of disagreement with PyTorch 2.13 that randomly generated programs
+found (issue 18), one test class each: type promotion, errors, and
+requires_grad / graph membership. Every expected value was computed by
+PyTorch in a throwaway script and is written here as a literal."""
+import numpy as np
+import pytest
+
+import tape
+from tape import autograd
+
+
+def _f32(data, requires_grad=False):
+    return tape.tensor(data, dtype=tape.float32, requires_grad=requires_grad)
+
+
+class TestTypePromotion:
+    """PyTorch's category-based promotion (Note [Type promotion]): tensors
+    with dims, then 0-d tensors, then Python numbers, a later tier counting
+    only where its category (bool < integer < floating) is higher."""
+
+    X32 = [1.5, -2.25]
+
+    @pytest.mark.parametrize("compute, expected, dtype", [
+        (lambda x: x + tape.tensor(0.1), [1.600000023841858, -2.1500000953674316], tape.float32),
+        (lambda x: x * tape.tensor([3, 4]), [4.5, -9.0], tape.float32),
+        (lambda x: tape.tensor([1, 2]) + tape.tensor(0.5, dtype=tape.float32), [1.5, 2.5], tape.float32),
+        (lambda x: tape.tensor([100, 27], dtype=tape.int8) + tape.tensor(1), [101, 28], tape.int8),
+        (lambda x: tape.tensor([True, False]) * 2.5, [2.5, 0.0], tape.float64),
+        (lambda x: tape.tensor([1, 2]) + tape.tensor([0.5, 0.25], dtype=tape.float16), [1.5, 2.25], tape.float16),
+        (lambda x: tape.tensor([1, 3]) / tape.tensor([2, 4]), [0.5, 0.75], tape.float64),
+        (lambda x: tape.where(tape.tensor([True, False]), x, tape.tensor(0.1)), [1.5, 0.10000000149011612],
+         tape.float32),
+        (lambda x: tape.where(tape.tensor([True, False]), x, tape.tensor([7, 8])), [1.5, 8.0], tape.float32),
+        (lambda x: tape.clamp(x, tape.tensor(-1.0), tape.tensor(1.0)), [1.0, -1.0], tape.float32),
+        (lambda x: tape.clamp(tape.tensor([0, 5]), tape.tensor(0.5, dtype=tape.float32),
+                              tape.tensor(2.5, dtype=tape.float32)), [0.5, 2.5], tape.float32),
+        (lambda x: tape.clamp(tape.tensor([0, 5]), 0.5, 2.5), [0.5, 2.5], tape.float64),
+        (lambda x: tape.hypot(tape.tensor(True), tape.tensor(2.0, dtype=tape.float32)), 2.2360680103302,
+         tape.float32),
+        (lambda x: tape.hypot(tape.tensor(3), tape.tensor(4.0)), 5.0, tape.float64),
+        (lambda x: tape.maximum(x, tape.tensor(0.1)), [1.5, 0.10000000149011612], tape.float32),
+        (lambda x: x.abs() ** tape.tensor(0.5), [1.2247449159622192, 1.5], tape.float32),
+        (lambda x: tape.tensor([0.1, 0.2], dtype=tape.float32) == tape.tensor(0.1), [True, False], tape.bool),
+        (lambda x: tape.cat([x, tape.tensor([3])]), [1.5, -2.25, 3.0], tape.float32),
+        (lambda x: x // tape.tensor(2.0), [0.0, -2.0], tape.float32),
+        (lambda x: tape.lerp(x, _f32([0.0, 0.0]), tape.tensor(0.5)), [0.75, -1.125], tape.float32),
+        (lambda x: tape.tensor(1.5, dtype=tape.float32) * tape.tensor(3), 4.5, tape.float32),
+        (lambda x: tape.tensor(1.5, dtype=tape.float32) + tape.tensor(0.1), 1.6, tape.float64),
+    ])
+    def test_result_dtype_and_value(self, compute, expected, dtype):
+        x = _f32(self.X32)
+
+        out = compute(x)
+
+        assert out.dtype == dtype
+        assert out.tolist() == pytest.approx(expected, rel=1e-7)
+
+    def test_a_gradient_takes_its_inputs_dtype_to_second_order(self):
+        x = _f32([1.5, 2.5], requires_grad=True)
+        y = tape.tensor(3.0, requires_grad=True)
+
+        out = x * y
+        gx, gy = autograd.grad(out.sum(), (x, y), create_graph=True)
+        hx, hy = autograd.grad((gx * gx).sum() + gy * gy, (x, y))
+
+        assert (out.dtype, gx.dtype, gy.dtype, hx.dtype, hy.dtype) == (
+            tape.float32, tape.float32, tape.float64, tape.float32, tape.float64)
+        assert (gx.tolist(), gy.item(), hx.tolist(), hy.item()) == ([3.0, 3.0], 4.0, [8.0, 8.0], 12.0)
+
+    def test_einsum_promotes_its_operands(self):
+        a = tape.tensor([1.5, 2.5], requires_grad=True)
+        b = _f32([2.0, 4.0], requires_grad=True)
+
+        out = tape.einsum("i,i->i", a, b)
+        out.sum().backward()
+
+        assert (out.dtype, out.tolist()) == (tape.float64, [3.0, 10.0])
+        assert (a.grad.dtype, a.grad.tolist(), b.grad.dtype, b.grad.tolist()) == (
+            tape.float64, [2.0, 4.0], tape.float32, [1.5, 2.5])
+
+    def test_einsum_promotes_where_it_contracts(self):
+        # PyTorch raises here ("expected scalar type Double but found Float");
+        # the values are its einsum of the operands promoted by hand
+        a = tape.tensor([[1.5, 2.5]], requires_grad=True)
+        b = _f32([[1.0], [2.0]], requires_grad=True)
+
+        out = tape.einsum("ij,jk->ik", a, b)
+        out.sum().backward()
+
+        assert (out.dtype, out.tolist()) == (tape.float64, [[6.5]])
+        assert (a.grad.tolist(), b.grad.dtype, b.grad.tolist()) == ([[1.0, 2.0]], tape.float32, [[1.5], [2.5]])
+
+    def test_an_in_place_result_that_cannot_be_cast_names_pytorchs_dtypes(self):
+        x = tape.ones(3, dtype=tape.int64)
+
+        with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired output type Long$"):
+            x.add_(tape.tensor(1.0, dtype=tape.float32))
