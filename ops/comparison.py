@@ -129,8 +129,8 @@ def count_nonzero(input, dim=None):
     >>> tape.count_nonzero(tape.tensor([[0., 1.], [2., 3.]]), dim=1).tolist()
     [1, 2]
     """
-    dims = _dims(input, dim) if input.ndim else None
-    return new_tensor(wrap_value(np.asarray(np.count_nonzero(input._array(), axis=dims), np.int64)))
+    dims = _dims(input, dim)
+    return new_tensor(wrap_value(np.asarray(np.count_nonzero(input._array(), axis=dims or None), np.int64)))
 
 
 _OPERANDS = (Tensor, int, float, bool, np.ndarray, np.generic)

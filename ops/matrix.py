@@ -325,14 +325,18 @@ def cholesky(A, *, upper=False):
     try:
         value = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
-        for b, m in enumerate(a.reshape((-1,) + a.shape[-2:])):
-            order = _failing_minor(np.tril(m) + np.tril(m, -1).T)
-            if order:
-                where_ = f"(Batch element {b}): " if a.ndim > 2 else ""
-                raise LinAlgError(f"linalg.cholesky: {where_}The factorization could not be completed because the "
-                                  f"input is not positive-definite (the leading minor of order {order} is not "
-                                  "positive-definite).") from None
-        raise
+        value = None
+    # NumPy computes through a nan, where LAPACK's potrf (PyTorch's) stops: d > 0 fails
+    if value is None or np.isnan(value).any():
+        matrices = a.reshape((-1,) + a.shape[-2:])
+        # the first failing matrix; the last when rounding fails NumPy only
+        b, order = next(((b, order) for b, m in enumerate(matrices)
+                         if (order := _failing_minor(np.tril(m) + np.tril(m, -1).T))),
+                        (len(matrices) - 1, a.shape[-1]))
+        where_ = f"(Batch element {b}): " if a.ndim > 2 else ""
+        raise LinAlgError(f"linalg.cholesky: {where_}The factorization could not be completed because the "
+                          f"input is not positive-definite (the leading minor of order {order} is not "
+                          "positive-definite).")
     L = op_result(_CHOLESKY, value, (A,))
     return L.mT if upper else L
 
@@ -347,6 +351,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     the absolute column (1) or row (inf) sums, of the matrices over `dim`."""
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     d0, d1 = (d % A.ndim for d in dim)
     if ord == "fro":
         return _vector_norm(A, 2, (d0, d1), keepdim, dtype)

@@ -51,7 +51,8 @@ _MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduc
 
 def _dims(x, dim):
     """The sorted dims to reduce, or None for all; an empty list of dims
-    means all of them, as in PyTorch."""
+    means all of them, as in PyTorch. A 0-d tensor takes dim 0 and -1 (and
+    refuses others) as PyTorch does, and has no axis: its dims are ()."""
     if dim is None:
         return None
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
@@ -63,7 +64,7 @@ def _dims(x, dim):
         if d in out:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         out.append(d)
-    return tuple(sorted(out))
+    return tuple(sorted(out)) if x.ndim else ()
 
 
 def _kept_shape(shape, reduced):
@@ -200,7 +201,7 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
     if all_dims and a.size == 0:
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                            f"Specify the reduction dim with the 'dim' argument.")
-    reduced = tuple(range(x.ndim)) if all_dims else _dims(x, dim) if x.ndim else ()
+    reduced = tuple(range(x.ndim)) if all_dims else _dims(x, dim)
     for k in reduced:
         if x.shape[k] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {k} to have non-zero size.")
@@ -306,7 +307,7 @@ def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input), dim)), computed without overflow."""
     try:
         x = input if input.dtype.kind in "fc" else input.to(get_default_dtype())  # as PyTorch's
-        dims = _dims(x, dim) if x.ndim else None
+        dims = _dims(x, dim)
         a = x._array()
         m = _finite_max(a, dims)
         total = np.add.reduce(np.exp(a - m), axis=dims, keepdims=True)
@@ -405,7 +406,7 @@ def log_softmax(input, dim, dtype=None):
 
 
 def _spread(name, input, dim, unbiased, correction):
-    """(the dims reduced, None for all of a 0-d input; their count of
+    """(the dims reduced; their count of
     elements; the degrees of freedom: the count less Bessel's correction
     unless correction=0 or unbiased=False)."""
     if input.dtype.kind not in "fc":
@@ -414,8 +415,8 @@ def _spread(name, input, dim, unbiased, correction):
         dim, unbiased = None, dim
     if correction is None:
         correction = 0 if unbiased is False else 1
-    dims = (_dims(input, dim) if dim is not None else tuple(range(input.ndim))) if input.ndim else None
-    count = math.prod(input.shape[k] for k in dims) if input.ndim else 1
+    dims = _dims(input, dim) if dim is not None else tuple(range(input.ndim))
+    count = math.prod(input.shape[k] for k in dims)
     if count - correction <= 0:
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
@@ -529,6 +530,20 @@ _NORM2 = defop("norm", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT
                native=_norm2_native)
 
 
+def _refuse_empty_extreme(x, order, dim):
+    """PyTorch's refusal of an inf-norm over nothing (the max has no identity),
+    naming the first empty dim as it was given."""
+    given = () if dim is None else (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if not given and x.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {order} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    for d in given:
+        if x.ndim and x.shape[_norm_dim(d, x.ndim)] == 0:
+            # sic: PyTorch's text has no space before "because"
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {order} norm on the dimension {d}because this "
+                               "dimension is empty and the operation does not have an identity")
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """The vector p-norm over dim (all dims by default): 2 ("fro"), 1, inf,
     -inf, 0 or any other number. The 2-norm's gradient is 0 where it is 0."""
@@ -538,6 +553,10 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         if x.dtype.kind not in "fc":
             raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                                f"Got {scalar_type_name(x.dtype)}")
+        if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, (int, np.integer))
+                                                        or len(dim) <= 2)):
+            from ops.matrix import matrix_norm  # as PyTorch's Tensor.norm: ops.matrix imports this module
+            return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim)
         if p is None or p == "fro" or p == 2:
             dims = _dims(x, dim) if dim is not None else None
             a = x._array()
@@ -548,12 +567,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
                 return new_tensor(value)
             kshape = _kept_shape(x.shape, reduced)
             return record(_NORM2, value, (x,), ints=kshape)
-        if isinstance(p, str):
-            raise RuntimeError(f"linalg.vector_norm: unsupported order {p!r}")
-        if p == math.inf:
-            return amax(_abs(x), () if dim is None else dim, keepdim)
-        if p == -math.inf:
-            return amin(_abs(x), () if dim is None else dim, keepdim)
+        if p in (math.inf, -math.inf):
+            _refuse_empty_extreme(x, "inf" if p > 0 else "-inf", dim)
+            return (amax if p > 0 else amin)(_abs(x), () if dim is None else dim, keepdim)
         if p == 0:
             return sum((x != 0).to(x.dtype), dim, keepdim)
         if p == 1:

@@ -341,6 +341,10 @@ def _T_property(x):
 
 
 def _mT_property(x):
+    if x.ndim == 0:  # PyTorch 2.13's identity, deprecated
+        warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                  stacklevel=2)
+        return permute(x, ())
     if x.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
                            f"{x.ndim}-D tensor.")
@@ -372,7 +376,12 @@ def expand(x, *sizes):
         shape = tuple(shape)
         if shape == x.shape and not x._rg:
             return x
-        return _view_result(_EXPAND, x, np.broadcast_to(x._array(), shape), ints=shape)
+        # writable, as PyTorch's expanded storage is: a write through a part
+        # without repeated elements reaches x (_check_overlap refuses the rest)
+        value = x._array()
+        strides = np.broadcast_to(value, shape).strides
+        return _view_result(_EXPAND, x, np.lib.stride_tricks.as_strided(value, shape, strides, writeable=True),
+                            ints=shape)
     except BatchedArgumentError:  # Note [Batched tape functions]
         return batched_call(expand, x, *sizes)
 

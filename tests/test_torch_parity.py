@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import tape
-from tape import autograd
+from tape import _tensor, autograd
 
 
 def _f32(data, requires_grad=False):
@@ -95,3 +95,106 @@ class TestTypePromotion:
 
         with pytest.raises(RuntimeError, match="^result type Float can't be cast to the desired output type Long$"):
             x.add_(tape.tensor(1.0, dtype=tape.float32))
+
+
+class TestErrors:
+    """PyTorch's exception types and texts, and PyTorch's results where it
+    has no error; nothing leaks from NumPy (AxisError, read-only arrays)."""
+
+    def test_flip_of_a_0d_tensor_is_the_tensor(self):
+        x = tape.tensor(2.0, requires_grad=True)
+
+        y = x.flip(0)
+        y.backward()
+
+        assert (y.item(), type(y.grad_fn).__name__, x.grad.item()) == (2.0, "FlipBackward0", 1.0)
+
+    def test_mT_of_a_0d_tensor_is_the_tensor_with_pytorchs_warning(self, monkeypatch):
+        monkeypatch.setattr(_tensor, "_WARNED", set())  # the process's once-only warnings, given afresh
+        x = tape.tensor(2.0)
+
+        with pytest.warns(UserWarning, match="Tensor.mT is deprecated on 0-D tensors. This function is the "
+                                             "identity in these cases."):
+            y = x.mT
+
+        assert (y.shape, y.item()) == ((), 2.0)
+
+    @pytest.mark.parametrize("shape, dim, shapes", [((0,), 0, [(0,)] * 3), ((2, 0), 1, [(2, 0)] * 3),
+                                                    ((0, 4), 0, [(0, 4)] * 3)])
+    def test_chunk_of_an_empty_dim_gives_n_chunks(self, shape, dim, shapes):
+        x = tape.ones(*shape)
+
+        pieces = x.chunk(3, dim)
+
+        assert [p.shape for p in pieces] == shapes
+
+    @pytest.mark.parametrize("reduce", [lambda x: tape.logsumexp(x, 1), lambda x: x.std(1), lambda x: x.var(1),
+                                        lambda x: x.amax(1), lambda x: x.flip(1), lambda x: tape.count_nonzero(x, 1)])
+    def test_a_0d_tensor_refuses_dims_other_than_0_and_minus_1(self, reduce):
+        x = tape.tensor(2.0)
+
+        with pytest.raises(IndexError, match=r"^Dimension out of range \(expected to be in range of \[-1, 0\], "
+                                             r"but got 1\)$"):
+            reduce(x)
+
+    def test_a_0d_tensor_takes_dim_0_and_minus_1(self):
+        x = tape.tensor(2.0)
+
+        values = [tape.logsumexp(x, 0).item(), tape.logsumexp(x, -1).item(), x.amax(0).item(), x.sum(-1).item()]
+
+        assert values == [2.0, 2.0, 2.0, 2.0]
+
+    @pytest.mark.parametrize("kwargs, text", [
+        (dict(dim=(0, 1, 2, 3)), "linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2 3"),
+        (dict(p="fro", dim=(0, 1, 2)), "linalg.matrix_norm: dim must be a 2-tuple. Got 0 1 2"),
+    ])
+    def test_tensor_norm_hands_a_long_dim_with_a_string_order_to_matrix_norm(self, kwargs, text):
+        x = tape.ones(2, 2, 2, 2)
+
+        with pytest.raises(RuntimeError, match=f"^{text}$"):
+            x.norm(**kwargs)
+
+    def test_tensor_norm_with_a_number_order_over_three_dims_is_a_vector_norm(self):
+        x = tape.ones(2, 2, 2)
+
+        assert x.norm(p=2, dim=(0, 1, 2)).item() == pytest.approx(2.8284271247461903)
+
+    @pytest.mark.parametrize("shape, ord, dim, text", [
+        ((0,), float("inf"), None, "linalg.vector_norm cannot compute the inf norm on an empty tensor because the "
+                                   "operation does not have an identity"),
+        ((2, 0), float("-inf"), 1, "linalg.vector_norm cannot compute the -inf norm on the dimension 1because this "
+                                   "dimension is empty and the operation does not have an identity"),
+        ((0, 2), float("inf"), -2, "linalg.vector_norm cannot compute the inf norm on the dimension -2because this "
+                                   "dimension is empty and the operation does not have an identity"),
+    ])
+    def test_an_inf_norm_over_nothing_raises_pytorchs_error(self, shape, ord, dim, text):
+        x = tape.ones(*shape)
+
+        with pytest.raises(RuntimeError, match=f"^{text}$"):
+            tape.linalg.vector_norm(x, ord, dim)
+
+    @pytest.mark.parametrize("matrix, order", [([[float("nan"), 0.0], [0.0, 1.0]], 1),
+                                               ([[1.0, float("nan")], [float("nan"), 1.0]], 2)])
+    def test_cholesky_of_a_matrix_holding_nan_raises_linalg_error(self, matrix, order):
+        A = tape.tensor(matrix)
+
+        with pytest.raises(tape.linalg.LinAlgError,
+                           match=f"^linalg.cholesky: The factorization could not be completed because the input is "
+                                 rf"not positive-definite \(the leading minor of order {order} is not "
+                                 r"positive-definite\).$"):
+            tape.linalg.cholesky(A)
+
+    def test_a_write_into_a_row_of_an_expanded_tensor_reaches_its_storage(self):
+        x = tape.ones(3)
+        expanded = x.expand(2, 3).detach()
+
+        expanded[0][1] = 5.0
+
+        assert (x.tolist(), expanded.tolist(), x._version) == ([1.0, 5.0, 1.0], [[1.0, 5.0, 1.0], [1.0, 5.0, 1.0]], 1)
+
+    def test_a_write_into_all_of_an_expanded_tensor_raises_pytorchs_error(self):
+        expanded = tape.ones(3).expand(2, 3).detach()
+
+        with pytest.raises(RuntimeError, match="^unsupported operation: more than one element of the written-to "
+                                               "tensor refers to a single memory location"):
+            expanded.add_(1.0)
