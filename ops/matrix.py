@@ -18,7 +18,7 @@ from tape._tensor import Tensor, new_tensor, wrap_value
 from ops.linalg import matmul
 from ops.reduction import amax, amin, norm as _vector_norm, sum as _sum
 from ops.selection import tril
-from ops.shape import expand, squeeze, unsqueeze
+from ops.shape import _no_gradient, _no_gradient_native, expand, squeeze, unsqueeze
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "norm", "vector_norm", "matrix_norm", "LinAlgError"]
 
@@ -174,6 +174,7 @@ def _slogdet_vjp(ctx, g):
 
 _DET = defop("det", "LinalgDetBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_det_vjp, native=_det_native)
 _SLOGDET = defop("slogdet", "LinalgSlogdetBackward0", 1, saves=SAVES_X, vjp=_slogdet_vjp, native=_det_native)
+_SLOGDET_SIGN = defop("slogdet_sign", "LinalgSlogdetBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
 def det(A):
@@ -192,10 +193,11 @@ _SlogdetResult = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 
 def slogdet(A):
     """(sign, logabsdet): the sign and the log of the absolute value of the
-    determinant of each square matrix of A. The sign is a constant."""
+    determinant of each square matrix of A. The sign requires grad with A and
+    sends it no gradient, as PyTorch's."""
     _square("slogdet", A)
     sign, logabsdet = np.linalg.slogdet(A._array())
-    return _SlogdetResult(new_tensor(wrap_value(sign)), op_result(_SLOGDET, logabsdet, (A,), p=0.0))
+    return _SlogdetResult(op_result(_SLOGDET_SIGN, sign, (A,)), op_result(_SLOGDET, logabsdet, (A,), p=0.0))
 
 
 # solve: X = A^-1 B, so gB = A^-T g and gA = -gB X^T

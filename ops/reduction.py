@@ -17,7 +17,8 @@ from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import maximum, minimum
-from ops.shape import _gather, _gather_native, _index_vjp, cat, expand, getitem, reshape
+from ops.shape import (_gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand, getitem,
+                       reshape)
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std",
            "norm", "cumsum", "cumprod"]
@@ -155,8 +156,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
             return x.clone()
         before = (slice(None),) * d
         n = x.shape[d]
-        if n == 0:  # the empty product
-            x = new_tensor(wrap_value(np.ones(x.shape[:d] + (1,) + x.shape[d + 1:], x.dtype)))
+        if n == 0:  # the empty product, 1, computed from x: it stays in x's graph (an empty gradient)
+            x = sum(x, d, keepdim=True) + 1
         while n > 1:
             half = n // 2
             paired = getitem(x, before + (slice(0, half),)) * getitem(x, before + (slice(half, 2 * half),))
@@ -528,6 +529,7 @@ def _norm2_vjp(ctx, g):
 
 _NORM2 = defop("norm", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_norm2_vjp,
                native=_norm2_native)
+_NORM0 = defop("norm0", "LinalgVectorNormBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
 def _refuse_empty_extreme(x, order, dim):
@@ -570,8 +572,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         if p in (math.inf, -math.inf):
             _refuse_empty_extreme(x, "inf" if p > 0 else "-inf", dim)
             return (amax if p > 0 else amin)(_abs(x), () if dim is None else dim, keepdim)
-        if p == 0:
-            return sum((x != 0).to(x.dtype), dim, keepdim)
+        if p == 0:  # the count of nonzeros: in x's graph, with no gradient, as PyTorch's
+            return op_result(_NORM0, sum((x != 0).to(x.dtype), dim, keepdim)._value, (x,))
         if p == 1:
             return sum(_abs(x), dim, keepdim)
         return sum(_abs(x) ** p, dim, keepdim) ** (1.0 / p)

@@ -103,6 +103,17 @@ def _strided_scatter_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[i * length + j] += G[starts[i] + j * stride]
 
 
+# An op whose result requires grad and sends its input no gradient, as
+# PyTorch's outputs whose derivative is not defined (slogdet's sign, the
+# 0-norm, fill_): the result stays in the graph, the input gets None
+def _no_gradient_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    return
+
+
+def _no_gradient(ctx, g):
+    return (None,)
+
+
 def _gather_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(G.size):
         GA[ints[i]] += G[i]
@@ -718,6 +729,8 @@ def cat(tensors, dim=0):
         if not tensors:
             raise ValueError("torch.cat(): expected a non-empty list of Tensors")
         # PyTorch's legacy rule: empty 1-D tensors are skipped (acc = cat([acc, x]) from tensor([]))
+        # in the checks of shapes; they still count in the dtype and the graph
+        given = tensors
         joined = [t for t in tensors if t.shape != (0,)]
         tensors = joined or tensors[:1]
         for i, t in enumerate(tensors):
@@ -733,6 +746,9 @@ def cat(tensors, dim=0):
                     raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                        f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in "
                                        f"the list.")
+        if len(joined) < len(given) and joined:
+            empty = first.shape[:d] + (0,) + first.shape[d + 1:]
+            tensors = [reshape(t, empty) if t.shape == (0,) else t for t in given]
         if len(tensors) == 1:  # a copy, still PyTorch's CatBackward0
             x = first
             value = wrap_value(np.array(x._array(), copy=True))

@@ -2,7 +2,8 @@
 found (issue 18), one test class each: type promotion, errors, and
 requires_grad / graph membership. Every expected value was computed by
 PyTorch in a throwaway script and is written here as a literal."""
-import numpy as np
+import math
+
 import pytest
 
 import tape
@@ -198,3 +199,110 @@ class TestErrors:
         with pytest.raises(RuntimeError, match="^unsupported operation: more than one element of the written-to "
                                                "tensor refers to a single memory location"):
             expanded.add_(1.0)
+
+
+def _signs(values):
+    return [math.copysign(1.0, v) for v in values]
+
+
+class TestGraphMembership:
+    """What requires grad and stays in the graph: outputs without a gradient,
+    empty tensors, leaves changed in place, and structural zeros."""
+
+    def test_slogdets_sign_requires_grad_and_sends_no_gradient(self):
+        A = tape.tensor([[2.0, 1.0], [1.0, 3.0]], requires_grad=True)
+
+        sign, logabsdet = tape.linalg.slogdet(A)
+        (2 * sign + logabsdet).backward()
+
+        assert (sign.requires_grad, type(sign.grad_fn).__name__) == (True, "LinalgSlogdetBackward0")
+        assert A.grad.reshape(-1).tolist() == pytest.approx([0.6, -0.2, -0.2, 0.4])
+
+    def test_the_0_norm_requires_grad_and_sends_no_gradient(self):
+        x = tape.tensor([1.0, 0.0, 2.0], requires_grad=True)
+
+        n = tape.linalg.vector_norm(x, 0)
+        (n + x.sum()).backward()
+
+        assert (n.item(), type(n.grad_fn).__name__, x.grad.tolist()) == (2.0, "LinalgVectorNormBackward0",
+                                                                         [1.0, 1.0, 1.0])
+
+    @pytest.mark.parametrize("join", [tape.cat, tape.hstack])
+    def test_an_empty_leaf_that_is_joined_gets_an_empty_gradient(self, join):
+        a = tape.ones(0, requires_grad=True)
+        b = tape.tensor([1.0, 2.0], requires_grad=True)
+
+        (join([a, b]) * tape.tensor([3.0, 4.0])).sum().backward()
+
+        assert (a.grad.shape, b.grad.tolist()) == ((0,), [3.0, 4.0])
+
+    def test_the_product_of_nothing_stays_in_the_graph(self):
+        a = tape.ones(0, requires_grad=True)
+
+        p = a.prod()
+        p.backward()
+
+        assert (p.item(), p.requires_grad, a.grad.shape) == (1.0, True, (0,))
+
+    def test_an_in_place_add_into_an_empty_tensor_keeps_the_operands_gradient(self):
+        a = tape.ones(0, requires_grad=True)
+        t = tape.zeros(0)
+
+        t.add_(a)
+        t.sum().backward()
+
+        assert (type(t.grad_fn).__name__, a.grad.shape) == ("AddBackward0", (0,))
+
+    def test_an_in_place_op_on_a_detached_leaf_keeps_earlier_graphs(self):
+        x = tape.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * 3.0).sum()
+
+        x.detach().add_(2.0)
+        (g,) = autograd.grad(y, x)
+
+        assert (g.tolist(), x.tolist()) == ([3.0, 3.0], [3.0, 4.0])
+
+    def test_an_in_place_op_under_no_grad_through_indexing_keeps_earlier_graphs(self):
+        x = tape.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * 3.0).sum()
+
+        with tape.no_grad():
+            x[0].add_(2.0)
+        (g,) = autograd.grad(y, x)
+
+        assert (g.tolist(), x.tolist()) == ([3.0, 3.0], [3.0, 2.0])
+
+    def test_a_graph_that_saved_a_leaf_changed_in_place_raises_the_version_error(self):
+        x = tape.tensor([1.0, 2.0], requires_grad=True)
+        y = (x * x).sum()
+
+        x.detach().mul_(2.0)
+
+        with pytest.raises(RuntimeError, match="one of the variables needed for gradient computation has been "
+                                               "modified by an inplace operation"):
+            autograd.grad(y, x)
+
+    @pytest.mark.parametrize("name, expected", [("sqrt_", [0.25, 1.0]), ("exp_", [54.598150033144236, 1.0])])
+    def test_an_in_place_op_that_saves_its_result_through_basic_indexing(self, name, expected):
+        x = tape.tensor([4.0, 9.0], requires_grad=True)
+        v = x * 1.0
+
+        getattr(v[:1], name)()
+        v.sum().backward()
+
+        assert x.grad.tolist() == pytest.approx(expected)
+
+    def test_a_structurally_zero_gradient_is_a_constant(self):
+        x = tape.tensor([1.5, -0.5], requires_grad=True)
+        w = tape.tensor([2.0, 3.0], requires_grad=True)
+
+        gx, gw = autograd.grad((tape.ceil(x) * w).sum(), (x, w), create_graph=True)
+
+        assert (gx.tolist(), gx.requires_grad, gw.tolist(), gw.requires_grad) == ([0.0, 0.0], False, [2.0, -0.0], True)
+
+    def test_a_structurally_zero_gradient_is_plus_zero(self):
+        x = tape.tensor([1.5, -0.5], requires_grad=True)
+
+        (g,) = autograd.grad(-tape.floor(x).sum(), x, create_graph=True)
+
+        assert _signs(g.tolist()) == [1.0, 1.0]
