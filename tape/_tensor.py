@@ -508,6 +508,8 @@ class Tensor:
 
     def _left_rows_on(self, tp):
         """The leaf rows of tape tp that this tensor left, in its numbering now."""
+        if not self._left_rows:  # the common case, on every autograd.grad
+            return ()
         return [q for row_tape, q in (current_row(ep, r) for ep, r in self._live_left_rows()) if row_tape is tp]
 
     def _version_counter(self):
