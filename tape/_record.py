@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._dtypes import float64, get_default_dtype, promoted
+from ._dtypes import float16, float32, float64, get_default_dtype, promoted
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
@@ -16,6 +16,7 @@ __all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "
            "operand_value", "python_number"]
 
 _NUMBER = (float, int)
+_FLOATING = (float64, float32, float16)
 
 
 def value_of(t):
@@ -353,8 +354,8 @@ def binary(opdef, scalar_fn, array_fn):
         try:
             # operands of one dtype, or a float tensor and a number, need no
             # cast (Note [Type promotion]); testing that first keeps small ops fast
-            if not (type(xv) is np.ndarray and (type(yv) is np.ndarray and yv.dtype is xv.dtype
-                                                or type(yv) in _NUMBER and xv.dtype.kind == "f")):
+            if not (type(xv) is np.ndarray and (yv.dtype is xv.dtype if type(yv) is np.ndarray
+                                                else type(yv) in _NUMBER and xv.dtype in _FLOATING)):
                 xv, yv = promoted(xv, yv)
             out = _as_result(quiet(array_fn, xv, yv), array_fn, xv, yv)
         except ValueError:
