@@ -4,8 +4,8 @@ results are bool or int64 tensors (allclose and equal: Python bools), which
 are constants: nothing is recorded."""
 import numpy as np
 
-from tape._dtypes import scalar_type_name
-from tape._batched import BatchedTensor, batched_call
+from tape._dtypes import promoted, scalar_type_name
+from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
 from tape._record import broadcast_shapes, operand_value
 from tape._tensor import Tensor, new_tensor, wrap_value
 
@@ -20,8 +20,8 @@ def _comparison(ufunc, name):
         if isinstance(x, Tensor) and isinstance(y, Tensor):
             broadcast_shapes(x.shape, y.shape)  # PyTorch's error text on a mismatch
         try:
-            return new_tensor(wrap_value(np.asarray(ufunc(operand_value(x), operand_value(y)))))
-        except TypeError:
+            return new_tensor(wrap_value(np.asarray(ufunc(*promoted(operand_value(x), operand_value(y))))))
+        except (TypeError, BatchedArgumentError):
             # a batched operand: NumPy refuses it (it has no __array_ufunc__)
             if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
                 return batched_call(compare, x, y)  # Note [Batched tape functions]
@@ -129,8 +129,8 @@ def count_nonzero(input, dim=None):
     >>> tape.count_nonzero(tape.tensor([[0., 1.], [2., 3.]]), dim=1).tolist()
     [1, 2]
     """
-    dims = _dims(input, dim) if input.ndim else None
-    return new_tensor(wrap_value(np.asarray(np.count_nonzero(input._array(), axis=dims), np.int64)))
+    dims = _dims(input, dim)
+    return new_tensor(wrap_value(np.asarray(np.count_nonzero(input._array(), axis=dims or None), np.int64)))
 
 
 _OPERANDS = (Tensor, int, float, bool, np.ndarray, np.generic)

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from tape import _vecmath
-from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, scalar_type_name
+from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, promoted, result_type, scalar_type_name
 from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
 from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
 from tape._registry import defop
@@ -545,12 +545,13 @@ def lerp(input, end, weight):
     if input.dtype.kind not in "fc":
         kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
         raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(input.dtype)}\'')
+    # PyTorch takes a 0-d weight of any dtype, as a number
     for name, t in (("end", end), ("weight", weight)):
-        if isinstance(t, Tensor) and t.dtype != input.dtype:
+        if isinstance(t, Tensor) and t.dtype != input.dtype and not (t is weight and t.ndim == 0):
             raise RuntimeError(f"expected dtype {cpp_type_name(input.dtype)} for `{name}` but got dtype "
                                f"{cpp_type_name(t.dtype)}")
     broadcast_shapes(input.shape, end.shape)  # PyTorch's error text
-    w = weight._array() if isinstance(weight, Tensor) else float(weight)
+    w = weight._array().astype(input.dtype) if isinstance(weight, Tensor) else float(weight)
     out = wrap_value(np.asarray(_lerp_array(input._array(), end._array(), w), input.dtype))
     rgx, rgy = input._rg, end._rg
     recording = state.tape.grad_enabled and (rgx or rgy or isinstance(weight, Tensor) and weight._rg)
@@ -693,6 +694,8 @@ def _clamp(x, min, max, kind):
     if type(xv) is float:
         out = _clamp_scalar(xv, lo, hi)
     else:
+        # an integer tensor clamped to float bounds is a float one (Note [Type promotion])
+        xv = promoted(xv, *(python_number(b) for b in (min, max) if b is not None))[0]
         out = xv if min is None else np.maximum(xv, min)
         out = wrap_value(np.asarray(out if max is None else np.minimum(out, max)))
     if not (x._rg and state.tape.grad_enabled):
@@ -768,7 +771,7 @@ def floor_divide(x, y):
         if type(x) is not Tensor and type(y) is not Tensor:
             raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "
                             f"{type(y).__name__}")
-        xv, yv = operand_value(x), operand_value(y)
+        xv, yv = promoted(operand_value(x), operand_value(y))
         broadcast_shapes(np.shape(xv), np.shape(yv))  # PyTorch's error text
         _integer_divisor_check(xv, yv)
         out = wrap_value(quiet(np.floor_divide, xv, yv))

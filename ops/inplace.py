@@ -8,6 +8,7 @@ import sys
 
 import numpy as np
 
+from tape._dtypes import scalar_type_name
 from tape._factories import rand, randn
 from tape._grad_mode import no_grad
 from tape._record import _broadcast_input, binary, record
@@ -18,20 +19,12 @@ from tape._tensor import Tensor, new_tensor, wrap_value
 from ops import elementwise
 from ops.selection import masked_fill
 from ops.elementwise import add, div, mul, requires_grad, sub
-from ops.shape import (_INDEX, _SLICE, _gather, _indexed, _region, _strided_gather, _strided_view,
+from ops.shape import (_INDEX, _SLICE, _gather, _no_gradient, _no_gradient_native, _indexed, _region, _strided_gather, _strided_view,
                        register_copy, reshape, strided_offsets)
 
 __all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_", "clamp_", "neg_", "exp_", "log_", "sin_", "cos_",
            "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "masked_fill_", "uniform_",
            "normal_", "setitem"]
-
-
-def _no_gradient_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    return
-
-
-def _no_gradient(ctx, g):
-    return (None,)
 
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
@@ -65,8 +58,8 @@ def _write(t, res):
         raise RuntimeError(f"output with shape {list(t.shape)} doesn't match the broadcast shape "
                            f"{list(res.shape)}")
     if not np.can_cast(res.dtype, t.dtype, "same_kind"):
-        raise RuntimeError(f"result type {res.dtype.name} can't be cast to the desired output type "
-                           f"{t.dtype.name}")
+        raise RuntimeError(f"result type {scalar_type_name(res.dtype)} can't be cast to the desired output type "
+                           f"{scalar_type_name(t.dtype)}")
     t.bump_version()
     if type(t._value) is float or t.ndim == 0 and not isinstance(t._value, np.ndarray):
         t._value = float(res.item())
@@ -134,7 +127,13 @@ def _through_index(t, compute, args, saves_self):
         _apply(t, compute, *args, saves_self=saves_self)
     finally:
         t._indexed_from = (base, key)
-    setitem(base, key, t)
+    # t is what base[key] becomes: refreshing it from base would change it in
+    # place again, spoiling the rows that saved it (v[:1].sqrt_() saves its result)
+    t._writing_back = True
+    try:
+        setitem(base, key, t)
+    finally:
+        del t._writing_back
     return t
 
 
@@ -183,6 +182,8 @@ def _refresh_indexed(t):
         if v is None or v._indexed_from is None or v._indexed_from[0] is not t:
             continue
         t._indexed_copies.append(ref)
+        if getattr(v, "_writing_back", False):  # see _through_index
+            continue
         if sys.getrefcount(v) <= _UNUSED_REFS + (v._ep is not None and v._ep.tape.owners[v._row] is v):
             # only the tape holds it: no need of a new value, but graphs that
             # saved the old one must not use it

@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 
-from tape._dtypes import cpp_type_name, scalar_type_name
+from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._batched import BatchedArgumentError, batched_call
 from tape._record import broadcast_shapes, record
 from tape._registry import SAVES_X, SAVES_Y, defop
@@ -237,6 +237,9 @@ def einsum(equation, *operands):
         raise RuntimeError("einsum(): more operands were provided than specified in the equation"
                            if len(operands) > len(terms) else
                            "einsum(): fewer operands were provided than specified in the equation")
+    # one dtype for all, by PyTorch's rule (Note [Type promotion]), before the pairs meet in bmm
+    dtype = result_type(*operands)
+    operands = [t if t.dtype == dtype else t.to(dtype) for t in operands]
     # the dims under "..." take labels of their own, aligned to the right as broadcasting aligns them
     spans = [t.ndim - len(term.replace("...", "")) for term, t in zip(terms, operands)]
     width = builtins.max([k for k, term in zip(spans, terms) if "..." in term], default=0)

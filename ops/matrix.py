@@ -18,7 +18,7 @@ from tape._tensor import Tensor, new_tensor, wrap_value
 from ops.linalg import matmul
 from ops.reduction import amax, amin, norm as _vector_norm, sum as _sum
 from ops.selection import tril
-from ops.shape import expand, squeeze, unsqueeze
+from ops.shape import _no_gradient, _no_gradient_native, expand, squeeze, unsqueeze
 
 __all__ = ["inv", "det", "slogdet", "solve", "cholesky", "norm", "vector_norm", "matrix_norm", "LinAlgError"]
 
@@ -174,6 +174,7 @@ def _slogdet_vjp(ctx, g):
 
 _DET = defop("det", "LinalgDetBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_det_vjp, native=_det_native)
 _SLOGDET = defop("slogdet", "LinalgSlogdetBackward0", 1, saves=SAVES_X, vjp=_slogdet_vjp, native=_det_native)
+_SLOGDET_SIGN = defop("slogdet_sign", "LinalgSlogdetBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
 def det(A):
@@ -192,10 +193,11 @@ _SlogdetResult = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 
 def slogdet(A):
     """(sign, logabsdet): the sign and the log of the absolute value of the
-    determinant of each square matrix of A. The sign is a constant."""
+    determinant of each square matrix of A. The sign requires grad with A and
+    sends it no gradient, as PyTorch's."""
     _square("slogdet", A)
     sign, logabsdet = np.linalg.slogdet(A._array())
-    return _SlogdetResult(new_tensor(wrap_value(sign)), op_result(_SLOGDET, logabsdet, (A,), p=0.0))
+    return _SlogdetResult(op_result(_SLOGDET_SIGN, sign, (A,)), op_result(_SLOGDET, logabsdet, (A,), p=0.0))
 
 
 # solve: X = A^-1 B, so gB = A^-T g and gA = -gB X^T
@@ -325,14 +327,18 @@ def cholesky(A, *, upper=False):
     try:
         value = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
-        for b, m in enumerate(a.reshape((-1,) + a.shape[-2:])):
-            order = _failing_minor(np.tril(m) + np.tril(m, -1).T)
-            if order:
-                where_ = f"(Batch element {b}): " if a.ndim > 2 else ""
-                raise LinAlgError(f"linalg.cholesky: {where_}The factorization could not be completed because the "
-                                  f"input is not positive-definite (the leading minor of order {order} is not "
-                                  "positive-definite).") from None
-        raise
+        value = None
+    # NumPy computes through a nan, where LAPACK's potrf (PyTorch's) stops: d > 0 fails
+    if value is None or np.isnan(value).any():
+        matrices = a.reshape((-1,) + a.shape[-2:])
+        # the first failing matrix; the last when rounding fails NumPy only
+        b, order = next(((b, order) for b, m in enumerate(matrices)
+                         if (order := _failing_minor(np.tril(m) + np.tril(m, -1).T))),
+                        (len(matrices) - 1, a.shape[-1]))
+        where_ = f"(Batch element {b}): " if a.ndim > 2 else ""
+        raise LinAlgError(f"linalg.cholesky: {where_}The factorization could not be completed because the "
+                          f"input is not positive-definite (the leading minor of order {order} is not "
+                          "positive-definite).")
     L = op_result(_CHOLESKY, value, (A,))
     return L.mT if upper else L
 
@@ -347,6 +353,8 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     the absolute column (1) or row (inf) sums, of the matrices over `dim`."""
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
+    if len(dim) != 2:
+        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
     d0, d1 = (d % A.ndim for d in dim)
     if ord == "fro":
         return _vector_norm(A, 2, (d0, d1), keepdim, dtype)

@@ -17,7 +17,8 @@ from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import maximum, minimum
-from ops.shape import _gather, _gather_native, _index_vjp, cat, expand, getitem, reshape
+from ops.shape import (_gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand, getitem,
+                       reshape)
 
 __all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std",
            "norm", "cumsum", "cumprod"]
@@ -51,7 +52,8 @@ _MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduc
 
 def _dims(x, dim):
     """The sorted dims to reduce, or None for all; an empty list of dims
-    means all of them, as in PyTorch."""
+    means all of them, as in PyTorch. A 0-d tensor takes dim 0 and -1 (and
+    refuses others) as PyTorch does, and has no axis: its dims are ()."""
     if dim is None:
         return None
     dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
@@ -63,7 +65,7 @@ def _dims(x, dim):
         if d in out:
             raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
         out.append(d)
-    return tuple(sorted(out))
+    return tuple(sorted(out)) if x.ndim else ()
 
 
 def _kept_shape(shape, reduced):
@@ -154,8 +156,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
             return x.clone()
         before = (slice(None),) * d
         n = x.shape[d]
-        if n == 0:  # the empty product
-            x = new_tensor(wrap_value(np.ones(x.shape[:d] + (1,) + x.shape[d + 1:], x.dtype)))
+        if n == 0:  # the empty product, 1, computed from x: it stays in x's graph (an empty gradient)
+            x = sum(x, d, keepdim=True) + 1
         while n > 1:
             half = n // 2
             paired = getitem(x, before + (slice(0, half),)) * getitem(x, before + (slice(half, 2 * half),))
@@ -200,7 +202,7 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
     if all_dims and a.size == 0:
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                            f"Specify the reduction dim with the 'dim' argument.")
-    reduced = tuple(range(x.ndim)) if all_dims else _dims(x, dim) if x.ndim else ()
+    reduced = tuple(range(x.ndim)) if all_dims else _dims(x, dim)
     for k in reduced:
         if x.shape[k] == 0:
             raise IndexError(f"{name}(): Expected reduction dim {k} to have non-zero size.")
@@ -306,7 +308,7 @@ def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input), dim)), computed without overflow."""
     try:
         x = input if input.dtype.kind in "fc" else input.to(get_default_dtype())  # as PyTorch's
-        dims = _dims(x, dim) if x.ndim else None
+        dims = _dims(x, dim)
         a = x._array()
         m = _finite_max(a, dims)
         total = np.add.reduce(np.exp(a - m), axis=dims, keepdims=True)
@@ -405,7 +407,7 @@ def log_softmax(input, dim, dtype=None):
 
 
 def _spread(name, input, dim, unbiased, correction):
-    """(the dims reduced, None for all of a 0-d input; their count of
+    """(the dims reduced; their count of
     elements; the degrees of freedom: the count less Bessel's correction
     unless correction=0 or unbiased=False)."""
     if input.dtype.kind not in "fc":
@@ -414,8 +416,8 @@ def _spread(name, input, dim, unbiased, correction):
         dim, unbiased = None, dim
     if correction is None:
         correction = 0 if unbiased is False else 1
-    dims = (_dims(input, dim) if dim is not None else tuple(range(input.ndim))) if input.ndim else None
-    count = math.prod(input.shape[k] for k in dims) if input.ndim else 1
+    dims = _dims(input, dim) if dim is not None else tuple(range(input.ndim))
+    count = math.prod(input.shape[k] for k in dims)
     if count - correction <= 0:
         warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly less than the "
                       "reduction factor (input numel divided by output numel).", UserWarning, stacklevel=3)
@@ -527,6 +529,21 @@ def _norm2_vjp(ctx, g):
 
 _NORM2 = defop("norm", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_norm2_vjp,
                native=_norm2_native)
+_NORM0 = defop("norm0", "LinalgVectorNormBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
+
+
+def _refuse_empty_extreme(x, order, dim):
+    """PyTorch's refusal of an inf-norm over nothing (the max has no identity),
+    naming the first empty dim as it was given."""
+    given = () if dim is None else (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    if not given and x.numel() == 0:
+        raise RuntimeError(f"linalg.vector_norm cannot compute the {order} norm on an empty tensor because the "
+                           "operation does not have an identity")
+    for d in given:
+        if x.ndim and x.shape[_norm_dim(d, x.ndim)] == 0:
+            # sic: PyTorch's text has no space before "because"
+            raise RuntimeError(f"linalg.vector_norm cannot compute the {order} norm on the dimension {d}because this "
+                               "dimension is empty and the operation does not have an identity")
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
@@ -538,6 +555,10 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         if x.dtype.kind not in "fc":
             raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
                                f"Got {scalar_type_name(x.dtype)}")
+        if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, (int, np.integer))
+                                                        or len(dim) <= 2)):
+            from ops.matrix import matrix_norm  # as PyTorch's Tensor.norm: ops.matrix imports this module
+            return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim)
         if p is None or p == "fro" or p == 2:
             dims = _dims(x, dim) if dim is not None else None
             a = x._array()
@@ -548,14 +569,11 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
                 return new_tensor(value)
             kshape = _kept_shape(x.shape, reduced)
             return record(_NORM2, value, (x,), ints=kshape)
-        if isinstance(p, str):
-            raise RuntimeError(f"linalg.vector_norm: unsupported order {p!r}")
-        if p == math.inf:
-            return amax(_abs(x), () if dim is None else dim, keepdim)
-        if p == -math.inf:
-            return amin(_abs(x), () if dim is None else dim, keepdim)
-        if p == 0:
-            return sum((x != 0).to(x.dtype), dim, keepdim)
+        if p in (math.inf, -math.inf):
+            _refuse_empty_extreme(x, "inf" if p > 0 else "-inf", dim)
+            return (amax if p > 0 else amin)(_abs(x), () if dim is None else dim, keepdim)
+        if p == 0:  # the count of nonzeros: in x's graph, with no gradient, as PyTorch's
+            return op_result(_NORM0, sum((x != 0).to(x.dtype), dim, keepdim)._value, (x,))
         if p == 1:
             return sum(_abs(x), dim, keepdim)
         return sum(_abs(x) ** p, dim, keepdim) ** (1.0 / p)

@@ -9,13 +9,14 @@ import builtins
 import numpy as np
 
 from tape._broadcast import bcast_index
-from tape._dtypes import cpp_type_name, scalar_type_name
+from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._batched import BatchedArgumentError, batched_call
 from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
+from ops.reduction import _dims
 from ops.shape import (_flat_positions, _gather, _gather_native, _index_vjp, _scatter, _scatter_native, _scatter_vjp,
                        _strided_gather_native, _strided_vjp, expand, getitem, indexed_result, sum_to)
 
@@ -56,7 +57,7 @@ def where(condition, input=None, other=None):
         xv = x._array() if isinstance(x, Tensor) else x
         yv = y._array() if isinstance(y, Tensor) else y
         shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))  # PyTorch's error
-        value = wrap_value(np.where(mask, xv, yv))
+        value = wrap_value(np.asarray(np.where(mask, xv, yv), result_type(xv, yv)))  # Note [Type promotion]
         inputs = tuple(t if isinstance(t, Tensor) and t._rg else None for t in (x, y))
         if not (state.tape.grad_enabled and inputs != (None, None)):
             return new_tensor(value)
@@ -177,7 +178,9 @@ def chunk(input, chunks, dim=0):
         if chunks <= 0:
             raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
         n = input.shape[_norm_dim(dim, input.ndim)]
-        return split(input, max(-(-n // chunks), 1), dim)
+        if n == 0:  # PyTorch's `chunks` empty pieces
+            return split(input, [0] * chunks, dim)
+        return split(input, -(-n // chunks), dim)
     except BatchedArgumentError:  # Note [Batched tape functions]
         return batched_call(chunk, input, chunks, dim)
 
@@ -212,11 +215,8 @@ def flip(input, *dims):
     """input reversed along dims."""
     try:
         dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        normed = [_norm_dim(d, input.ndim) for d in dims]
-        for k, d in enumerate(normed):
-            if d in normed[:k]:
-                raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
-        return _take(_FLIP, input, np.flip(_flat_positions(input), normed))
+        positions = _flat_positions(input)
+        return _take(_FLIP, input, np.asarray(np.flip(positions, _dims(input, dims))) if dims else positions)
     except BatchedArgumentError:  # Note [Batched tape functions]
         return batched_call(flip, input, *dims)
 

@@ -10,6 +10,7 @@ import weakref
 import numpy as np
 
 from tape._broadcast import reduce_broadcast
+from tape._dtypes import promoted
 from tape._batched import BatchedArgumentError, batched_call
 from tape._record import record
 from tape._registry import defop, native_helper
@@ -100,6 +101,17 @@ def _strided_scatter_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(starts.size):
         for j in range(length):
             GA[i * length + j] += G[starts[i] + j * stride]
+
+
+# An op whose result requires grad and sends its input no gradient, as
+# PyTorch's outputs whose derivative is not defined (slogdet's sign, the
+# 0-norm, fill_): the result stays in the graph, the input gets None
+def _no_gradient_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    return
+
+
+def _no_gradient(ctx, g):
+    return (None,)
 
 
 def _gather_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -340,6 +352,10 @@ def _T_property(x):
 
 
 def _mT_property(x):
+    if x.ndim == 0:  # PyTorch 2.13's identity, deprecated
+        warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
+                  stacklevel=2)
+        return permute(x, ())
     if x.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
                            f"{x.ndim}-D tensor.")
@@ -371,7 +387,12 @@ def expand(x, *sizes):
         shape = tuple(shape)
         if shape == x.shape and not x._rg:
             return x
-        return _view_result(_EXPAND, x, np.broadcast_to(x._array(), shape), ints=shape)
+        # writable, as PyTorch's expanded storage is: a write through a part
+        # without repeated elements reaches x (_check_overlap refuses the rest)
+        value = x._array()
+        strides = np.broadcast_to(value, shape).strides
+        return _view_result(_EXPAND, x, np.lib.stride_tricks.as_strided(value, shape, strides, writeable=True),
+                            ints=shape)
     except BatchedArgumentError:  # Note [Batched tape functions]
         return batched_call(expand, x, *sizes)
 
@@ -680,7 +701,7 @@ def _join(tensors, dim, opdef):
 
 
 def _join_two(x, y, dim, opdef):
-    value = wrap_value(np.concatenate([x._array(), y._array()], axis=dim))
+    value = wrap_value(np.concatenate(promoted(x._array(), y._array()), axis=dim))  # Note [Type promotion]
     if not ((x._rg or y._rg) and state.tape.grad_enabled):
         return new_tensor(value)
     return record(opdef, value, (x if x._rg else None, y if y._rg else None), ints=(dim, x.shape[dim]))
@@ -708,6 +729,8 @@ def cat(tensors, dim=0):
         if not tensors:
             raise ValueError("torch.cat(): expected a non-empty list of Tensors")
         # PyTorch's legacy rule: empty 1-D tensors are skipped (acc = cat([acc, x]) from tensor([]))
+        # in the checks of shapes; they still count in the dtype and the graph
+        given = tensors
         joined = [t for t in tensors if t.shape != (0,)]
         tensors = joined or tensors[:1]
         for i, t in enumerate(tensors):
@@ -723,6 +746,9 @@ def cat(tensors, dim=0):
                     raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                        f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in "
                                        f"the list.")
+        if len(joined) < len(given) and joined:
+            empty = first.shape[:d] + (0,) + first.shape[d + 1:]
+            tensors = [reshape(t, empty) if t.shape == (0,) else t for t in given]
         if len(tensors) == 1:  # a copy, still PyTorch's CatBackward0
             x = first
             value = wrap_value(np.array(x._array(), copy=True))

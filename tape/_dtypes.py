@@ -2,7 +2,8 @@
 import numpy as np
 
 __all__ = ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool_",
-           "get_default_dtype", "set_default_dtype", "as_dtype", "scalar_type_name", "cpp_type_name"]
+           "get_default_dtype", "set_default_dtype", "as_dtype", "scalar_type_name", "cpp_type_name",
+           "promote_types", "result_type", "promoted"]
 
 # NumPy makes one dtype object per type, so PyTorch's aliases (tape.float,
 # tape.long, ...) are the same objects: `tape.float is tape.float32`
@@ -42,6 +43,59 @@ def as_dtype(dtype):
     if dtype is bool:
         return bool_
     return np.dtype(dtype)
+
+
+# Note [Type promotion]
+# ~~~~~~~~~~~~~~~~~~~~~
+# Results follow PyTorch's promotion, not NumPy's. Operands fall into three
+# tiers: tensors with dimensions, 0-d tensors, Python numbers (a float is the
+# default dtype, an int int64, a bool bool). Each tier promotes its own dtypes
+# (promote_types); a later tier decides the result only where its category
+# (bool < integer < floating) is higher than the earlier tiers'. So a float32
+# tensor with a 0-d float64 tensor, an int64 tensor or 2.0 stays float32, an
+# int64 tensor with a 0-d float32 tensor is float32, with 2.5 the default
+# dtype, and an int8 tensor with a 0-d int64 tensor stays int8 (NumPy would
+# give float64, float64, float64, float64 and int64).
+# Ops apply the rule to values: an ndarray or a NumPy scalar is a tensor's,
+# of its ndim (a 0-d float64 tensor enters as np.float64, see value_of in
+# tape/_record.py); a Python bool, int or float is a number.
+_CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
+_PYTHON_NUMBERS = (bool, int, float)
+
+
+def promote_types(a, b):
+    """PyTorch's promotion of two dtypes: the higher category's dtype (int64
+    with float16 is float16, where NumPy widens to float64); within one
+    category, the wider (NumPy's rule there is PyTorch's)."""
+    ca, cb = _CATEGORY.get(a.kind, 3), _CATEGORY.get(b.kind, 3)
+    if ca != cb:
+        return a if ca > cb else b
+    return np.promote_types(a, b)
+
+
+def result_type(*operands):
+    """The dtype of an op's result on `operands` (tensors or their values, and
+    Python numbers) by PyTorch's rule (Note [Type promotion])."""
+    tiers = [None, None, None]  # dimensioned tensors, 0-d tensors, numbers
+    for v in operands:
+        if type(v) in _PYTHON_NUMBERS:
+            tier, dtype = 2, (bool_ if type(v) is bool else int64 if type(v) is int else _default[0])
+        else:
+            tier, dtype = (0 if np.ndim(v) else 1), v.dtype
+        tiers[tier] = dtype if tiers[tier] is None else promote_types(tiers[tier], dtype)
+    result = None
+    for dtype in tiers:
+        if dtype is not None and (result is None or _CATEGORY[dtype.kind] > _CATEGORY[result.kind]):
+            result = dtype
+    return result
+
+
+def promoted(*operands):
+    """`operands` with the tensors' values cast to their result_type; the
+    numbers stay numbers, which NumPy computes in the arrays' dtype."""
+    dtype = result_type(*operands)
+    return tuple(v if type(v) in _PYTHON_NUMBERS or v.dtype == dtype and type(v) is np.ndarray
+                 else np.asarray(v, dtype) for v in operands)
 
 
 # PyTorch's C++ names of dtypes, which its error messages use

@@ -148,7 +148,7 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
         for t in targets:
             if not t._rg:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
-        target_rows = np.array([tp.adopt(t) for t in targets], np.int64)
+        target_rows = np.array([r for t in targets for r in (tp.adopt(t), *t._left_rows_on(tp))], np.int64)
         tp.flags[target_rows] |= TARGET
     try:
         if (create_graph or force_retaped.active or anomaly.enabled
@@ -675,7 +675,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
                            into_grad=inputs is None)
         if inputs is not None:
-            receivers = {where(t)[1]: t for t in inputs}
+            receivers = {r: t for t in inputs for r in (where(t)[1], *t._left_rows_on(tp))}
         for r, g in zip(rows, grads):
             if inputs is not None:
                 owner = receivers.get(r)
@@ -729,6 +729,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph) if outputs else ((), ())
         by_row = dict(zip(rows, grads))
         located = [where(t) for t in inputs]
+        left = [t._left_rows_on(tp) for t in inputs]
         # as PyTorch's retains_grad hooks, which fire in autograd.grad too;
         # .grad is its own copy, not the gradient returned for an input
         flags = tp.m_flags
@@ -738,8 +739,11 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 if owner is not None:
                     _accumulate_grad(owner, g if create_graph else g.clone(), create_graph)
     result = []
-    for i, (t, (t_tape, t_row)) in enumerate(zip(inputs, located)):
+    for i, (t, (t_tape, t_row), t_left) in enumerate(zip(inputs, located, left)):
         g = by_row.get(t_row) if t_tape is tp else None
+        for r in t_left:  # the rows a leaf left when it changed in place
+            if by_row.get(r) is not None:
+                g = by_row[r] if g is None else g + by_row[r]
         if g is None:
             if not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "

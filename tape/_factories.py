@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 
-from ._dtypes import as_dtype, get_default_dtype, scalar_type_name
+from ._dtypes import as_dtype, get_default_dtype, promote_types, scalar_type_name
 from ._tensor import Tensor, check_device, new_tensor, refuse_half_grad, wrap_value
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye", "arange",
@@ -30,20 +30,6 @@ def _make(array, requires_grad, device=None):
     return new_tensor(wrap_value(array), bool(requires_grad))
 
 
-_KIND_RANK = {"b": 0, "u": 1, "i": 1, "f": 2}
-
-
-def _promote(a, b):
-    """PyTorch's promotion of inferred dtypes: the higher category wins
-    (bool < integer < float) with its own dtype; within one, the wider."""
-    if a is None:
-        return b
-    ra, rb = _KIND_RANK.get(a.kind, 3), _KIND_RANK.get(b.kind, 3)
-    if ra != rb:
-        return a if ra > rb else b
-    return np.promote_types(a, b)
-
-
 def _infer_dtype(data):
     """PyTorch's inference: a Python float is the default dtype, an int int64,
     a bool bool; NumPy arrays and scalars (and tensors) keep their dtype;
@@ -59,7 +45,8 @@ def _infer_dtype(data):
     if isinstance(data, (list, tuple)):
         dtype = None
         for item in data:
-            dtype = _promote(dtype, _infer_dtype(item))
+            item_dtype = _infer_dtype(item)
+            dtype = item_dtype if dtype is None else promote_types(dtype, item_dtype)
         return get_default_dtype() if dtype is None else dtype
     return np.asarray(data).dtype
 

@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._dtypes import float64, get_default_dtype
+from ._dtypes import float16, float32, float64, get_default_dtype, promoted
 from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
@@ -16,11 +16,12 @@ __all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "
            "operand_value", "python_number"]
 
 _NUMBER = (float, int)
+_FLOATING = (float64, float32, float16)
 
 
 def value_of(t):
-    """The NumPy-facing value of a tensor (0-d float64 as np.float64, so a
-    0-d float64 tensor promotes like NumPy's, not like a Python float)."""
+    """The NumPy-facing value of a tensor (0-d float64 as np.float64, so that
+    promotion sees a 0-d tensor, not a Python number: Note [Type promotion])."""
     v = t._value
     return np.float64(v) if type(v) is float else v
 
@@ -351,6 +352,11 @@ def binary(opdef, scalar_fn, array_fn):
         """x op y off the scalar path: x and y Tensors (tx, ty) or numbers or
         arrays, whose values are xv and yv."""
         try:
+            # operands of one dtype, or a float tensor and a number, need no
+            # cast (Note [Type promotion]); testing that first keeps small ops fast
+            if not (type(xv) is np.ndarray and (yv.dtype is xv.dtype if type(yv) is np.ndarray
+                                                else type(yv) in _NUMBER and xv.dtype in _FLOATING)):
+                xv, yv = promoted(xv, yv)
             out = _as_result(quiet(array_fn, xv, yv), array_fn, xv, yv)
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
@@ -441,6 +447,11 @@ def elementwise_vjp(opdef):
                 # tensors they give PyTorch's inf or nan
                 env.update({name: new_tensor(v) for name in names if type(v := env[name]) is float})
                 d = eval(partial, env)
+            if type(d) in _NUMBER and d == 0:
+                # PyTorch's zeros_like(grad): a constant, +0 (g * 0 would
+                # require grad with g, and be -0 where g < 0)
+                grads.append(new_tensor(wrap_value(np.zeros(getattr(ctx, shape), g.dtype))))
+                continue
             if type(d) in _NUMBER:
                 gi = g if d == 1 else (-g if d == -1 else g * d)
             else:

@@ -185,6 +185,8 @@ class Tensor:
     _grad = None
     _vc = None
     _base = None
+    _left_rows = ()
+    _left_rows_prune_at = 64
     # (weak reference to the epoch, row) of the row that a constant's uses share (Tape.adopt)
     _const_row = None
     # (tensor, key) for a result of basic indexing: an in-place op on it
@@ -478,8 +480,37 @@ class Tensor:
             return
         if type(self._value) is not float:
             tp.keep.setdefault(r, self._value)
-        tp.owners[r] = _LeafRef(self) if tp.op[r] == LEAF else _dead_token()
+        if tp.op[r] == LEAF:
+            tp.owners[r] = _LeafRef(self)
+            # graphs built before the change reach the leaf through this row
+            # (autograd.grad(y, x) after x.detach().add_(1)): it is x's too.
+            # A training loop's p.data -= ... leaves a row a step: the rows
+            # that compaction dropped are pruned as the list doubles
+            rows = [*self._left_rows, (tp.ep, r)]
+            if len(rows) >= self._left_rows_prune_at:
+                rows = self._live_left_rows()
+                self._left_rows_prune_at = 2 * len(rows) + 64
+            self._left_rows = rows
+        else:
+            tp.owners[r] = _dead_token()
         self._ep, self._row = None, -1
+
+    def _live_left_rows(self):
+        """The (epoch, row) pairs of the leaf rows this tensor left that its
+        tape still holds for it."""
+        live = []
+        for ep, r in self._left_rows:
+            tp, q = current_row(ep, r)
+            owner = tp.owners[q] if q >= 0 else None
+            if type(owner) is _LeafRef and owner() is self:
+                live.append((ep, r))
+        return live
+
+    def _left_rows_on(self, tp):
+        """The leaf rows of tape tp that this tensor left, in its numbering now."""
+        if not self._left_rows:  # the common case, on every autograd.grad
+            return ()
+        return [q for row_tape, q in (current_row(ep, r) for ep, r in self._live_left_rows()) if row_tape is tp]
 
     def _version_counter(self):
         vc = self._vc

@@ -33,7 +33,7 @@ def test_grad_fn_names_and_tensor_methods():
              "LinalgCholeskyExBackward0": linalg.cholesky(a), "LinalgVectorNormBackward0": linalg.norm(a)}
     for name, out in names.items():
         assert type(out.grad_fn).__name__ == name
-    assert not linalg.slogdet(a).sign.requires_grad
+    assert type(linalg.slogdet(a).sign.grad_fn).__name__ == "LinalgSlogdetBackward0"  # with no gradient
     np.testing.assert_allclose(a.inverse().detach().numpy(), linalg.inv(a).detach().numpy())
     assert a.det().item() == pytest.approx(11.0)
 

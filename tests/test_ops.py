@@ -223,6 +223,10 @@ CASES += [
          ((2, 3, 3),)),
     Case("linalg_slogdet", lambda x: tape.linalg.slogdet(x).logabsdet, lambda a: np.linalg.slogdet(a)[1],
          ((3, 3),), seed=3),
+    # outputs in the graph without a gradient of their own (locally constant)
+    Case("slogdet_sign_and_norm0", lambda x: tape.linalg.slogdet(x).sign * tape.linalg.slogdet(x).logabsdet
+         + tape.linalg.vector_norm(x, 0) * x.sum(),
+         lambda a: np.prod(np.linalg.slogdet(a)) + np.count_nonzero(a) * a.sum(), ((3, 3),), seed=3),
     Case("linalg_solve", lambda a, b: tape.linalg.solve(a + 3 * tape.eye(3), b),
          lambda a, b: np.linalg.solve(a + 3 * np.eye(3), b), ((2, 3, 3), (2, 3, 2))),
     Case("linalg_solve_vector", lambda a, b: tape.linalg.solve(a + 3 * tape.eye(3), b),
