@@ -639,7 +639,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
                            into_grad=inputs is None)
         if inputs is not None:
-            receivers = {where(t)[1]: t for t in inputs}
+            receivers = {tp.row_of(t): t for t in inputs}
         for r, g in zip(rows, grads):
             if inputs is not None:
                 owner = receivers.get(r)
@@ -692,7 +692,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         # no outputs: every input is unused, as in PyTorch
         rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph) if outputs else ((), ())
         by_row = dict(zip(rows, grads))
-        located = [where(t) for t in inputs]
+        located = [tp.row_of(t) for t in inputs]
         # as PyTorch's retains_grad hooks, which fire in autograd.grad too;
         # .grad is its own copy, not the gradient returned for an input
         flags = tp.m_flags
@@ -702,8 +702,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                 if owner is not None:
                     _accumulate_grad(owner, g if create_graph else g.clone(), create_graph)
     result = []
-    for i, (t, (t_tape, t_row)) in enumerate(zip(inputs, located)):
-        g = by_row.get(t_row) if t_tape is tp else None
+    for i, (t, t_row) in enumerate(zip(inputs, located)):
+        g = by_row.get(t_row) if t_row >= 0 else None
         if g is None:
             if not allow_unused:
                 raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been "

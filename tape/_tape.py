@@ -309,9 +309,11 @@ class Tape:
         ep = t._ep
         if ep is not None and ep.tape is self:
             return where(t)[1]
-        if ep is not None and t._rg and ep.tape.op[where(t)[1]] != LEAF:
-            raise RuntimeError("a tensor whose graph was recorded in another thread cannot be "
-                               "used in this thread's graph; detach() it first")
+        if ep is not None and t._rg:
+            if ep.tape.op[where(t)[1]] != LEAF:
+                raise RuntimeError("a tensor whose graph was recorded in another thread cannot be "
+                                   "used in this thread's graph; detach() it first")
+            return self._foreign_leaf_row(t)
         if t._rg:
             r = self.append(LEAF, t._value, t)
             t._ep, t._row = self.ep, r
@@ -333,6 +335,35 @@ class Tape:
         r = self.append(CONST, t._value, t, flags=0)
         t._version_counter().add_row(self.ep, r)
         t._const_row = (self.ep_ref, r)
+        return r
+
+    def row_of(self, t):
+        """The row of tensor t on this tape, or -1: its own row, or the one
+        this tape registered for a leaf of another thread's (Note [Leaves
+        shared by threads])."""
+        ep = t._ep
+        if ep is None:
+            return -1
+        if ep.tape is self:
+            return where(t)[1]
+        entry = t._foreign_rows.get(self) if t._foreign_rows is not None else None
+        return -1 if entry is None else current_row(entry[0], entry[1])[1]
+
+    def _foreign_leaf_row(self, t):
+        """The row of leaf t on this tape when its own row is on another
+        thread's (Note [Leaves shared by threads])."""
+        r = self.row_of(t)
+        if r >= 0:
+            return r
+        rows = t._foreign_rows
+        if rows is None:
+            rows = t._foreign_rows = {}
+        token = _ForeignLeaf(t)
+        r = self.append(LEAF, t._value, token)
+        if type(t._value) is not float:
+            self.keep[r] = t._value
+        t._version_counter().add_row(self.ep, r)
+        rows[self] = (self.ep, r, token)
         return r
 
     # -- lifetime ------------------------------------------------------------
@@ -503,6 +534,25 @@ class Tape:
             self.keep.pop(r, None)
         self.m_ptr[r] = 0
         self.held_bytes -= self.m_numel[r] * 8
+
+
+# Note [Leaves shared by threads]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf names one row, on the tape of the thread that first used it (its
+# `_ep`, `_row`). Another thread that uses it gets a row of its own, which
+# the leaf keeps in `_foreign_rows` (tape -> (epoch, row, token)): re-homing
+# the leaf there instead made each thread's use take it from the graphs
+# another thread was recording, whose autograd.grad then found it unused.
+# The row's owner is the token, a weak reference to the leaf that the leaf
+# itself holds: the row is live while the leaf is and names it (tensor_at,
+# for `.grad`), without the tape keeping the leaf alive; the row keeps the
+# leaf's array (`keep`) for the graphs that saved it. A leaf that leaves its
+# row (`Tensor._drop_row`) forgets these rows too, and their tokens die.
+
+
+class _ForeignLeaf(weakref.ref):
+    """The owner of a leaf's row on another thread's tape (Note [Leaves shared by threads])."""
+    __slots__ = ()
 
 
 class _Anomaly:
