@@ -141,6 +141,9 @@ class Tape:
         self.keep = {}
         self.retained = {}
         self.hooks = {}  # row -> the hooks registered on its tensor (engine.register_hook)
+        # row -> the rows of the outputs of its node, when one of them has hooks (Note
+        # [Undefined gradients] in tape._engine)
+        self.hook_groups = {}
         self.traces = {}  # row -> its forward call's stack, kept while anomaly mode is on
         # row -> the Python state of a python-only op's row (a custom
         # Function's ctx), dropped with the row (Note [Python-only rows] in
@@ -170,6 +173,7 @@ class Tape:
         self.bytes_limit = _INITIAL_BYTES
         self.tensor_rows = 0  # rows not on the 0-d fast path; while 0, backward uses sweep_scalar
         self.sweeping = 0  # > 0 while a re-taped sweep holds row numbers: no compaction then
+        self.target_rows = None  # the rows the running autograd.grad marked TARGET (engine._run)
         self.grad_scratch = np.zeros(0)  # backward()'s flat gradients (engine._native)
         # grad mode is per thread, kept here so a recording op reads one
         # thread-local (the tape) rather than two
@@ -425,6 +429,9 @@ class Tape:
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
         self.traces = {int(newidx[r]): v for r, v in self.traces.items() if newidx[r] >= 0}
+        if self.hook_groups:
+            self.hook_groups = {int(newidx[r]): tuple(int(newidx[q]) if q >= 0 else -1 for q in group)
+                                for r, group in self.hook_groups.items() if newidx[r] >= 0}
         self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
         if self.packed:
             self.packed = {int(newidx[r]): v for r, v in self.packed.items() if newidx[r] >= 0}

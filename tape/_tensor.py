@@ -197,6 +197,10 @@ class Tensor:
     # (function name, output index) for an output of unbind or split that
     # requires grad: PyTorch refuses in-place ops on it while recording
     _multi_output = None
+    # the (epoch, row) of each output requiring grad of the node that made this
+    # tensor, when it made several (unbind, split, a Function): Note [Undefined
+    # gradients] in tape._engine
+    _siblings = None
     # a leaf's rows on the tapes of threads other than its own (Note [Leaves shared by threads])
     _foreign_rows = None
     __array_priority__ = 1000
