@@ -508,6 +508,20 @@ class Tape:
         self.held_rows = []
         self.dead_saved = saved
 
+    def redirect(self, lo, old, new, old_uses):
+        """Make rows lo..n-1 read row new[k] where they read row old[k]
+        (rows below lo), moving the saved-value counts those rows added to
+        old[k] (its nuse now, less `old_uses[k]`, its count before them)."""
+        n = self.n
+        nuse = self.nuse
+        for o, p, before in zip(old, new, old_uses):
+            for col in (self.a0, self.a1):
+                seg = col[lo:n]
+                seg[seg == o] = p
+            moved = nuse[o] - before
+            nuse[o] -= moved
+            nuse[p] += moved
+
     def reachable_within(self, lo, hi, roots):
         """The rows among lo..hi-1 that `roots` (rows in that range) reach
         along input edges that stay in it, ascending: the work is the

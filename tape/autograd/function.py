@@ -199,6 +199,11 @@ class FunctionCtx:
     _dirty = ()
     _materialize = True
     _targeted = False
+    # what the second access to saved_tensors raises, for a Function that a
+    # non-reentrant checkpoint recomputed (tape.utils), whose saved tensors
+    # are read once, as PyTorch's recomputed ones
+    _second_unpack = None
+    _unpacked = False
     nbytes = 0
 
     def save_for_backward(self, *tensors):
@@ -217,6 +222,10 @@ class FunctionCtx:
             raise RuntimeError(_FREED_MESSAGE)
         if self._saved is None:
             return tuple(self._to_save)
+        if self._second_unpack is not None and self._saved:
+            if self._unpacked:
+                raise self._second_unpack()
+            self._unpacked = True
         return tuple(None if s is None else s.unpack() for s in self._saved)
 
     def mark_non_differentiable(self, *args):
