@@ -468,8 +468,12 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph, node_state):
     groups_done = set()
     for r, s in zip(roots.tolist(), seeds):
         _accumulate(grads, r, s)
+    node_state.restore(tp)
+    user_code_ran = False  # a row's hooks, Function or unpack hooks may have changed the state
     for r in visited:
-        node_state.restore(tp)
+        if user_code_ran:
+            node_state.restore(tp)
+            user_code_ran = False
         g = grads.get(r) if r in captured else grads.pop(r, None)
         opdef = REGISTRY[tp.op[r]]
         hooks = tp.hooks.get(r)
@@ -481,6 +485,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph, node_state):
             g = _zeros_of(tp, r)
         elif g is None and not (hooks or opdef.python_only or r in tp.hook_groups):
             continue
+        user_code_ran = bool(hooks or opdef.python_only or tp.packed or tp.hook_groups)
         try:
             if tp.hook_groups and r in tp.hook_groups:
                 _hook_silent_siblings(tp, r, grads, zeros, hooked, groups_done, node_state)
