@@ -525,7 +525,6 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph, node_state):
     _release(tp, released, retain)
     out = []
     for r in caps:
-        node_state.restore(tp)
         g = grads.get(r)
         if g is None and r in zeros:
             g = _zeros_of(tp, r)
