@@ -180,12 +180,11 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
         tp.flags[outer_targets] &= ~np.uint8(TARGET)
     if target_rows is not None:
         tp.flags[target_rows] |= TARGET
-    node_state = _ThreadLocals(tp, bool(create_graph))
     try:
         if (create_graph or force_retaped.active or anomaly.enabled
                 or _reaches_a_python_row(tp, roots)):
-            return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph, node_state)
-        return _native(tp, roots, seeds, target_rows, retain_graph, into_grad, node_state)
+            return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
+        return _native(tp, roots, seeds, target_rows, retain_graph, into_grad)
     finally:
         if target_rows is not None:
             tp.flags[target_rows] &= ~np.uint8(TARGET)
@@ -219,7 +218,7 @@ def _release(tp, released, retain):
     tp.release_dead()
 
 
-def _native(tp, roots, seeds, target_rows, retain, into_grad, node_state):
+def _native(tp, roots, seeds, target_rows, retain, into_grad):
     if len(seeds) == 1:
         v = seeds[0]._value
         flat = _ONE if type(v) is float and v == 1.0 else np.asarray(v, np.float64).reshape(-1)
@@ -235,6 +234,7 @@ def _native(tp, roots, seeds, target_rows, retain, into_grad, node_state):
     scratch = tp.grad_scratch if into_grad else None
     rows, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
                                                          target_rows is not None, True, scratch)
+    node_state = _ThreadLocals(tp, False) if tp.hooks else None  # what leaf hooks run in
     _release(tp, released, retain)
     spans = offsets.tolist()
     if into_grad:
@@ -445,9 +445,10 @@ def _accumulate(grads, r, g):
 # on materialized zeros.
 
 
-def _retaped(tp, roots, seeds, target_rows, retain, create_graph, node_state):
+def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     """Walk the reached rows in reverse in Python, running each op's
     differentiable VJP; with create_graph the VJPs record on the tape."""
+    node_state = _ThreadLocals(tp, bool(create_graph))
     empty = np.zeros(0)
     try:
         caps, _, _, visited, released = _sweep_call(
