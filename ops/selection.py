@@ -166,9 +166,11 @@ def split(tensor, split_size_or_sections, dim=0):
 def _views_of(name, outputs):
     """The outputs of a function that returns several views, marked so that an
     in-place op on one that requires grad raises, as in PyTorch."""
+    siblings = [(t._ep, t._row) for t in outputs if t._rg and t._ep is not None]
     for i, t in enumerate(outputs):
         if t._rg:
             t._multi_output = (name, i)
+            t._siblings = siblings
     return tuple(outputs)
 
 

@@ -10,10 +10,9 @@ import numpy as np
 from . import _kernels, _sweep
 from ._native import compiling
 from ._dtypes import float32, float64
-from ._grad_mode import set_grad_enabled
-from ._registry import CONST, LEAF, REGISTRY
+from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
 from ._saved import drop_packed, unpack_saved
-from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, state, where
+from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, current_row, state, where
 from ._tensor import Tensor, new_tensor, warn_once, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped"]
@@ -114,18 +113,43 @@ def _raise_sweep_error(tp, status, bad):
         "later. Good luck!")
 
 
-class _rows_held:
-    """While a backward holds row numbers (the re-taped sweep records new
-    rows, and so may `.grad` accumulation), compaction must not renumber."""
+class _ThreadLocals:
+    """The thread's state that user code in a backward (hooks, a Function's
+    backward, unpack hooks) may change: grad and inference mode, the
+    saved_tensors_hooks stack and its disabling. As PyTorch's engine runs
+    every node under the state captured when the backward began (grad mode
+    being create_graph's), the walk restores it before each node, and the
+    backward restores the caller's however it exits. Anomaly mode is
+    global, as PyTorch's, and stays as a node leaves it."""
+    __slots__ = ("grad_enabled", "inference", "saved_hooks", "hooks_disabled")
+
+    def __init__(self, tp, grad_enabled):
+        self.grad_enabled, self.inference = grad_enabled, tp.inference
+        self.saved_hooks, self.hooks_disabled = list(tp.saved_hooks), tp.saved_hooks_disabled
+
+    def restore(self, tp):
+        tp.grad_enabled, tp.inference = self.grad_enabled, self.inference
+        if tp.saved_hooks != self.saved_hooks:
+            tp.saved_hooks[:] = self.saved_hooks  # the same list: a hooks context's exit pops from it
+        tp.saved_hooks_disabled = self.hooks_disabled
+
+
+class _backward_scope:
+    """Around a backward or autograd.grad: compaction must not renumber the
+    rows it holds (the re-taped sweep records new rows, and so may `.grad`
+    accumulation), and the caller's thread state comes back at the end,
+    however it ends (_ThreadLocals)."""
 
     def __init__(self, tp):
         self.tp = tp
 
     def __enter__(self):
         self.tp.sweeping += 1
+        self.caller = _ThreadLocals(self.tp, self.tp.grad_enabled)
 
     def __exit__(self, *exc):
         self.tp.sweeping -= 1
+        self.caller.restore(self.tp)
 
 
 def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=False):
@@ -149,6 +173,13 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
             if not t._rg:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
         target_rows = np.array([r for t in targets for r in (tp.adopt(t), *t._left_rows_on(tp))], np.int64)
+    # the TARGET marks are this sweep's alone: an autograd.grad that a VJP
+    # runs (a checkpoint's) must not capture, and walk on to, the rows of
+    # the one that runs the VJP
+    outer_targets, tp.target_rows = tp.target_rows, target_rows
+    if outer_targets is not None:
+        tp.flags[outer_targets] &= ~np.uint8(TARGET)
+    if target_rows is not None:
         tp.flags[target_rows] |= TARGET
     try:
         if (create_graph or force_retaped.active or anomaly.enabled
@@ -158,6 +189,9 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
     finally:
         if target_rows is not None:
             tp.flags[target_rows] &= ~np.uint8(TARGET)
+        tp.target_rows = outer_targets
+        if outer_targets is not None:
+            tp.flags[outer_targets] |= TARGET
 
 
 def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=None):
@@ -174,6 +208,7 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=N
                 tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch)
         _called.update((sweep, _sweep.mark_leads) if targeted else (sweep,))
     if status != _sweep.OK:
+        tp.last_sweep_error = (status, bad)
         _raise_sweep_error(tp, status, bad)
     # lists now: a sweep that a hook or a VJP runs would overwrite `work`; the
     # offsets are read (by add_into) before any other sweep can run
@@ -235,14 +270,15 @@ def _native(tp, roots, seeds, target_rows, retain, into_grad):
     scratch = tp.grad_scratch if into_grad else None
     rows, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
                                                          target_rows is not None, True, scratch)
+    node_state = _ThreadLocals(tp, False) if tp.hooks else None  # what leaf hooks run in
     _release(tp, released, retain)
     spans = offsets.tolist()
     if into_grad:
         if flat_grads.size > scratch.size:  # it did not fit: keep the larger one
             tp.grad_scratch = flat_grads
-        _add_into_grads(tp, rows, flat_grads, offsets, spans)
+        _add_into_grads(tp, rows, flat_grads, offsets, spans, node_state)
         return (), ()
-    return rows, [_hooked(tp, r, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1]))
+    return rows, [_hooked(tp, r, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1]), node_state)
                   for k, r in enumerate(rows)]
 
 
@@ -257,7 +293,7 @@ def _flat_grad(tp, r, flat_grads, lo, hi, copy=False):
     return new_tensor(g.copy() if copy else g)
 
 
-def _add_into_grads(tp, rows, flat_grads, offsets, spans):
+def _add_into_grads(tp, rows, flat_grads, offsets, spans, node_state):
     """backward()'s accumulation of a native sweep's gradients into the
     `.grad` of the leaves and retained tensors it reached. Every `.grad` that
     already holds a C-contiguous float64 array of the gradient's size is added
@@ -287,7 +323,7 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans):
     if len(rest) < len(rows):
         _sweep.add_into(flat_grads, offsets, np.array(dest, np.int64))
     for owner, k, r in rest:  # flat_grads is the scratch: each .grad gets a copy
-        g = _hooked(tp, r, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1], True))
+        g = _hooked(tp, r, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1], True), node_state)
         _accumulate_grad(owner, g, False)
 
 
@@ -428,12 +464,35 @@ def _accumulate(grads, r, g):
     grads[r] = g if prev is None else prev + g
 
 
+# Note [Undefined gradients]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# In the Python walk a row's gradient is one of three things, as in
+# PyTorch's engine: a Tensor; a zero that no tensor holds (`zeros`: a VJP of
+# tape's returned None for an input that needs a gradient, which the native
+# sweep would have added nothing to, and which PyTorch's formulas give as
+# zeros); or undefined, when nothing reached it but None from a custom
+# Function's backward (PyTorch's undefined tensor). A zero flows on as a
+# zero, without being computed, and ends as a zeros tensor; an undefined
+# gradient flows on as nothing and ends as None (x.grad stays None). The
+# hooks of a row reached with a zero see zeros, those of one reached with an
+# undefined gradient see None, as do those of the sibling outputs of a node
+# that the walk ran (unbind's parts, a Function's outputs) that got no
+# gradient (`tp.hook_groups`); a Function's node still runs its backward,
+# on materialized zeros.
+
+
 def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     """Walk the reached rows in reverse in Python, running each op's
     differentiable VJP; with create_graph the VJPs record on the tape."""
+    node_state = _ThreadLocals(tp, bool(create_graph))
     empty = np.zeros(0)
-    caps, _, _, visited, released = _sweep_call(
-        tp, roots, np.zeros(len(roots), np.int64), empty, retain, target_rows is not None, False)
+    try:
+        caps, _, _, visited, released = _sweep_call(
+            tp, roots, np.zeros(len(roots), np.int64), empty, retain, target_rows is not None, False)
+    except RuntimeError:
+        if anomaly.enabled:
+            _warn_error_detected(tp, _failed_row(tp, roots, *tp.last_sweep_error))
+        raise
     captured = set(caps)
     # the sweep's marks of the rows leading to autograd.grad's inputs, copied:
     # a VJP or hook that runs a backward of its own (a checkpoint's
@@ -441,67 +500,139 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     leads = (None if target_rows is None
              else (tp.work[3, :int(roots.max()) + 1] == tp.sweep_id).tolist())
     grads = {}
+    zeros = set()  # Note [Undefined gradients]
     hooked = set()  # rows whose hooks ran when the walk reached them
-    with set_grad_enabled(bool(create_graph)):
-        for r, s in zip(roots.tolist(), seeds):
-            _accumulate(grads, r, s)
-        for r in visited:
-            g = grads.get(r) if r in captured else grads.pop(r, None)
-            if g is None:
+    groups_done = set()
+    for r, s in zip(roots.tolist(), seeds):
+        _accumulate(grads, r, s)
+    node_state.restore(tp)
+    user_code_ran = False  # a row's hooks, Function or unpack hooks may have changed the state
+    for r in visited:
+        if user_code_ran:
+            node_state.restore(tp)
+            user_code_ran = False
+        g = grads.get(r) if r in captured else grads.pop(r, None)
+        opdef = REGISTRY[tp.op[r]]
+        hooks = tp.hooks.get(r)
+        if g is None and r in zeros:
+            if not (hooks or opdef.python_only):  # passed on without being computed
+                ctx = _Ctx(tp, r, leads)
+                zeros.update(row for row, need in zip(ctx.rows, ctx.needs) if need)
                 continue
-            if tp.hooks.get(r):
-                g = _hooked(tp, r, g)
+            g = _zeros_of(tp, r)
+        elif g is None and not (hooks or opdef.python_only or r in tp.hook_groups):
+            continue
+        user_code_ran = bool(hooks or opdef.python_only or tp.packed or tp.hook_groups)
+        try:
+            if tp.hook_groups and r in tp.hook_groups:
+                _hook_silent_siblings(tp, r, grads, zeros, hooked, groups_done, node_state)
+            if hooks:
+                g = _hooked(tp, r, g, node_state)
                 hooked.add(r)
-                if r in captured:  # what .grad or autograd.grad gets is the hooked value
+                if r in captured and g is not None:  # what .grad or autograd.grad gets is the hooked value
                     grads[r] = g
+            if g is None and not opdef.python_only:
+                continue
             ctx = _Ctx(tp, r, leads)
             if tp.packed and r in tp.packed:
                 ctx.packed = True
-            opdef = REGISTRY[tp.op[r]]
             if opdef.python_only:
                 ctx.retain = retain
             input_grads = _vjp_of(opdef)(ctx, g)
             if anomaly.enabled and anomaly.check_nan:
                 _check_nan(tp, r, input_grads)
-            for row, need, gi in zip(ctx.rows, ctx.needs, input_grads):
-                if need and gi is not None:
-                    # as PyTorch's engine, a gradient takes its input's dtype
-                    # (what a python-only op hands on may be no Tensor)
-                    if type(gi) is Tensor and (gi.dtype == float32) != (tp.m_dt[row] == 1):
-                        gi = gi.to(float32 if tp.m_dt[row] == 1 else float64)
-                    _accumulate(grads, row, gi)
+        except BaseException:
+            if anomaly.enabled:
+                _warn_error_detected(tp, r)
+            raise
+        for row, need, gi in zip(ctx.rows, ctx.needs, input_grads):
+            if not need:
+                continue
+            if gi is None:
+                if not opdef.python_only:
+                    zeros.add(row)
+                continue
+            # as PyTorch's engine, a gradient takes its input's dtype
+            # (what a python-only op hands on may be no Tensor)
+            if type(gi) is Tensor and (gi.dtype == float32) != (tp.m_dt[row] == 1):
+                gi = gi.to(float32 if tp.m_dt[row] == 1 else float64)
+            _accumulate(grads, row, gi)
     if tp.packed and not retain:  # the walk freed these rows, and what they packed goes too
         drop_packed(tp, visited)
     _release(tp, released, retain)
     out = []
     for r in caps:
         g = grads.get(r)
-        if g is None:
-            shape = tp.shape(r)
-            g = new_tensor(wrap_value(np.zeros(shape, np.float64 if tp.dt[r] == 0 else np.float32)))
-        elif r not in hooked:
-            with set_grad_enabled(bool(create_graph)):
-                g = _hooked(tp, r, g)
+        if g is None and r in zeros:
+            g = _zeros_of(tp, r)
+        if r not in hooked:
+            g = _hooked(tp, r, g, node_state)
         out.append(g)
     return caps, out
 
 
+def _zeros_of(tp, r):
+    """Row r's zero gradient as a tensor (Note [Undefined gradients])."""
+    return new_tensor(wrap_value(np.zeros(tp.shape(r), np.float64 if tp.dt[r] == 0 else np.float32)))
+
+
+def _hook_silent_siblings(tp, r, grads, zeros, hooked, groups_done, node_state):
+    """The walk runs the node whose outputs include row r's (the first of
+    them it reaches): the hooks of its other outputs that got no gradient
+    see None, as PyTorch runs every pre-hook of a node it runs. All of them
+    are complete by now: their consumers are above them all."""
+    group = tp.hook_groups[r]
+    if group in groups_done:
+        return
+    groups_done.add(group)
+    for q in group:
+        if q != r and q >= 0 and tp.hooks.get(q) and q not in hooked and q not in zeros \
+                and grads.get(q) is None:
+            _hooked(tp, q, None, node_state)
+            hooked.add(q)
+
+
+def _node_name(tp, r):
+    state = tp.python_rows.get(r)  # a custom Function's node is named by its class
+    return REGISTRY[tp.op[r]].grad_fn if state is None else state._node_type().__name__
+
+
+def _warn_error_detected(tp, r):
+    """Anomaly mode: as PyTorch, a node whose backward raised is named in a
+    warning with the forward call that recorded it, before the error goes on."""
+    if r < 0:
+        return
+    trace = tp.traces.get(r)
+    where_from = ("Traceback of forward call that caused the error:\n" + "".join(trace)
+                  if trace else "No forward pass information available. Enable detect "
+                  "anomaly during forward pass for more information.")
+    warnings.warn(f"Error detected in {_node_name(tp, r)}. {where_from}", UserWarning, stacklevel=3)
+
+
+def _failed_row(tp, roots, status, bad):
+    """The row whose backward the structural sweep refused to run: the one
+    it reports, or for a modified saved value, the highest reached row that
+    saved it (the first the walk met)."""
+    if status != _sweep.ERR_DIRTY:
+        return bad
+    reached = _sweep.reachable(tp.a0, tp.a1, int(roots.max()) + 1, roots)
+    for r in reached[::-1].tolist():
+        saves_for = REGISTRY[tp.op[r]].saves_for
+        saves = saves_for[0] | saves_for[1]
+        if (r == bad and saves & SAVES_OUT or tp.a0[r] == bad and saves & SAVES_X
+                or tp.a1[r] == bad and saves & SAVES_Y):
+            return r
+    return -1
+
+
 def _check_nan(tp, r, input_grads):
-    """Anomaly mode: raise PyTorch's error for the first nan gradient row r's
-    VJP returned, after a warning with the forward call that recorded r."""
+    """Anomaly mode: raise PyTorch's error for the first nan gradient row r's VJP returned."""
     for k, gi in enumerate(input_grads):
         if type(gi) is not Tensor:
             continue
         v = gi._value
         if math.isnan(v) if type(v) is float else np.isnan(v).any():
-            state = tp.python_rows.get(r)  # a custom Function's node is named by its class
-            name = REGISTRY[tp.op[r]].grad_fn if state is None else state._node_type().__name__
-            trace = tp.traces.get(r)
-            where_from = ("Traceback of forward call that caused the error:\n" + "".join(trace)
-                          if trace else "No forward pass information available. Enable detect "
-                          "anomaly during forward pass for more information.")
-            warnings.warn(f"Error detected in {name}. {where_from}", UserWarning, stacklevel=2)
-            raise RuntimeError(f"Function '{name}' returned nan values in its {k}th output.")
+            raise RuntimeError(f"Function '{_node_name(tp, r)}' returned nan values in its {k}th output.")
 
 
 def _accumulate_grad(t, g, create_graph):
@@ -584,6 +715,11 @@ def register_hook(self, hook):
         r = tp.adopt(self)
     hooks = tp.hooks.setdefault(r, [])
     hooks.append(hook)
+    if self._siblings is not None:  # Note [Undefined gradients]
+        group = tuple(sorted(current_row(ep, q)[1] for ep, q in self._siblings))
+        for q in group:
+            if q >= 0:
+                tp.hook_groups[q] = group
     return RemovableHandle(hooks, hook)
 
 
@@ -616,22 +752,27 @@ def _reaches_a_python_row(tp, roots):
     reaches any more stay until compaction drops its rows, and must not send
     other graphs through the Python walk meanwhile."""
     if not tp.hooks and not tp.python_rows and not tp.packed:
-        return False
+        return False  # hook_groups matter only while a row has hooks
     rows = [r for r, hooks in tp.hooks.items() if hooks and tp.m_op[r] != LEAF]
     rows.extend(tp.python_rows)
     rows.extend(tp.packed)  # Note [Saved tensor hooks]
+    rows.extend(tp.hook_groups)  # Note [Undefined gradients]
     if not rows or not roots.size:
         return False
     reached = _sweep.reachable(tp.a0, tp.a1, int(roots.max()) + 1, roots)
     return bool(np.isin(np.array(rows, np.int64), reached).any())
 
 
-def _hooked(tp, r, g):
-    """g after the hooks on row r's tensor, in the order they were registered."""
+def _hooked(tp, r, g, node_state):
+    """g after the hooks on row r's tensor, in the order they were registered,
+    run in the backward's node state (_ThreadLocals)."""
     for hook in tuple(tp.hooks.get(r, ())):
+        node_state.restore(tp)
         out = hook(g)
         if out is None:
             continue
+        if g is None:  # Note [Undefined gradients]
+            raise RuntimeError("can't replace a None gradient with a non-None value")
         if not isinstance(out, Tensor):
             raise TypeError(f"expected Variable, but hook returned '{type(out).__name__}'")
         if out.shape != g.shape:
@@ -671,11 +812,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     if create_graph:
         warn_once(_CREATE_GRAPH_WARNING, stacklevel=3)
     tp = state.tape
-    with _rows_held(tp):
+    with _backward_scope(tp):
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
                            into_grad=inputs is None)
         if inputs is not None:
-            receivers = {r: t for t in inputs for r in (where(t)[1], *t._left_rows_on(tp))}
+            receivers = {r: t for t in inputs for r in (tp.row_of(t), *t._left_rows_on(tp))}
         for r, g in zip(rows, grads):
             if inputs is not None:
                 owner = receivers.get(r)
@@ -683,7 +824,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 owner = tp.tensor_at(r)
             else:
                 owner = _retained_tensor(tp, r)
-            if owner is not None:
+            if owner is not None and g is not None:
                 _accumulate_grad(owner, g, create_graph)
 
 
@@ -724,23 +865,23 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
                                f"{type(t).__name__}")
     tp = state.tape
-    with _rows_held(tp):
+    with _backward_scope(tp):
         # no outputs: every input is unused, as in PyTorch
         rows, grads = _run(outputs, grad_outputs, inputs, retain_graph, create_graph) if outputs else ((), ())
         by_row = dict(zip(rows, grads))
-        located = [where(t) for t in inputs]
+        located = [tp.row_of(t) for t in inputs]
         left = [t._left_rows_on(tp) for t in inputs]
         # as PyTorch's retains_grad hooks, which fire in autograd.grad too;
         # .grad is its own copy, not the gradient returned for an input
         flags = tp.m_flags
         for r, g in by_row.items():
-            if flags[r] & RETAIN:
+            if flags[r] & RETAIN and g is not None:
                 owner = _retained_tensor(tp, r)
                 if owner is not None:
                     _accumulate_grad(owner, g if create_graph else g.clone(), create_graph)
     result = []
-    for i, (t, (t_tape, t_row), t_left) in enumerate(zip(inputs, located, left)):
-        g = by_row.get(t_row) if t_tape is tp else None
+    for i, (t, t_row, t_left) in enumerate(zip(inputs, located, left)):
+        g = by_row.get(t_row) if t_row >= 0 else None
         for r in t_left:  # the rows a leaf left when it changed in place
             if by_row.get(r) is not None:
                 g = by_row[r] if g is None else g + by_row[r]

@@ -3,6 +3,8 @@ modelled on torch/autograd/grad_mode.py.
 """
 import functools
 import inspect
+import sys
+import warnings
 
 from ._tape import state
 
@@ -19,39 +21,61 @@ def is_inference_mode_enabled():
     return state.tape.inference
 
 
+def _wrap_generator(mode_factory, gen_fn):
+    """A generator function whose every resumption (start, send, throw,
+    close) runs under a fresh `mode_factory()`, the caller's code between
+    them under the caller's mode, as torch.utils._contextlib's."""
+
+    @functools.wraps(gen_fn)
+    def generator_context(*args, **kwargs):
+        gen = gen_fn(*args, **kwargs)
+        # the generator finishing, however it is resumed, ends this one with its value
+        try:
+            with mode_factory():
+                response = gen.send(None)
+            while True:
+                try:
+                    request = yield response
+                except GeneratorExit:
+                    # the generator learns of its closing under the mode too
+                    with mode_factory():
+                        gen.close()
+                    raise
+                except BaseException:
+                    with mode_factory():
+                        response = gen.throw(*sys.exc_info())
+                else:
+                    with mode_factory():
+                        response = gen.send(request)
+        except StopIteration as e:
+            return e.value
+
+    return generator_context
+
+
 class _Mode:
     """Base: a context manager that saves and restores the thread's mode,
-    and a decorator that runs the function (or generator) under the mode."""
+    and a decorator that runs the function (or generator) under a fresh
+    copy of the mode (`clone`), as torch.utils._contextlib's
+    _DecoratorContextManager."""
 
-    def __call__(self, fn):
+    def __call__(self, orig_func):
+        if inspect.isclass(orig_func):
+            warnings.warn("Decorating classes is deprecated and will be disabled in future versions. You "
+                          "should only decorate functions or methods. To preserve the current behavior of "
+                          "class decoration, you can directly decorate the `__init__` method and nothing "
+                          "else.", FutureWarning, stacklevel=2)
+            fn = lambda *args, **kwargs: orig_func(*args, **kwargs)  # noqa: E731 (PyTorch's wrapper)
+        else:
+            fn = orig_func
         if inspect.isgeneratorfunction(fn):
-            @functools.wraps(fn)
-            def gen_wrapper(*args, **kwargs):
-                gen = fn(*args, **kwargs)
-                with self.clone():
-                    response = gen.send(None)
-                while True:
-                    try:
-                        request = yield response
-                    except GeneratorExit:
-                        gen.close()
-                        raise
-                    except BaseException as e:
-                        with self.clone():
-                            response = gen.throw(e)
-                    else:
-                        with self.clone():
-                            try:
-                                response = gen.send(request)
-                            except StopIteration as stop:
-                                return stop.value
-            return gen_wrapper
+            return _wrap_generator(self.clone, fn)
 
         @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
+        def decorate_context(*args, **kwargs):
             with self.clone():
                 return fn(*args, **kwargs)
-        return wrapper
+        return decorate_context
 
     def clone(self):
         return self.__class__()
@@ -133,9 +157,9 @@ class inference_mode(_Mode):
         self.mode = bool(mode)
 
     def __new__(cls, mode=True):
-        if callable(mode):
-            return cls()(mode)
-        return super().__new__(cls)
+        if isinstance(mode, bool):
+            return super().__new__(cls)
+        return cls()(mode)
 
     def clone(self):
         return self.__class__(self.mode)

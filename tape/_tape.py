@@ -141,6 +141,9 @@ class Tape:
         self.keep = {}
         self.retained = {}
         self.hooks = {}  # row -> the hooks registered on its tensor (engine.register_hook)
+        # row -> the rows of the outputs of its node, when one of them has hooks (Note
+        # [Undefined gradients] in tape._engine)
+        self.hook_groups = {}
         self.traces = {}  # row -> its forward call's stack, kept while anomaly mode is on
         # row -> the Python state of a python-only op's row (a custom
         # Function's ctx), dropped with the row (Note [Python-only rows] in
@@ -171,6 +174,7 @@ class Tape:
         self.tensor_rows = 0  # rows not on the 0-d fast path; while 0, backward uses sweep_scalar
         self.kernels_scanned = 0  # rows below it have their kernels loaded (Note [Kernels by opcode])
         self.sweeping = 0  # > 0 while a re-taped sweep holds row numbers: no compaction then
+        self.target_rows = None  # the rows the running autograd.grad marked TARGET (engine._run)
         self.grad_scratch = np.zeros(0)  # backward()'s flat gradients (engine._native)
         # grad mode is per thread, kept here so a recording op reads one
         # thread-local (the tape) rather than two
@@ -310,9 +314,11 @@ class Tape:
         ep = t._ep
         if ep is not None and ep.tape is self:
             return where(t)[1]
-        if ep is not None and t._rg and ep.tape.op[where(t)[1]] != LEAF:
-            raise RuntimeError("a tensor whose graph was recorded in another thread cannot be "
-                               "used in this thread's graph; detach() it first")
+        if ep is not None and t._rg:
+            if ep.tape.op[where(t)[1]] != LEAF:
+                raise RuntimeError("a tensor whose graph was recorded in another thread cannot be "
+                                   "used in this thread's graph; detach() it first")
+            return self._foreign_leaf_row(t)
         if t._rg:
             r = self.append(LEAF, t._value, t)
             t._ep, t._row = self.ep, r
@@ -334,6 +340,35 @@ class Tape:
         r = self.append(CONST, t._value, t, flags=0)
         t._version_counter().add_row(self.ep, r)
         t._const_row = (self.ep_ref, r)
+        return r
+
+    def row_of(self, t):
+        """The row of tensor t on this tape, or -1: its own row, or the one
+        this tape registered for a leaf of another thread's (Note [Leaves
+        shared by threads])."""
+        ep = t._ep
+        if ep is None:
+            return -1
+        if ep.tape is self:
+            return where(t)[1]
+        entry = t._foreign_rows.get(self) if t._foreign_rows is not None else None
+        return -1 if entry is None else current_row(entry[0], entry[1])[1]
+
+    def _foreign_leaf_row(self, t):
+        """The row of leaf t on this tape when its own row is on another
+        thread's (Note [Leaves shared by threads])."""
+        r = self.row_of(t)
+        if r >= 0:
+            return r
+        rows = t._foreign_rows
+        if rows is None:
+            rows = t._foreign_rows = {}
+        token = _ForeignLeaf(t)
+        r = self.append(LEAF, t._value, token)
+        if type(t._value) is not float:
+            self.keep[r] = t._value
+        t._version_counter().add_row(self.ep, r)
+        rows[self] = (self.ep, r, token)
         return r
 
     # -- lifetime ------------------------------------------------------------
@@ -395,6 +430,9 @@ class Tape:
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
         self.traces = {int(newidx[r]): v for r, v in self.traces.items() if newidx[r] >= 0}
+        if self.hook_groups:
+            self.hook_groups = {int(newidx[r]): tuple(int(newidx[q]) if q >= 0 else -1 for q in group)
+                                for r, group in self.hook_groups.items() if newidx[r] >= 0}
         self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
         if self.packed:
             self.packed = {int(newidx[r]): v for r, v in self.packed.items() if newidx[r] >= 0}
@@ -472,6 +510,20 @@ class Tape:
         self.held_rows = []
         self.dead_saved = saved
 
+    def redirect(self, lo, old, new, old_uses):
+        """Make rows lo..n-1 read row new[k] where they read row old[k]
+        (rows below lo), moving the saved-value counts those rows added to
+        old[k] (its nuse now, less `old_uses[k]`, its count before them)."""
+        n = self.n
+        nuse = self.nuse
+        for o, p, before in zip(old, new, old_uses):
+            for col in (self.a0, self.a1):
+                seg = col[lo:n]
+                seg[seg == o] = p
+            moved = nuse[o] - before
+            nuse[o] -= moved
+            nuse[p] += moved
+
     def reachable_within(self, lo, hi, roots):
         """The rows among lo..hi-1 that `roots` (rows in that range) reach
         along input edges that stay in it, ascending: the work is the
@@ -505,6 +557,25 @@ class Tape:
             self.keep.pop(r, None)
         self.m_ptr[r] = 0
         self.held_bytes -= self.m_numel[r] * 8
+
+
+# Note [Leaves shared by threads]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A leaf names one row, on the tape of the thread that first used it (its
+# `_ep`, `_row`). Another thread that uses it gets a row of its own, which
+# the leaf keeps in `_foreign_rows` (tape -> (epoch, row, token)): re-homing
+# the leaf there instead made each thread's use take it from the graphs
+# another thread was recording, whose autograd.grad then found it unused.
+# The row's owner is the token, a weak reference to the leaf that the leaf
+# itself holds: the row is live while the leaf is and names it (tensor_at,
+# for `.grad`), without the tape keeping the leaf alive; the row keeps the
+# leaf's array (`keep`) for the graphs that saved it. A leaf that leaves its
+# row (`Tensor._drop_row`) forgets these rows too, and their tokens die.
+
+
+class _ForeignLeaf(weakref.ref):
+    """The owner of a leaf's row on another thread's tape (Note [Leaves shared by threads])."""
+    __slots__ = ()
 
 
 class _Anomaly:

@@ -199,6 +199,12 @@ class Tensor:
     # (function name, output index) for an output of unbind or split that
     # requires grad: PyTorch refuses in-place ops on it while recording
     _multi_output = None
+    # the (epoch, row) of each output requiring grad of the node that made this
+    # tensor, when it made several (unbind, split, a Function): Note [Undefined
+    # gradients] in tape._engine
+    _siblings = None
+    # a leaf's rows on the tapes of threads other than its own (Note [Leaves shared by threads])
+    _foreign_rows = None
     __array_priority__ = 1000
 
     def __init__(self, *args, device=None):
@@ -475,6 +481,7 @@ class Tensor:
         """Stop naming a row (a leaf about to change, or detach_). Graphs that
         use the row keep it, with the value it had; it no longer counts as
         live, and the next use of a leaf registers a new row."""
+        self._foreign_rows = None
         tp, r = where(self)
         if tp is None:
             return

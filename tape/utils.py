@@ -9,12 +9,24 @@ import numpy as np
 from . import _factories
 from ._engine import _row_tensor
 from ._grad_mode import enable_grad
-from ._registry import CONST, LEAF
+from ._record import record
+from ._registry import CONST, LEAF, lookup
 from ._tape import RG, state, where
 from ._tensor import Tensor, _unpinned, new_tensor
 from .autograd.function import Function
 
-__all__ = ["checkpoint"]
+__all__ = ["checkpoint", "CheckpointError"]
+
+
+class CheckpointError(RuntimeError):
+    """Raised by the non-reentrant checkpoint, as torch.utils.checkpoint.CheckpointError."""
+
+
+def _unpacked_twice():
+    return CheckpointError(
+        "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. "
+        "If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please "
+        "open an issue with details on your use case.")
 
 _REENTRANT_GRAD_MESSAGE = (
     "When use_reentrant=True, torch.utils.checkpoint is incompatible with .grad() or passing an "
@@ -148,15 +160,31 @@ class Checkpoint(Function):
     def backward(ctx, *grads):
         run = ctx.run
         sources = ctx.saved_tensors
-        create_graph = state.tape.grad_enabled
+        tp = state.tape
+        create_graph = tp.grad_enabled
+        # The recomputed graph reads each source through a proxy row (an
+        # identity over it) and its gradients are taken at the proxies: taken
+        # at the sources themselves, the walk went on below them (a source
+        # that another source was computed from: h = w * x, with h and w
+        # sources), freeing their graph and counting those paths twice. The
+        # proxies keep the recomputed graph joined to the sources' histories
+        # for create_graph.
+        proxies = [record(lookup("clone"), _unpinned(s._value), (s,), hidden=True) for s in sources]
+        source_rows = [tp.adopt(s) for s in sources]
+        uses = tp.nuse[source_rows].tolist()
+        start = tp.n
         with run.random_state, enable_grad():
             outputs = _as_tuple(run.function(*run.args, **run.kwargs))
+        tp.redirect(start, source_rows, [tp.adopt(p) for p in proxies], uses)
+        for r, fn_ctx in tp.python_rows.items():
+            if r >= start:
+                fn_ctx._second_unpack = _unpacked_twice
         pairs = [(o, g) for o, g, needed in zip(outputs, grads, run.differentiable)
                  if needed and g is not None and isinstance(o, Tensor) and o.requires_grad]
         if not pairs:
             return (None,) * (1 + len(sources))
         from .autograd import grad
-        found = grad([o for o, _ in pairs], sources, [g for _, g in pairs], create_graph=create_graph,
+        found = grad([o for o, _ in pairs], proxies, [g for _, g in pairs], create_graph=create_graph,
                      allow_unused=True)
         return (None, *found)
 

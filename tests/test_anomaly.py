@@ -84,3 +84,52 @@ def test_backward_after_an_anomaly_is_right():
         (x * x).sum().backward()
     (x * 3).sum().backward()
     assert x.grad.tolist() == [3.0, 5.0]
+
+
+def _warnings_of(fn):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fn()
+    return [str(w.message) for w in caught]
+
+
+def test_an_in_place_error_warns_with_the_forward_call_of_the_node_that_saved_the_value():
+    # PyTorch 2.13: the enabling warning, then "Error detected in PowBackward0"
+    def run():
+        with tape.autograd.detect_anomaly():
+            a = tape.ones(5, requires_grad=True)
+            d1 = a + 1
+            d2 = d1 ** 2
+            d1 += 1
+            with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+                tape.autograd.grad(d2.sum(), a)
+
+    messages = _warnings_of(run)
+
+    assert len(messages) == 2 and _ENABLED in messages[0]
+    assert messages[1].startswith("Error detected in PowBackward0. Traceback of forward call that caused "
+                                  "the error:\n") and "d2 = d1 ** 2" in messages[1]
+
+
+def test_an_error_a_functions_backward_raises_warns_with_its_forward_call():
+    class Boom(tape.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            raise ValueError("boom")
+
+    def run():
+        x = tape.tensor([1.0], requires_grad=True)
+        with tape.autograd.detect_anomaly():
+            y = Boom.apply(x)
+            with pytest.raises(ValueError, match="boom"):
+                y.sum().backward()
+
+    messages = _warnings_of(run)
+
+    assert len(messages) == 2
+    assert messages[1].startswith("Error detected in BoomBackward. Traceback of forward call that caused "
+                                  "the error:\n") and "y = Boom.apply(x)" in messages[1]

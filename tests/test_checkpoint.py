@@ -229,3 +229,64 @@ def test_non_reentrant_follows_a_closed_over_weight_from_a_constant_input():
     _, w = _inputs()
     y = checkpoint(lambda c: _block(c, w), tape.ones(3), use_reentrant=False)
     assert y.requires_grad
+
+
+# -- sources computed from other sources (PyTorch 2.13's values) ----------------
+
+def test_an_argument_computed_from_a_closed_over_weight_gets_each_path_once():
+    w = tape.tensor([2.0], requires_grad=True)
+    x = tape.tensor([3.0], requires_grad=True)
+    h = w * x
+
+    checkpoint(lambda x: w * x, h, use_reentrant=False).sum().backward()
+
+    assert (w.grad.tolist(), x.grad.tolist()) == ([12.0], [4.0])
+
+
+def test_second_derivatives_through_sources_computed_from_each_other():
+    w = tape.tensor([2.0], requires_grad=True)
+    x = tape.tensor([3.0], requires_grad=True)
+    h = w * x
+    out = checkpoint(lambda x: (w * x).sin(), h, use_reentrant=False)
+
+    gw, gx = tape.autograd.grad(out.sum(), [w, x], create_graph=True)
+    second = tape.autograd.grad(gw.sum(), [w, x])
+
+    assert np.allclose([gw.item(), gx.item()], [10.126247504789905, 3.3754158349299686], rtol=1e-12)
+    assert np.allclose([g.item() for g in second], [82.32962394445758, 29.130915898950846], rtol=1e-12)
+
+
+class _SavesFive(tape.autograd.Function):
+    second_access = []
+
+    @staticmethod
+    def forward(ctx, x, y, z):
+        w = x * y * z
+        out = w + w
+        ctx.save_for_backward(x, y, z, w, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad_out):
+        x, y, z, w, out = ctx.saved_tensors
+        with pytest.raises(tape.utils.CheckpointError) as raised:
+            ctx.saved_tensors
+        _SavesFive.second_access.append(str(raised.value))
+        return x, y, z
+
+
+def test_a_second_saved_tensors_access_in_a_recomputed_function_raises_pytorchs_error():
+    x, y, z = (tape.tensor(v, requires_grad=True) for v in (1.0, 2.0, 3.0))
+
+    def foo(x, y, z):
+        return _SavesFive.apply(x * y * z, y * y * z, z * z)
+
+    _SavesFive.second_access.clear()
+    checkpoint(foo, x, y, z, use_reentrant=False).sum().backward()
+
+    assert _SavesFive.second_access == [
+        "torch.utils.checkpoint: Unpack is being triggered for a tensor that was already unpacked once. "
+        "If you are calling ctx.saved_tensors in backward, make sure to do so only once. Otherwise please "
+        "open an issue with details on your use case."]
+    assert (x.grad.item(), y.grad.item(), z.grad.item()) == (36.0, 162.0, 114.0)
+    assert issubclass(tape.utils.CheckpointError, RuntimeError)

@@ -927,3 +927,95 @@ def test_backward_frees_what_the_ctx_saved():
     before = tp.held_bytes
     Exp.apply(x * 2).sum().backward()
     assert tp.held_bytes == before
+
+
+# -- a None gradient stays None (Note [Undefined gradients]), as in PyTorch 2.13 --
+
+class NoGradient(Function):
+    """A Function whose backward gives its input no gradient."""
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+class DoubleInPlaceNoGradient(Function):
+    @staticmethod
+    def forward(ctx, x):
+        x.mul_(2)
+        ctx.mark_dirty(x)
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return None
+
+
+class Printing(Function):
+    """x * 2, recording the gradient its backward gets."""
+    seen = []
+
+    @staticmethod
+    def forward(ctx, x):
+        return x * 2
+
+    @staticmethod
+    def backward(ctx, g):
+        Printing.seen.append(g.tolist())
+        return g * 2
+
+
+def test_a_none_gradient_leaves_grad_none():
+    x = tape.tensor([1.0], requires_grad=True)
+
+    NoGradient.apply(x).sum().backward()
+
+    assert x.grad is None
+
+
+def test_a_none_gradient_stays_none_through_the_ops_below_it():
+    x = tape.tensor([1.0], requires_grad=True)
+
+    NoGradient.apply(x * 2).sum().backward()
+
+    assert x.grad is None
+
+
+def test_a_none_gradient_through_mark_dirty_leaves_grad_none():
+    a = tape.tensor([1.0], requires_grad=True)
+
+    DoubleInPlaceNoGradient.apply(a.clone()).sum().backward()
+
+    assert a.grad is None
+
+
+def test_a_none_gradient_and_a_zero_one_add_up_to_zero():
+    x = tape.tensor([1.0], requires_grad=True)
+
+    (NoGradient.apply(x).sum() + (x * 0).sum()).backward()
+
+    assert x.grad.tolist() == [0.0]
+
+
+def test_autograd_grad_of_a_none_gradient_is_none_unused_or_materialized():
+    x = tape.tensor([1.0], requires_grad=True)
+
+    (unused,) = tape.autograd.grad(NoGradient.apply(x).sum(), x, allow_unused=True)
+    (zeros,) = tape.autograd.grad(NoGradient.apply(x).sum(), x, materialize_grads=True)
+    with pytest.raises(RuntimeError, match="appears to not have been used in the graph"):
+        tape.autograd.grad(NoGradient.apply(x).sum(), x)
+
+    assert unused is None and zeros.tolist() == [0.0]
+
+
+def test_a_function_that_gets_no_gradient_still_runs_on_zeros():
+    Printing.seen.clear()
+    x = tape.tensor([1.0], requires_grad=True)
+
+    NoGradient.apply(Printing.apply(x)).sum().backward()
+
+    assert Printing.seen == [[0.0]] and x.grad.tolist() == [0.0]

@@ -131,3 +131,173 @@ def test_hooks_of_a_dropped_graph_leave_other_graphs_to_the_native_sweep():
     tape.linalg.det(a).backward()
 
     assert a.grad.tolist() == [[0.0, 0.0], [0.0, 0.0]]
+
+
+# -- hooks on outputs that get no gradient (Note [Undefined gradients]), as in PyTorch 2.13 --
+
+def test_a_hook_on_an_unbind_part_without_gradient_sees_none_when_a_sibling_backpropagates():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    parts = x.unbind()
+    calls = []
+    parts[0].register_hook(calls.append)
+
+    parts[1].backward()
+
+    assert calls == [None] and x.grad.tolist() == [0.0, 1.0]
+
+
+def test_the_hooks_of_a_node_run_with_none_first_then_with_the_gradient():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    parts = x.unbind()
+    calls = []
+    parts[0].register_hook(lambda g: calls.append(("h0", g)))
+    parts[1].register_hook(lambda g: calls.append(("h1", None if g is None else g.item())))
+    parts[0].register_hook(lambda g: calls.append(("h0b", g)))
+
+    (parts[1] * 3).backward()
+
+    assert calls == [("h0", None), ("h0b", None), ("h1", 3.0)]
+
+
+def test_a_sibling_hook_sees_none_under_autograd_grad_too():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    parts = x.unbind()
+    calls = []
+    parts[0].register_hook(calls.append)
+
+    (g,) = autograd.grad(parts[1], x)
+
+    assert calls == [None] and g.tolist() == [0.0, 1.0]
+
+
+def test_a_hook_is_not_called_when_its_node_does_not_run():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    parts = x.unbind()
+    calls = []
+    parts[0].register_hook(calls.append)
+
+    (x * 2).sum().backward()
+
+    assert calls == []
+
+
+def test_a_hook_cannot_replace_a_none_gradient():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    parts = x.unbind()
+    parts[0].register_hook(lambda g: tape.tensor(5.0))
+
+    with pytest.raises(RuntimeError, match="can't replace a None gradient with a non-None value"):
+        parts[1].backward()
+
+
+def test_a_hook_on_an_unused_output_of_a_function_sees_none():
+    x = tape.tensor([1.0], requires_grad=True)
+
+    class Two(tape.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2):
+            return g1 * 2 + g2 * 3
+
+    first, second = Two.apply(x)
+    calls = []
+    first.register_hook(calls.append)
+
+    second.sum().backward()
+
+    assert calls == [None] and x.grad.tolist() == [3.0]
+
+
+def test_a_leaf_hook_sees_none_when_only_a_none_gradient_reaches_it():
+    from test_function import NoGradient
+    x = tape.tensor([1.0], requires_grad=True)
+    calls = []
+    x.register_hook(calls.append)
+
+    NoGradient.apply(x).sum().backward()
+
+    assert calls == [None] and x.grad is None
+
+
+def test_a_hook_reached_by_a_zero_gradient_sees_zeros():
+    x = tape.tensor([1.0], requires_grad=True)
+    y = x * 1
+    calls = []
+    y.register_hook(lambda g: calls.append(g.tolist()))
+
+    y.clone().zero_().sum().backward()
+
+    assert calls == [[0.0]] and x.grad.tolist() == [0.0]
+
+
+# -- backward restores the thread's state, as PyTorch's engine does --
+
+def test_a_hook_that_turns_grad_mode_off_leaves_it_on_after_backward():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+    y.register_hook(lambda g: tape.set_grad_enabled(False) and None)
+
+    (y * y).sum().backward()
+
+    assert tape.is_grad_enabled()
+
+
+def test_a_leaf_hook_that_turns_grad_mode_off_leaves_it_on_after_a_native_backward():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: tape.set_grad_enabled(False) and None)
+
+    (x * x).sum().backward()
+
+    assert tape.is_grad_enabled()
+
+
+def test_a_hook_that_raises_after_turning_grad_mode_off_leaves_it_on():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 2
+
+    def hook(g):
+        tape.set_grad_enabled(False)
+        raise ValueError("from the hook")
+
+    y.register_hook(hook)
+    with pytest.raises(ValueError, match="from the hook"):
+        (y * y).sum().backward()
+
+    assert tape.is_grad_enabled() and (x * x).requires_grad
+
+
+def test_each_node_starts_in_the_backwards_grad_mode():
+    x = tape.tensor([1.0], requires_grad=True)
+    seen = []
+
+    class Seen(tape.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 1
+
+        @staticmethod
+        def backward(ctx, g):
+            seen.append(tape.is_grad_enabled())
+            return g
+
+    y = Seen.apply(x) * 2
+    y.register_hook(lambda g: tape.set_grad_enabled(True) and None)
+
+    y.sum().backward()
+
+    assert seen == [False]
+
+
+def test_backward_inside_no_grad_leaves_grad_mode_off():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: tape.set_grad_enabled(True) and None)
+    y = (x * x).sum()
+
+    with tape.no_grad():
+        y.backward()
+        inside = tape.is_grad_enabled()
+
+    assert inside is False

@@ -271,3 +271,37 @@ def test_hooks_are_per_thread():
         return list(log.calls)
     with log.hooks():
         assert _in_fresh_thread(other) == []
+
+
+def test_an_unpack_hook_that_enters_hooks_leaves_the_stack_as_it_was():
+    # as PyTorch: backward restores the thread's hooks however its nodes leave them
+    packed = []
+
+    def unpack(p):
+        saved_tensors_hooks(lambda t: packed.append("inner") or t, lambda t: t).__enter__()
+        return p
+
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    with saved_tensors_hooks(lambda t: t, unpack):
+        y = (x * x).sum()
+    y.backward()
+    (x * x).sum()
+
+    assert packed == [] and x.grad.tolist() == [2.0, 4.0]
+
+
+def test_an_unpack_hook_that_raises_inside_disabled_hooks_leaves_them_enabled():
+    def unpack(p):
+        disable_saved_tensors_hooks("disabled in unpack").__enter__()
+        raise ValueError("from unpack")
+
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    with saved_tensors_hooks(lambda t: t, unpack):
+        y = (x * x).sum()
+    with pytest.raises(ValueError, match="from unpack"):
+        y.backward()
+
+    with saved_tensors_hooks(lambda t: t, lambda t: t):
+        z = (x * x).sum()
+    z.backward()
+    assert x.grad.tolist() == [2.0, 4.0]

@@ -53,7 +53,8 @@ def _join_vjp(ctx, g):
 
 def _output_vjp(ctx, g):
     ctx.rows = (ctx._a,)
-    return (_OutputGrads({int(ctx.p): g}),)
+    # an undefined gradient (Note [Undefined gradients] in tape._engine) hands on none
+    return (_OutputGrads({} if g is None else {int(ctx.p): g}),)
 
 
 def _node_vjp(ctx, g):
@@ -198,6 +199,11 @@ class FunctionCtx:
     _dirty = ()
     _materialize = True
     _targeted = False
+    # what the second access to saved_tensors raises, for a Function that a
+    # non-reentrant checkpoint recomputed (tape.utils), whose saved tensors
+    # are read once, as PyTorch's recomputed ones
+    _second_unpack = None
+    _unpacked = False
     nbytes = 0
 
     def save_for_backward(self, *tensors):
@@ -216,6 +222,10 @@ class FunctionCtx:
             raise RuntimeError(_FREED_MESSAGE)
         if self._saved is None:
             return tuple(self._to_save)
+        if self._second_unpack is not None and self._saved:
+            if self._unpacked:
+                raise self._second_unpack()
+            self._unpacked = True
         return tuple(None if s is None else s.unpack() for s in self._saved)
 
     def mark_non_differentiable(self, *args):
@@ -289,7 +299,7 @@ class FunctionCtx:
         its results checked as PyTorch checks them and sent to the rows of
         the arguments that require grad."""
         name = self._fn._backward_cls.__name__
-        by_index = g.by_index
+        by_index = g.by_index if g is not None else {}
         grads = []
         for k, spec in enumerate(self._outputs):
             gk = by_index.get(k)
@@ -531,7 +541,7 @@ def _record(tp, ctx, args, outputs):
     ctx._shapes = [a.shape if isinstance(a, Tensor) else None for a in args]
     ctx._recorded = recorded
     non_differentiable = ctx._non_differentiable
-    specs, results, outputs_at = [], [], {}
+    specs, results, outputs_at, differentiable = [], [], {}, []
     for k, o in enumerate(outputs):
         if not isinstance(o, Tensor):
             specs.append(None)
@@ -545,6 +555,11 @@ def _record(tp, ctx, args, outputs):
         out = _output_row(tp, node, k, o, args, dirty)
         outputs_at[id(out)] = k
         results.append(out)
+        differentiable.append(out)
+    if len(differentiable) > 1:  # Note [Undefined gradients] in tape._engine
+        siblings = [(t._ep, t._row) for t in differentiable]
+        for t in differentiable:
+            t._siblings = siblings
     ctx._outputs = specs
     ctx._pack(outputs_at)
     tp.python_rows[node] = ctx
