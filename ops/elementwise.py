@@ -115,7 +115,9 @@ _sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract)
 mul = _binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply)
 # y's partial reads x and y, not out, as PyTorch's does: a later in-place
 # change to the quotient does not spoil the division's backward
-div = _binary("div", "DivBackward0", ("1 / y", "-x / (y * y)"),
+# -x / y / y, not -x / (y * y), as PyTorch's: its own derivatives stay 0, not
+# 0 * inf, where y is infinite, and y * y does not overflow first
+div = _binary("div", "DivBackward0", ("1 / y", "-x / y / y"),
               operator.truediv, np.true_divide)
 true_divide = div
 def _negative(x):
@@ -180,8 +182,10 @@ def _pow_array(x, c):
 
 
 # x ** c, c - x and c ** x for a number c, which is the constant operand `y`;
-# the y == 0 branch keeps every order of x ** n finite at x = 0 (no 0 * inf)
-_pow_number = _with_constant("pow_scalar", "PowBackward0", "0.0 if y == 0 else y * x ** (y - 1)",
+# x ** 0 has no gradient (PyTorch's zeros_like: a selection, Note [Selecting
+# partials]), and is_zero(y) in the exponent keeps every order of x ** n
+# finite at x = 0 (no 0 * inf)
+_pow_number = _with_constant("pow_scalar", "PowBackward0", "(1 - is_zero(y)) * y * x ** (y - 1 + is_zero(y))",
                              lambda x, c: math.sqrt(x) if c == 0.5 else x ** c, _pow_array)
 _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
                               lambda x, c: c - x)
@@ -189,9 +193,11 @@ _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
 # exponent >= 0, as in PyTorch (not 0 * log(0), which is nan)
 _rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y, x))",
                               lambda x, c: c ** x, lambda x, c: _power_tensor(c, x))
-# and for its base, 0 where the exponent is 0 (not 0 * x ** -1, nan at x = 0)
+# and for its base y * x ** (y - 1): 0 where the exponent is 0, with its exact
+# derivative for the exponent there, 1 / x (PyTorch's where() gives 0); at
+# x == y == 0 the exponent is 0, not -1, so that no order is 0 * inf
 _pow_tensor = _binary("pow", "PowBackward1",
-                      ("y * x ** (y - 1 + is_zero(y))", "out * log(x + zero_base(x, y))"),
+                      ("y * x ** (y - 1 + is_zero(x) * is_zero(y))", "out * log(x + zero_base(x, y))"),
                       operator.pow, _power_tensor)
 def _remainder_scalar(x, y):
     m = math.fmod(x, y)
@@ -212,8 +218,12 @@ def _remainder_array(x, y):
     return np.where((m != 0) & ((np.asarray(y) < 0) != (m < 0)), m + y, m)
 
 
-# x % y takes y's sign, as Python's % and torch.remainder do; d/dy = -floor(x / y)
-_remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor(x / y)"), _remainder_scalar,
+# x % y takes y's sign, as Python's % and torch.remainder do; d/dy is minus
+# PyTorch's floor division, which is floor(x / y) but where x / y rounds to 0
+# from x != 0 of the other sign than y (an infinite or huge y): -1 there, as
+# the forward, x + y, says
+_REMAINDER_Y = "-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0)"
+_remainder = _binary("remainder", "RemainderBackward1", ("1", _REMAINDER_Y), _remainder_scalar,
                      _remainder_array)
 _remainder_number = _with_constant("remainder_scalar", "RemainderBackward0", "1", _remainder_scalar,
                                    _remainder_array)
@@ -451,9 +461,10 @@ def _xlogy_scalar(x, y):
     return x * math.log(y)  # math refuses y <= 0; the unary factories fall back to NumPy
 
 
-# d/dx is xlogy(x != 0, y): log(y), and 0 where x is 0 (nan for a nan y);
-# log(y + is_zero(x) * (1 - y)) is log(1) there rather than log(0) * 0
-_XLOGY_X = "(1 - is_zero(x)) * log(y + is_zero(x) * (1 - y))"
+# d/dx is log(y), x == 0 included, but none where x == 0 and y <= 0: PyTorch's
+# xlogy(g, y).masked_fill((x == 0) & (y <= 0), 0), a selection (Note
+# [Selecting partials])
+_XLOGY_X = "(1 - is_zero(x) * within(y, -1e309, 0)) * log(y)"
 _xlogy = _binary("xlogy", "XlogyBackward0", (_XLOGY_X, "x / y"), _xlogy_scalar, _xlogy_array)
 _xlogy_number = _with_constant("xlogy_scalar_other", "XlogyBackward2", _XLOGY_X, _xlogy_scalar, _xlogy_array)
 # a number's xlogy of a tensor: the tensor is x, the number the constant y
@@ -551,7 +562,7 @@ def lerp(input, end, weight):
                                f"{cpp_type_name(t.dtype)}")
     broadcast_shapes(input.shape, end.shape)  # PyTorch's error text
     w = weight._array() if isinstance(weight, Tensor) else float(weight)
-    out = wrap_value(np.asarray(_lerp_array(input._array(), end._array(), w), input.dtype))
+    out = wrap_value(np.asarray(quiet(_lerp_array, input._array(), end._array(), w), input.dtype))
     rgx, rgy = input._rg, end._rg
     recording = state.tape.grad_enabled and (rgx or rgy or isinstance(weight, Tensor) and weight._rg)
     if not recording:

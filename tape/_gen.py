@@ -11,7 +11,7 @@ import inspect
 import pathlib
 import textwrap
 
-from ._registry import NATIVE_HELPERS, REFUSES_ALWAYS, REFUSES_NEVER, REGISTRY
+from ._registry import NATIVE_HELPERS, REFUSES_ALWAYS, REFUSES_NEVER, REGISTRY, selecting_factor
 
 __all__ = ["digest", "render", "main"]
 
@@ -595,7 +595,7 @@ def _elementwise_kernels(ops):
                  for name, array, stride in _operands(expr) if name != layout]
         # the in-place update reads and writes G alone: a second name for G
         # would fail LLVM's overlap check and keep the loop scalar
-        return hoisted + ["for i in range(n):"] + loads + [f"    {acc}[i] {op} G[i] * ({expr})"]
+        return hoisted + ["for i in range(n):"] + loads + [f"    {acc}[i] {op} {_gradient('G[i]', expr)}"]
 
     def layouts(acc, expr, op):
         operands = _operands(expr)
@@ -656,6 +656,13 @@ def _native(expr):
     return ast.unparse(_NativePow().visit(ast.parse(expr, mode="eval")))
 
 
+def _gradient(g, expr):
+    """g times the native partial `expr`, or 0 where its mask factor is 0
+    (Note [Selecting partials] in tape/_registry.py)."""
+    mask = selecting_factor(expr)
+    return f"{g} * ({expr})" if mask is None else f"({g} * ({expr}) if {mask} != 0 else 0.0)"
+
+
 def _operands(expr):
     names = _names(expr)
     return [(name, array, stride) for name, array, stride in
@@ -685,7 +692,7 @@ def _scalar_body(opdef):
     lines = ["p = pp"]
     for expr, (need, dst) in zip(opdef.partials, (("need_a", "a"), ("need_b", "b"))):
         lines.append(f"if {need}:")
-        lines.append(f"    sadj[{dst}] += g * ({_native(expr)})")
+        lines.append(f"    sadj[{dst}] += {_gradient('g', _native(expr))}")
     return lines
 
 

@@ -426,8 +426,9 @@ def elementwise_vjp(opdef):
 
     def vjp(ctx, g):
         grads = []
-        for need, partial, names, shape in zip(ctx.needs, opdef.compiled_partials, operands,
-                                               ("x_shape", "y_shape")):
+        for need, partial, selection, names, shape in zip(ctx.needs, opdef.compiled_partials,
+                                                          opdef.compiled_selections, operands,
+                                                          ("x_shape", "y_shape")):
             if not need:
                 grads.append(None)
                 continue
@@ -445,6 +446,11 @@ def elementwise_vjp(opdef):
                 gi = g if d == 1 else (-g if d == -1 else g * d)
             else:
                 gi = g * d
+            if selection is not None:  # Note [Selecting partials]
+                mask = eval(selection, env)
+                kept = mask._array() != 0 if type(mask) is Tensor else mask != 0
+                if not (type(kept) is bool and kept):
+                    gi = ops.where(kept, gi, 0.0)
             # an input that broadcast to the output gets its gradient summed back
             grads.append(sum_to(gi, getattr(ctx, shape)))
         return tuple(grads)

@@ -15,16 +15,16 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "842aca82843b206b"
+REGISTRY_DIGEST = "a5a9cbb31b4531db"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
-UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
-REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
+SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
+UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
+REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
 REFUSES_ALWAYS = 1
-OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
+OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'norm_p', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -360,75 +360,77 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     elif o == 109:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # cumsum
+    elif o == 110:  # norm_p
+        _vjp_norm_p(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+    elif o == 111:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 111:  # cumprod
+    elif o == 112:  # cumprod
         _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # where
+    elif o == 113:  # where
         _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # masked_fill
+    elif o == 114:  # masked_fill
         _vjp_masked_fill(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 114:  # masked_fill_tensor
+    elif o == 115:  # masked_fill_tensor
         _vjp_masked_fill_tensor(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 115:  # masked_select
+    elif o == 116:  # masked_select
         _vjp_masked_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 116:  # split
+    elif o == 117:  # split
         _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 117:  # split_with_sizes
+    elif o == 118:  # split_with_sizes
         _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 118:  # unbind
+    elif o == 119:  # unbind
         _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 119:  # flip
+    elif o == 120:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 120:  # index_select
+    elif o == 121:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 121:  # gather
+    elif o == 122:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 122:  # diagonal
+    elif o == 123:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 123:  # diag_embed
+    elif o == 124:  # diag_embed
         _vjp_diag_embed(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 124:  # diag_copy
+    elif o == 125:  # diag_copy
         _vjp_diag_copy(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 125:  # trace
+    elif o == 126:  # trace
         _vjp_trace(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 126:  # triu
+    elif o == 127:  # triu
         _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 127:  # tril
+    elif o == 128:  # tril
         _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 128:  # mm
+    elif o == 129:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 129:  # mv
+    elif o == 130:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 130:  # dot
+    elif o == 131:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 131:  # bmm
+    elif o == 132:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 132:  # inv
+    elif o == 133:  # inv
         _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 133:  # det
+    elif o == 134:  # det
         _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 134:  # slogdet
+    elif o == 135:  # slogdet
         _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 135:  # solve
+    elif o == 136:  # solve
         _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 136:  # cholesky
+    elif o == 137:  # cholesky
         _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 137:  # sort
+    elif o == 138:  # sort
         _vjp_sort(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 138:  # topk
+    elif o == 139:  # topk
         _vjp_topk(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 139:  # zero_
+    elif o == 140:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 140:  # fill_
+    elif o == 141:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 141:  # uniform_
+    elif o == 142:  # uniform_
         _vjp_uniform_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 142:  # normal_
+    elif o == 143:  # normal_
         _vjp_normal_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 144:  # copy_slices
+    elif o == 145:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 145:  # index_put_
+    elif o == 146:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -656,7 +658,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 if need_a:
                     sadj[a] += g * (1 / y)
                 if need_b:
-                    sadj[b] += g * (-x / (y * y))
+                    sadj[b] += g * (-x / y / y)
             elif o == 10 or o == 13:  # neg, rsub
                 p = pp
                 if need_a:
@@ -668,7 +670,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 12:  # pow_scalar
                 p = pp
                 if need_a:
-                    sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
+                    sadj[a] += (g * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
             elif o == 14:  # rpow
                 p = pp
                 if need_a:
@@ -676,7 +678,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 15:  # pow
                 p = pp
                 if need_a:
-                    sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
+                    sadj[a] += g * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
             elif o == 16:  # remainder
@@ -684,7 +686,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
-                    sadj[b] += g * (-floor(x / y))
+                    sadj[b] += g * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
             elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
@@ -716,7 +718,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 24:  # relu
                 p = pp
                 if need_a:
-                    sadj[a] += g * (step(out))
+                    sadj[a] += (g * (step(out)) if (step(out)) != 0 else 0.0)
             elif o == 25:  # sqrt
                 p = pp
                 if need_a:
@@ -728,19 +730,19 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
-                    sadj[a] += g * (0)
+                    sadj[a] += (g * (0) if (0) != 0 else 0.0)
             elif o == 34:  # maximum
                 p = pp
                 if need_a:
-                    sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    sadj[a] += (g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
                 if need_b:
-                    sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                    sadj[b] += (g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
             elif o == 35:  # minimum
                 p = pp
                 if need_a:
-                    sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    sadj[a] += (g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
                 if need_b:
-                    sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                    sadj[b] += (g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
             elif o == 36:  # atan2
                 p = pp
                 if need_a:
@@ -834,13 +836,13 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 60:  # xlogy
                 p = pp
                 if need_a:
-                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    sadj[a] += (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += g * (x / y)
             elif o == 61:  # xlogy_scalar_other
                 p = pp
                 if need_a:
-                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    sadj[a] += (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif o == 62:  # xlogy_scalar_self
                 p = pp
                 if need_a:
@@ -866,23 +868,23 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
-                    sadj[a] += g * (within(x, y, p))
+                    sadj[a] += (g * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
             elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
-                    sadj[a] += g * (within(x, y, 1e309))
+                    sadj[a] += (g * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
                 if need_b:
-                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
+                    sadj[b] += (g * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
             elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
-                    sadj[a] += g * (within(x, -1e309, y))
+                    sadj[a] += (g * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
                 if need_b:
-                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 143:  # copy
+                    sadj[b] += (g * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
+            elif o == 144:  # copy
                 p = pp
                 if need_a:
-                    sadj[a] += g * (0)
+                    sadj[a] += (g * (0) if (0) != 0 else 0.0)
                 if need_b:
                     sadj[b] += g * (1)
         else:
@@ -1071,7 +1073,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 if need_a:
                     sadj[a] += g * (1 / y)
                 if need_b:
-                    sadj[b] += g * (-x / (y * y))
+                    sadj[b] += g * (-x / y / y)
             elif o == 10 or o == 13:  # neg, rsub
                 p = pp
                 if need_a:
@@ -1083,7 +1085,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 12:  # pow_scalar
                 p = pp
                 if need_a:
-                    sadj[a] += g * (0.0 if y == 0 else y * npow(x, y - 1))
+                    sadj[a] += (g * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
             elif o == 14:  # rpow
                 p = pp
                 if need_a:
@@ -1091,7 +1093,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 15:  # pow
                 p = pp
                 if need_a:
-                    sadj[a] += g * (y * npow(x, y - 1 + is_zero(y)))
+                    sadj[a] += g * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
             elif o == 16:  # remainder
@@ -1099,7 +1101,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
-                    sadj[b] += g * (-floor(x / y))
+                    sadj[b] += g * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
             elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
@@ -1131,7 +1133,7 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 24:  # relu
                 p = pp
                 if need_a:
-                    sadj[a] += g * (step(out))
+                    sadj[a] += (g * (step(out)) if (step(out)) != 0 else 0.0)
             elif o == 25:  # sqrt
                 p = pp
                 if need_a:
@@ -1143,19 +1145,19 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
-                    sadj[a] += g * (0)
+                    sadj[a] += (g * (0) if (0) != 0 else 0.0)
             elif o == 34:  # maximum
                 p = pp
                 if need_a:
-                    sadj[a] += g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    sadj[a] += (g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
                 if need_b:
-                    sadj[b] += g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                    sadj[b] += (g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
             elif o == 35:  # minimum
                 p = pp
                 if need_a:
-                    sadj[a] += g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    sadj[a] += (g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
                 if need_b:
-                    sadj[b] += g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                    sadj[b] += (g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
             elif o == 36:  # atan2
                 p = pp
                 if need_a:
@@ -1249,13 +1251,13 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 60:  # xlogy
                 p = pp
                 if need_a:
-                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    sadj[a] += (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += g * (x / y)
             elif o == 61:  # xlogy_scalar_other
                 p = pp
                 if need_a:
-                    sadj[a] += g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    sadj[a] += (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif o == 62:  # xlogy_scalar_self
                 p = pp
                 if need_a:
@@ -1281,23 +1283,23 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
-                    sadj[a] += g * (within(x, y, p))
+                    sadj[a] += (g * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
             elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
-                    sadj[a] += g * (within(x, y, 1e309))
+                    sadj[a] += (g * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
                 if need_b:
-                    sadj[b] += g * (within(x, -1e309, y) - within(x, y, y))
+                    sadj[b] += (g * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
             elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
-                    sadj[a] += g * (within(x, -1e309, y))
+                    sadj[a] += (g * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
                 if need_b:
-                    sadj[b] += g * (within(x, y, 1e309) - within(x, y, y))
-            elif o == 143:  # copy
+                    sadj[b] += (g * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
+            elif o == 144:  # copy
                 p = pp
                 if need_a:
-                    sadj[a] += g * (0)
+                    sadj[a] += (g * (0) if (0) != 0 else 0.0)
                 if need_b:
                     sadj[b] += g * (1)
         else:
@@ -1516,6 +1518,35 @@ def inverse(M, n):
 
 
 @_jit
+def cofactor(M, n, i, j):
+    """The (i, j) cofactor of the n x n matrix M (flat, C order): the signed
+    determinant of M without row i and column j, by Gaussian elimination with
+    partial pivoting."""
+    m = n - 1
+    a = np.empty((m, m))
+    for r in range(m):
+        for k in range(m):
+            a[r, k] = M[(r + (r >= i)) * n + k + (k >= j)]
+    d = 1.0 if (i + j) % 2 == 0 else -1.0
+    for c in range(m):
+        p = c
+        for r in range(c + 1, m):
+            if abs(a[r, c]) > abs(a[p, c]):
+                p = r
+        if p != c:
+            d = -d
+            for k in range(m):
+                a[c, k], a[p, k] = a[p, k], a[c, k]
+        d *= a[c, c]
+        if a[c, c] != 0.0:
+            for r in range(c + 1, m):
+                f = a[r, c] / a[c, c]
+                for k in range(c, m):
+                    a[r, k] -= f * a[c, k]
+    return d
+
+
+@_jit
 def cholesky_middle(L, g, n):
     """P of the Cholesky VJP for one matrix: tril(L^T g), symmetrized with
     its diagonal halved."""
@@ -1603,22 +1634,22 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * (-x / (y * y))
+                    GB[i] += G[i] * (-x / y / y)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * (-x / (y * y))
+                    GB[i] += G[i] * (-x / y / y)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * (-x / (y * y))
+                    GB[i] += G[i] * (-x / y / y)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * (-x / (y * y))
+                    GB[i] += G[i] * (-x / y / y)
         if into_g:
             if sy == 1:
                 for i in range(n):
@@ -1659,43 +1690,43 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                    G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                    G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                    G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                    G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                    GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                    GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                    GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                    GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
     elif o == 14:  # rpow
         if into_g:
             if sx == 1 and sy == 1:
@@ -1778,65 +1809,65 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                    G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                    GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
     elif o == 16:  # remainder
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * (-floor(x / y))
+                    GB[i] += G[i] * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * (-floor(x / y))
+                    GB[i] += G[i] * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * (-floor(x / y))
+                    GB[i] += G[i] * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * (-floor(x / y))
+                    GB[i] += G[i] * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
@@ -1938,11 +1969,11 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         if into_g:
             for i in range(n):
                 out = O[i]
-                G[i] = G[i] * (step(out))
+                G[i] = (G[i] * (step(out)) if (step(out)) != 0 else 0.0)
         elif GA.size:
             for i in range(n):
                 out = O[i]
-                GA[i] += G[i] * (step(out))
+                GA[i] += (G[i] * (step(out)) if (step(out)) != 0 else 0.0)
     elif o == 25:  # sqrt
         if into_g:
             for i in range(n):
@@ -1974,138 +2005,138 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
     elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
         if into_g:
             for i in range(n):
-                G[i] = G[i] * (0)
+                G[i] = (G[i] * (0) if (0) != 0 else 0.0)
         elif GA.size:
             for i in range(n):
-                GA[i] += G[i] * (0)
+                GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
     elif o == 34:  # maximum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                    GB[i] += (G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                    GB[i] += (G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                    GB[i] += (G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                    GB[i] += (G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    G[i] = (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    G[i] = (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    G[i] = (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    G[i] = (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                    GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
     elif o == 35:  # minimum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                    GB[i] += (G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                    GB[i] += (G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                    GB[i] += (G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                    GB[i] += (G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    G[i] = (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    G[i] = (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    G[i] = (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    G[i] = (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                    GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
     elif o == 36:  # atan2
         if GB.size:
             if sx == 1 and sy == 1:
@@ -2580,86 +2611,86 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
     elif o == 61:  # xlogy_scalar_other
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                    GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
     elif o == 62:  # xlogy_scalar_self
         if into_g:
             if sx == 1 and sy == 1:
@@ -2817,181 +2848,181 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (within(x, y, p))
+                    G[i] = (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (within(x, y, p))
+                    G[i] = (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (within(x, y, p))
+                    G[i] = (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (within(x, y, p))
+                    G[i] = (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (within(x, y, p))
+                    GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (within(x, y, p))
+                    GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (within(x, y, p))
+                    GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, y, p))
+                    GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
     elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+                    GB[i] += (G[i] * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+                    GB[i] += (G[i] * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+                    GB[i] += (G[i] * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+                    GB[i] += (G[i] * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
+                    G[i] = (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
+                    G[i] = (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (within(x, y, 1e309))
+                    G[i] = (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (within(x, y, 1e309))
+                    G[i] = (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
+                    GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
+                    GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (within(x, y, 1e309))
+                    GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, y, 1e309))
+                    GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
     elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+                    GB[i] += (G[i] * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+                    GB[i] += (G[i] * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+                    GB[i] += (G[i] * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+                    GB[i] += (G[i] * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
+                    G[i] = (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
+                    G[i] = (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    G[i] = G[i] * (within(x, -1e309, y))
+                    G[i] = (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    G[i] = G[i] * (within(x, -1e309, y))
+                    G[i] = (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
         elif GA.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
+                    GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
+                    GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GA[i] += G[i] * (within(x, -1e309, y))
+                    GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GA[i] += G[i] * (within(x, -1e309, y))
-    elif o == 143:  # copy
+                    GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
+    elif o == 144:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
         if into_g:
             for i in range(n):
-                G[i] = G[i] * (0)
+                G[i] = (G[i] * (0) if (0) != 0 else 0.0)
         elif GA.size:
             for i in range(n):
-                GA[i] += G[i] * (0)
+                GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
 
 
 @_jit
@@ -3132,10 +3163,10 @@ def _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         j = bcast_index(i, xsh, ints)
         if X[i] == O[j]:
             count[j] += 1.0
+    # g times a 0/1 mask, as PyTorch's (a nan g gives nan everywhere, as there)
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
-        if X[i] == O[j]:
-            GA[i] += G[j] / count[j]
+        GA[i] += G[j] * (1.0 if X[i] == O[j] else 0.0) / count[j]
 
 
 _vjp_amin = _vjp_amax
@@ -3209,6 +3240,17 @@ def _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 
 @_jit
+def _vjp_norm_p(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # PyTorch's: sgn(x) |x|^(p-1) (0 where x is 0) times g / norm^(p-1) (0
+    # where the norm is 0), so p < 1 at a zero entry and a zero vector give 0
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        scaled = 0.0 if X[i] == 0 else sign(X[i]) * abs(X[i]) ** (pp - 1.0)
+        scale = 0.0 if O[j] == 0 else G[j] / O[j] ** (pp - 1.0)
+        GA[i] += scaled * scale
+
+
+@_jit
 def _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of a running sum is the running sum of G from the end
     outer, n, inner = lines_along(osh, ints[0])
@@ -3227,14 +3269,34 @@ def _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # (the running sum of g * out from z back) / x; at z, the sum over j >= z
     # of g_j times the product of x up to j without x_z; after z, 0
     outer, n, inner = lines_along(osh, ints[0])
+    if n == 1:  # the running product of one element is it: g, as PyTorch's (not g * x / x)
+        for i in range(G.size):
+            GA[i] += G[i]
+        return
     for o in range(outer):
         for k in range(inner):
             base = o * n * inner + k
             z = n
+            finite = True
             for t in range(n):
-                if X[base + t * inner] == 0:
+                finite = finite and math.isfinite(X[base + t * inner])
+                if X[base + t * inner] == 0 and z == n:
                     z = t
-                    break
+            if not finite:
+                # a line holding inf or nan: the exact sums, without the
+                # division (inf / inf) or the shortcut past a zero (0 * inf),
+                # as the differentiable VJP computes them
+                for c in range(n):
+                    product = 1.0
+                    total = 0.0
+                    for t in range(n):
+                        i = base + t * inner
+                        if t != c:
+                            product *= X[i]
+                        if t >= c:
+                            total += G[i] * product
+                    GA[base + c * inner] += total
+                continue
             total = 0.0
             for t in range(z - 1, -1, -1):
                 i = base + t * inner
@@ -3375,9 +3437,14 @@ def _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # pp 1: det, g det A^-T; pp 0: slogdet's logabsdet, g A^-T
     n = xsh[xsh.size - 1]
     for m in range(G.size):
+        b = m * n * n
+        if pp and O[m] == 0.0:
+            for i in range(n):
+                for j in range(n):
+                    GA[b + i * n + j] += G[m] * cofactor(X[b:b + n * n], n, i, j)
+            continue
         scale = G[m] * O[m] if pp else G[m]
         if scale != 0.0:
-            b = m * n * n
             Ainv = inverse(X[b:b + n * n], n)
             for i in range(n):
                 for j in range(n):
