@@ -13,7 +13,7 @@ from tape import _vecmath
 from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, scalar_type_name
 from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
 from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
-from tape._registry import defop
+from tape._registry import defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
@@ -218,12 +218,31 @@ def _remainder_array(x, y):
     return np.where((m != 0) & ((np.asarray(y) < 0) != (m < 0)), m + y, m)
 
 
+@native_helper
+def floor_div(x, y):
+    """PyTorch's floor division of floats (div_floor_floating): from fmod, so
+    consistent with remainder, x - y * floor_div(x, y); -1, not floor(-0.0),
+    for x < 0 over an infinite y."""
+    if y == 0:
+        return x / y  # inf or nan natively; Python raises, and its callers take NumPy's
+    mod = np.fmod(x, y)
+    div = (x - mod) / y
+    if mod != 0 and (y < 0) != (mod < 0):
+        div -= 1.0
+    if div == 0:
+        return math.copysign(0.0, x / y)
+    whole = math.floor(div)
+    return whole + 1.0 if div - whole > 0.5 else whole * 1.0
+
+
+# floor_div as an op of the partials' vocabulary (np.floor_divide is the same
+# algorithm): recorded with no gradient, as PyTorch's div(rounding_mode="floor"),
+# and no division to differentiate, whose 0 * inf made remainder's second
+# derivative nan
+floor_div_op = _binary("floor_div", "DivBackward0", ("0", "0"), floor_div, np.floor_divide)
 # x % y takes y's sign, as Python's % and torch.remainder do; d/dy is minus
-# PyTorch's floor division, which is floor(x / y) but where x / y rounds to 0
-# from x != 0 of the other sign than y (an infinite or huge y): -1 there, as
-# the forward, x + y, says
-_REMAINDER_Y = "-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0)"
-_remainder = _binary("remainder", "RemainderBackward1", ("1", _REMAINDER_Y), _remainder_scalar,
+# PyTorch's floor division of x by y (1 for x < 0 over y = inf, as x + y says)
+_remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor_div(x, y)"), _remainder_scalar,
                      _remainder_array)
 _remainder_number = _with_constant("remainder_scalar", "RemainderBackward0", "1", _remainder_scalar,
                                    _remainder_array)

@@ -417,7 +417,9 @@ def elementwise_vjp(opdef):
                      sign=_on_tensor_or_number(ops.sign, lambda v: float((v > 0) - (v < 0))),
                      floor=_on_tensor_or_number(ops.floor, lambda v: float(math.floor(v))),
                      sigmoid=_on_tensor_or_number(ops.sigmoid, ops.elementwise.sigmoid_of_number),
-                     within=_within, zero_base=_zero_base, is_zero=_is_zero)
+                     within=_within, zero_base=_zero_base, is_zero=_is_zero,
+                     floor_div=lambda x, y: (ops.elementwise.floor_div_op(x, y) if Tensor in (type(x), type(y))
+                                             else ops.elementwise.floor_div(x, y)))
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds

@@ -18,7 +18,7 @@ SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
 # is `math.<name>` (or a helper in the generated sweep); differentiably it is
 # the op of the same name, looked up when the VJP runs.
 PARTIAL_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf", "sigmoid", "step", "sign", "floor",
-                     "within", "zero_base", "is_zero")
+                     "floor_div", "within", "zero_base", "is_zero")
 _PARTIAL_NAMES = {"x", "y", "out", "p"}
 # The partial functions whose values are 0/1 masks (constants, not
 # differentiable in their arguments).

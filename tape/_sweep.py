@@ -15,16 +15,16 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "a5a9cbb31b4531db"
+REGISTRY_DIGEST = "e05a43d66894092b"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
-UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
-REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
+SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
+UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
+REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
 REFUSES_ALWAYS = 1
-OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'norm_p', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
+OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'floor_div', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'norm_p', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -290,147 +290,147 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FA, GA, osh, xsh, 1.0)
         if FB.size and FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
-    if o == 75:  # expand
+    if o == 76:  # expand
         _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 76:  # view
+    elif o == 77:  # view
         _vjp_view(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 77:  # unsqueeze
+    elif o == 78:  # unsqueeze
         _vjp_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 78:  # squeeze
+    elif o == 79:  # squeeze
         _vjp_squeeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 79:  # squeeze_dim
+    elif o == 80:  # squeeze_dim
         _vjp_squeeze_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 80:  # permute
+    elif o == 81:  # permute
         _vjp_permute(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 81:  # transpose
+    elif o == 82:  # transpose
         _vjp_transpose(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 82:  # t
+    elif o == 83:  # t
         _vjp_t(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 83:  # select
+    elif o == 84:  # select
         _vjp_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 84:  # slice
+    elif o == 85:  # slice
         _vjp_slice(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 85:  # alias
+    elif o == 86:  # alias
         _vjp_alias(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 86:  # index_unsqueeze
+    elif o == 87:  # index_unsqueeze
         _vjp_index_unsqueeze(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 87:  # strided_scatter
+    elif o == 88:  # strided_scatter
         _vjp_strided_scatter(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 88:  # index
+    elif o == 89:  # index
         _vjp_index(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 89:  # index_put
+    elif o == 90:  # index_put
         _vjp_index_put(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 90:  # cat
+    elif o == 91:  # cat
         _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 91:  # stack
+    elif o == 92:  # stack
         _vjp_stack(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 92:  # repeat
+    elif o == 93:  # repeat
         _vjp_repeat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 93:  # roll
+    elif o == 94:  # roll
         _vjp_roll(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 94:  # sum
+    elif o == 95:  # sum
         _vjp_sum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 95:  # sum_dim
+    elif o == 96:  # sum_dim
         _vjp_sum_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 96:  # mean
+    elif o == 97:  # mean
         _vjp_mean(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 97:  # mean_dim
+    elif o == 98:  # mean_dim
         _vjp_mean_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 98:  # amax
+    elif o == 99:  # amax
         _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 99:  # amin
+    elif o == 100:  # amin
         _vjp_amin(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 100:  # max_all
+    elif o == 101:  # max_all
         _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 101:  # min_all
+    elif o == 102:  # min_all
         _vjp_min_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 102:  # max_dim
+    elif o == 103:  # max_dim
         _vjp_max_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 103:  # min_dim
+    elif o == 104:  # min_dim
         _vjp_min_dim(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 104:  # logsumexp
+    elif o == 105:  # logsumexp
         _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 105:  # softmax
+    elif o == 106:  # softmax
         _vjp_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 106:  # log_softmax
+    elif o == 107:  # log_softmax
         _vjp_log_softmax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 107:  # var
+    elif o == 108:  # var
         _vjp_var(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 108:  # std
+    elif o == 109:  # std
         _vjp_std(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 109:  # norm
+    elif o == 110:  # norm
         _vjp_norm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 110:  # norm_p
+    elif o == 111:  # norm_p
         _vjp_norm_p(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 111:  # cumsum
+    elif o == 112:  # cumsum
         _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 112:  # cumprod
+    elif o == 113:  # cumprod
         _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 113:  # where
+    elif o == 114:  # where
         _vjp_where(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 114:  # masked_fill
+    elif o == 115:  # masked_fill
         _vjp_masked_fill(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 115:  # masked_fill_tensor
+    elif o == 116:  # masked_fill_tensor
         _vjp_masked_fill_tensor(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 116:  # masked_select
+    elif o == 117:  # masked_select
         _vjp_masked_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 117:  # split
+    elif o == 118:  # split
         _vjp_split(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 118:  # split_with_sizes
+    elif o == 119:  # split_with_sizes
         _vjp_split_with_sizes(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 119:  # unbind
+    elif o == 120:  # unbind
         _vjp_unbind(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 120:  # flip
+    elif o == 121:  # flip
         _vjp_flip(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 121:  # index_select
+    elif o == 122:  # index_select
         _vjp_index_select(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 122:  # gather
+    elif o == 123:  # gather
         _vjp_gather(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 123:  # diagonal
+    elif o == 124:  # diagonal
         _vjp_diagonal(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 124:  # diag_embed
+    elif o == 125:  # diag_embed
         _vjp_diag_embed(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 125:  # diag_copy
+    elif o == 126:  # diag_copy
         _vjp_diag_copy(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 126:  # trace
+    elif o == 127:  # trace
         _vjp_trace(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 127:  # triu
+    elif o == 128:  # triu
         _vjp_triu(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 128:  # tril
+    elif o == 129:  # tril
         _vjp_tril(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 129:  # mm
+    elif o == 130:  # mm
         _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 130:  # mv
+    elif o == 131:  # mv
         _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 131:  # dot
+    elif o == 132:  # dot
         _vjp_dot(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 132:  # bmm
+    elif o == 133:  # bmm
         _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 133:  # inv
+    elif o == 134:  # inv
         _vjp_inv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 134:  # det
+    elif o == 135:  # det
         _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 135:  # slogdet
+    elif o == 136:  # slogdet
         _vjp_slogdet(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 136:  # solve
+    elif o == 137:  # solve
         _vjp_solve(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 137:  # cholesky
+    elif o == 138:  # cholesky
         _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 138:  # sort
+    elif o == 139:  # sort
         _vjp_sort(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 139:  # topk
+    elif o == 140:  # topk
         _vjp_topk(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 140:  # zero_
+    elif o == 141:  # zero_
         _vjp_zero_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 141:  # fill_
+    elif o == 142:  # fill_
         _vjp_fill_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 142:  # uniform_
+    elif o == 143:  # uniform_
         _vjp_uniform_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 143:  # normal_
+    elif o == 144:  # normal_
         _vjp_normal_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 145:  # copy_slices
+    elif o == 146:  # copy_slices
         _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    elif o == 146:  # index_put_
+    elif o == 147:  # index_put_
         _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
     if ndim[r] > 0 and not keep:
         adj.pop(r)
@@ -681,207 +681,213 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                     sadj[a] += g * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
-            elif o == 16:  # remainder
+            elif o == 16:  # floor_div
+                p = pp
+                if need_a:
+                    sadj[a] += (g * (0) if (0) != 0 else 0.0)
+                if need_b:
+                    sadj[b] += (g * (0) if (0) != 0 else 0.0)
+            elif o == 17:  # remainder
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
-                    sadj[b] += g * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
-            elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
+                    sadj[b] += g * (-floor_div(x, y))
+            elif o == 18 or o == 59 or o == 60:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 18:  # exp
+            elif o == 19:  # exp
                 p = pp
                 if need_a:
                     sadj[a] += g * (out)
-            elif o == 19:  # log
+            elif o == 20:  # log
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / x)
-            elif o == 20:  # sin
+            elif o == 21:  # sin
                 p = pp
                 if need_a:
                     sadj[a] += g * (cos(x))
-            elif o == 21:  # cos
+            elif o == 22:  # cos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-sin(x))
-            elif o == 22:  # tanh
+            elif o == 23:  # tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - out * out)
-            elif o == 23:  # sigmoid
+            elif o == 24:  # sigmoid
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * (1 - out))
-            elif o == 24:  # relu
+            elif o == 25:  # relu
                 p = pp
                 if need_a:
                     sadj[a] += (g * (step(out)) if (step(out)) != 0 else 0.0)
-            elif o == 25:  # sqrt
+            elif o == 26:  # sqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 / out)
-            elif o == 26:  # abs
+            elif o == 27:  # abs
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
+            elif o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33 or o == 34:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
                     sadj[a] += (g * (0) if (0) != 0 else 0.0)
-            elif o == 34:  # maximum
+            elif o == 35:  # maximum
                 p = pp
                 if need_a:
                     sadj[a] += (g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += (g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
-            elif o == 35:  # minimum
+            elif o == 36:  # minimum
                 p = pp
                 if need_a:
                     sadj[a] += (g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += (g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
-            elif o == 36:  # atan2
+            elif o == 37:  # atan2
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
                     sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 37:  # erf
+            elif o == 38:  # erf
                 p = pp
                 if need_a:
                     sadj[a] += g * (1.1283791670955126 * exp(-x * x))
-            elif o == 38:  # silu
+            elif o == 39:  # silu
                 p = pp
                 if need_a:
                     sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            elif o == 39:  # gelu
+            elif o == 40:  # gelu
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            elif o == 40:  # gelu_tanh
+            elif o == 41:  # gelu_tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            elif o == 41:  # softplus
+            elif o == 42:  # softplus
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif o == 42:  # tan
+            elif o == 43:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 43:  # asin
+            elif o == 44:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 44:  # acos
+            elif o == 45:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 45:  # atan
+            elif o == 46:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 46:  # sinh
+            elif o == 47:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 47:  # cosh
+            elif o == 48:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 48:  # asinh
+            elif o == 49:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 49:  # acosh
+            elif o == 50:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 50:  # atanh
+            elif o == 51:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 51:  # exp2
+            elif o == 52:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 52:  # expm1
+            elif o == 53:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 53:  # log2
+            elif o == 54:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 54:  # log10
+            elif o == 55:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 55:  # log1p
+            elif o == 56:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 56:  # rsqrt
+            elif o == 57:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 57:  # square
+            elif o == 58:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 60:  # xlogy
+            elif o == 61:  # xlogy
                 p = pp
                 if need_a:
                     sadj[a] += (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += g * (x / y)
-            elif o == 61:  # xlogy_scalar_other
+            elif o == 62:  # xlogy_scalar_other
                 p = pp
                 if need_a:
                     sadj[a] += (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
-            elif o == 62:  # xlogy_scalar_self
+            elif o == 63:  # xlogy_scalar_self
                 p = pp
                 if need_a:
                     sadj[a] += g * (y / x)
-            elif o == 63:  # hypot
+            elif o == 64:  # hypot
                 p = pp
                 if need_a:
                     sadj[a] += g * (x / out)
                 if need_b:
                     sadj[b] += g * (y / out)
-            elif o == 64:  # logaddexp
+            elif o == 65:  # logaddexp
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + exp(y - x)))
                 if need_b:
                     sadj[b] += g * (1 / (1 + exp(x - y)))
-            elif o == 65:  # lerp
+            elif o == 66:  # lerp
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - p)
                 if need_b:
                     sadj[b] += g * (p)
-            elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
+            elif o == 67 or o == 68 or o == 69:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += (g * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
-            elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
+            elif o == 70 or o == 72:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += (g * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += (g * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
-            elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
+            elif o == 71 or o == 73:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += (g * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += (g * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
-            elif o == 144:  # copy
+            elif o == 145:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += (g * (0) if (0) != 0 else 0.0)
@@ -1096,207 +1102,213 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                     sadj[a] += g * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
                 if need_b:
                     sadj[b] += g * (out * log(x + zero_base(x, y)))
-            elif o == 16:  # remainder
+            elif o == 16:  # floor_div
+                p = pp
+                if need_a:
+                    sadj[a] += (g * (0) if (0) != 0 else 0.0)
+                if need_b:
+                    sadj[b] += (g * (0) if (0) != 0 else 0.0)
+            elif o == 17:  # remainder
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
                 if need_b:
-                    sadj[b] += g * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
-            elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
+                    sadj[b] += g * (-floor_div(x, y))
+            elif o == 18 or o == 59 or o == 60:  # remainder_scalar, clone, to_copy
                 p = pp
                 if need_a:
                     sadj[a] += g * (1)
-            elif o == 18:  # exp
+            elif o == 19:  # exp
                 p = pp
                 if need_a:
                     sadj[a] += g * (out)
-            elif o == 19:  # log
+            elif o == 20:  # log
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / x)
-            elif o == 20:  # sin
+            elif o == 21:  # sin
                 p = pp
                 if need_a:
                     sadj[a] += g * (cos(x))
-            elif o == 21:  # cos
+            elif o == 22:  # cos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-sin(x))
-            elif o == 22:  # tanh
+            elif o == 23:  # tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - out * out)
-            elif o == 23:  # sigmoid
+            elif o == 24:  # sigmoid
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * (1 - out))
-            elif o == 24:  # relu
+            elif o == 25:  # relu
                 p = pp
                 if need_a:
                     sadj[a] += (g * (step(out)) if (step(out)) != 0 else 0.0)
-            elif o == 25:  # sqrt
+            elif o == 26:  # sqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 / out)
-            elif o == 26:  # abs
+            elif o == 27:  # abs
                 p = pp
                 if need_a:
                     sadj[a] += g * (sign(x))
-            elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
+            elif o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33 or o == 34:  # sign, floor, step, ceil, trunc, round, round_decimals
                 p = pp
                 if need_a:
                     sadj[a] += (g * (0) if (0) != 0 else 0.0)
-            elif o == 34:  # maximum
+            elif o == 35:  # maximum
                 p = pp
                 if need_a:
                     sadj[a] += (g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += (g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
-            elif o == 35:  # minimum
+            elif o == 36:  # minimum
                 p = pp
                 if need_a:
                     sadj[a] += (g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += (g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
-            elif o == 36:  # atan2
+            elif o == 37:  # atan2
                 p = pp
                 if need_a:
                     sadj[a] += g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
                 if need_b:
                     sadj[b] += g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-            elif o == 37:  # erf
+            elif o == 38:  # erf
                 p = pp
                 if need_a:
                     sadj[a] += g * (1.1283791670955126 * exp(-x * x))
-            elif o == 38:  # silu
+            elif o == 39:  # silu
                 p = pp
                 if need_a:
                     sadj[a] += g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-            elif o == 39:  # gelu
+            elif o == 40:  # gelu
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-            elif o == 40:  # gelu_tanh
+            elif o == 41:  # gelu_tanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-            elif o == 41:  # softplus
+            elif o == 42:  # softplus
                 p = pp
                 if need_a:
                     sadj[a] += g * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-            elif o == 42:  # tan
+            elif o == 43:  # tan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 + out * out)
-            elif o == 43:  # asin
+            elif o == 44:  # asin
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(1 - x * x))
-            elif o == 44:  # acos
+            elif o == 45:  # acos
                 p = pp
                 if need_a:
                     sadj[a] += g * (-1 / sqrt(1 - x * x))
-            elif o == 45:  # atan
+            elif o == 46:  # atan
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + x * x))
-            elif o == 46:  # sinh
+            elif o == 47:  # sinh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) + exp(-x)) * 0.5)
-            elif o == 47:  # cosh
+            elif o == 48:  # cosh
                 p = pp
                 if need_a:
                     sadj[a] += g * ((exp(x) - exp(-x)) * 0.5)
-            elif o == 48:  # asinh
+            elif o == 49:  # asinh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x + 1))
-            elif o == 49:  # acosh
+            elif o == 50:  # acosh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / sqrt(x * x - 1))
-            elif o == 50:  # atanh
+            elif o == 51:  # atanh
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 - x * x))
-            elif o == 51:  # exp2
+            elif o == 52:  # exp2
                 p = pp
                 if need_a:
                     sadj[a] += g * (out * 0.6931471805599453)
-            elif o == 52:  # expm1
+            elif o == 53:  # expm1
                 p = pp
                 if need_a:
                     sadj[a] += g * (out + 1)
-            elif o == 53:  # log2
+            elif o == 54:  # log2
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 0.6931471805599453))
-            elif o == 54:  # log10
+            elif o == 55:  # log10
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x * 2.302585092994046))
-            elif o == 55:  # log1p
+            elif o == 56:  # log1p
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (x + 1))
-            elif o == 56:  # rsqrt
+            elif o == 57:  # rsqrt
                 p = pp
                 if need_a:
                     sadj[a] += g * (-0.5 * out * out * out)
-            elif o == 57:  # square
+            elif o == 58:  # square
                 p = pp
                 if need_a:
                     sadj[a] += g * (2 * x)
-            elif o == 60:  # xlogy
+            elif o == 61:  # xlogy
                 p = pp
                 if need_a:
                     sadj[a] += (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += g * (x / y)
-            elif o == 61:  # xlogy_scalar_other
+            elif o == 62:  # xlogy_scalar_other
                 p = pp
                 if need_a:
                     sadj[a] += (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
-            elif o == 62:  # xlogy_scalar_self
+            elif o == 63:  # xlogy_scalar_self
                 p = pp
                 if need_a:
                     sadj[a] += g * (y / x)
-            elif o == 63:  # hypot
+            elif o == 64:  # hypot
                 p = pp
                 if need_a:
                     sadj[a] += g * (x / out)
                 if need_b:
                     sadj[b] += g * (y / out)
-            elif o == 64:  # logaddexp
+            elif o == 65:  # logaddexp
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 / (1 + exp(y - x)))
                 if need_b:
                     sadj[b] += g * (1 / (1 + exp(x - y)))
-            elif o == 65:  # lerp
+            elif o == 66:  # lerp
                 p = pp
                 if need_a:
                     sadj[a] += g * (1 - p)
                 if need_b:
                     sadj[b] += g * (p)
-            elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
+            elif o == 67 or o == 68 or o == 69:  # clamp, clamp_min, clamp_max
                 p = pp
                 if need_a:
                     sadj[a] += (g * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
-            elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
+            elif o == 70 or o == 72:  # clamp_tensor_lower, clamp_min_tensor
                 p = pp
                 if need_a:
                     sadj[a] += (g * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += (g * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
-            elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
+            elif o == 71 or o == 73:  # clamp_tensor_upper, clamp_max_tensor
                 p = pp
                 if need_a:
                     sadj[a] += (g * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
                 if need_b:
                     sadj[b] += (g * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
-            elif o == 144:  # copy
+            elif o == 145:  # copy
                 p = pp
                 if need_a:
                     sadj[a] += (g * (0) if (0) != 0 else 0.0)
@@ -1346,6 +1358,23 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
     return status, bad, ncaps, nvisited, nreleased, grads
 
 
+
+
+@_jit
+def floor_div(x, y):
+    """PyTorch's floor division of floats (div_floor_floating): from fmod, so
+    consistent with remainder, x - y * floor_div(x, y); -1, not floor(-0.0),
+    for x < 0 over an infinite y."""
+    if y == 0:
+        return x / y  # inf or nan natively; Python raises, and its callers take NumPy's
+    mod = np.fmod(x, y)
+    div = (x - mod) / y
+    if mod != 0 and (y < 0) != (mod < 0):
+        div -= 1.0
+    if div == 0:
+        return math.copysign(0.0, x / y)
+    whole = math.floor(div)
+    return whole + 1.0 if div - whole > 0.5 else whole * 1.0
 
 
 @_jit
@@ -1846,42 +1875,52 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
-    elif o == 16:  # remainder
+    elif o == 16:  # floor_div
+        if GB.size:
+            for i in range(n):
+                GB[i] += (G[i] * (0) if (0) != 0 else 0.0)
+        if into_g:
+            for i in range(n):
+                G[i] = (G[i] * (0) if (0) != 0 else 0.0)
+        elif GA.size:
+            for i in range(n):
+                GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
+    elif o == 17:  # remainder
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
                     x = X[i]
                     y = Y[i]
-                    GB[i] += G[i] * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
+                    GB[i] += G[i] * (-floor_div(x, y))
             elif sx == 0 and sy == 1:
                 x = X[0]
                 for i in range(n):
                     y = Y[i]
-                    GB[i] += G[i] * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
+                    GB[i] += G[i] * (-floor_div(x, y))
             elif sx == 1 and sy == 0:
                 y = Y[0]
                 for i in range(n):
                     x = X[i]
-                    GB[i] += G[i] * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
+                    GB[i] += G[i] * (-floor_div(x, y))
             else:
                 for i in range(n):
                     x = X[i * sx]
                     y = Y[i * sy]
-                    GB[i] += G[i] * (-floor(x / y) + is_zero(x / y) * (1 - is_zero(x)) * within(x * y, -1e309, 0))
+                    GB[i] += G[i] * (-floor_div(x, y))
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 17 or o == 58 or o == 59:  # remainder_scalar, clone, to_copy
+    elif o == 18 or o == 59 or o == 60:  # remainder_scalar, clone, to_copy
         if into_g:
             for i in range(n):
                 G[i] = G[i] * (1)
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1)
-    elif o == 18:  # exp
+    elif o == 19:  # exp
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1890,7 +1929,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out)
-    elif o == 19:  # log
+    elif o == 20:  # log
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -1909,7 +1948,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / x)
-    elif o == 20:  # sin
+    elif o == 21:  # sin
         if into_g:
             if in_trig_range(X):
                 for i in range(n):
@@ -1928,7 +1967,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (cos(x))
-    elif o == 21:  # cos
+    elif o == 22:  # cos
         if into_g:
             if in_trig_range(X):
                 for i in range(n):
@@ -1947,7 +1986,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     x = X[i]
                     GA[i] += G[i] * (-sin(x))
-    elif o == 22:  # tanh
+    elif o == 23:  # tanh
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1956,7 +1995,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 - out * out)
-    elif o == 23:  # sigmoid
+    elif o == 24:  # sigmoid
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1965,7 +2004,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * (1 - out))
-    elif o == 24:  # relu
+    elif o == 25:  # relu
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1974,7 +2013,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += (G[i] * (step(out)) if (step(out)) != 0 else 0.0)
-    elif o == 25:  # sqrt
+    elif o == 26:  # sqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -1983,7 +2022,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (0.5 / out)
-    elif o == 26:  # abs
+    elif o == 27:  # abs
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2002,14 +2041,14 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sign(x))
-    elif o == 27 or o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33:  # sign, floor, step, ceil, trunc, round, round_decimals
+    elif o == 28 or o == 29 or o == 30 or o == 31 or o == 32 or o == 33 or o == 34:  # sign, floor, step, ceil, trunc, round, round_decimals
         if into_g:
             for i in range(n):
                 G[i] = (G[i] * (0) if (0) != 0 else 0.0)
         elif GA.size:
             for i in range(n):
                 GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
-    elif o == 34:  # maximum
+    elif o == 35:  # maximum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2073,7 +2112,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
-    elif o == 35:  # minimum
+    elif o == 36:  # minimum
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2137,7 +2176,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
-    elif o == 36:  # atan2
+    elif o == 37:  # atan2
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2201,7 +2240,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
-    elif o == 37:  # erf
+    elif o == 38:  # erf
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2220,7 +2259,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1.1283791670955126 * exp(-x * x))
-    elif o == 38:  # silu
+    elif o == 39:  # silu
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2239,7 +2278,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
-    elif o == 39:  # gelu
+    elif o == 40:  # gelu
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2258,7 +2297,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
-    elif o == 40:  # gelu_tanh
+    elif o == 41:  # gelu_tanh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2277,7 +2316,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
-    elif o == 41:  # softplus
+    elif o == 42:  # softplus
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2320,7 +2359,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y)))
-    elif o == 42:  # tan
+    elif o == 43:  # tan
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2329,7 +2368,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (1 + out * out)
-    elif o == 43:  # asin
+    elif o == 44:  # asin
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2348,7 +2387,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(1 - x * x))
-    elif o == 44:  # acos
+    elif o == 45:  # acos
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2367,7 +2406,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (-1 / sqrt(1 - x * x))
-    elif o == 45:  # atan
+    elif o == 46:  # atan
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2386,7 +2425,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 + x * x))
-    elif o == 46:  # sinh
+    elif o == 47:  # sinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2405,7 +2444,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) + exp(-x)) * 0.5)
-    elif o == 47:  # cosh
+    elif o == 48:  # cosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2424,7 +2463,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * ((exp(x) - exp(-x)) * 0.5)
-    elif o == 48:  # asinh
+    elif o == 49:  # asinh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2443,7 +2482,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x + 1))
-    elif o == 49:  # acosh
+    elif o == 50:  # acosh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2462,7 +2501,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / sqrt(x * x - 1))
-    elif o == 50:  # atanh
+    elif o == 51:  # atanh
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2481,7 +2520,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (1 - x * x))
-    elif o == 51:  # exp2
+    elif o == 52:  # exp2
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2490,7 +2529,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out * 0.6931471805599453)
-    elif o == 52:  # expm1
+    elif o == 53:  # expm1
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2499,7 +2538,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (out + 1)
-    elif o == 53:  # log2
+    elif o == 54:  # log2
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2518,7 +2557,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 0.6931471805599453))
-    elif o == 54:  # log10
+    elif o == 55:  # log10
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2537,7 +2576,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x * 2.302585092994046))
-    elif o == 55:  # log1p
+    elif o == 56:  # log1p
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2556,7 +2595,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (1 / (x + 1))
-    elif o == 56:  # rsqrt
+    elif o == 57:  # rsqrt
         if into_g:
             for i in range(n):
                 out = O[i]
@@ -2565,7 +2604,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
             for i in range(n):
                 out = O[i]
                 GA[i] += G[i] * (-0.5 * out * out * out)
-    elif o == 57:  # square
+    elif o == 58:  # square
         if into_g:
             if sx == 1:
                 for i in range(n):
@@ -2584,7 +2623,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 x = X[0]
                 for i in range(n):
                     GA[i] += G[i] * (2 * x)
-    elif o == 60:  # xlogy
+    elif o == 61:  # xlogy
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2648,7 +2687,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
-    elif o == 61:  # xlogy_scalar_other
+    elif o == 62:  # xlogy_scalar_other
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2691,7 +2730,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
-    elif o == 62:  # xlogy_scalar_self
+    elif o == 63:  # xlogy_scalar_self
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2734,7 +2773,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (y / x)
-    elif o == 63:  # hypot
+    elif o == 64:  # hypot
         if GB.size:
             if sy == 1:
                 for i in range(n):
@@ -2768,7 +2807,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                 for i in range(n):
                     out = O[i]
                     GA[i] += G[i] * (x / out)
-    elif o == 64:  # logaddexp
+    elif o == 65:  # logaddexp
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2832,7 +2871,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += G[i] * (1 / (1 + exp(y - x)))
-    elif o == 65:  # lerp
+    elif o == 66:  # lerp
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (p)
@@ -2842,7 +2881,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
         elif GA.size:
             for i in range(n):
                 GA[i] += G[i] * (1 - p)
-    elif o == 66 or o == 67 or o == 68:  # clamp, clamp_min, clamp_max
+    elif o == 67 or o == 68 or o == 69:  # clamp, clamp_min, clamp_max
         if into_g:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2885,7 +2924,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
-    elif o == 69 or o == 71:  # clamp_tensor_lower, clamp_min_tensor
+    elif o == 70 or o == 72:  # clamp_tensor_lower, clamp_min_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -2949,7 +2988,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
-    elif o == 70 or o == 72:  # clamp_tensor_upper, clamp_max_tensor
+    elif o == 71 or o == 73:  # clamp_tensor_upper, clamp_max_tensor
         if GB.size:
             if sx == 1 and sy == 1:
                 for i in range(n):
@@ -3013,7 +3052,7 @@ def _vjp_elementwise(o, G, X, Y, O, GA, GB, pp, into_g):
                     x = X[i * sx]
                     y = Y[i * sy]
                     GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
-    elif o == 144:  # copy
+    elif o == 145:  # copy
         if GB.size:
             for i in range(n):
                 GB[i] += G[i] * (1)
