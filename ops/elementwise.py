@@ -231,7 +231,7 @@ def floor_div(x, y):
         div -= 1.0
     if div == 0:
         return math.copysign(0.0, x / y)
-    whole = math.floor(div)
+    whole = np.floor(div)  # a float natively (math.floor is an integer there: nan would be garbage)
     return whole + 1.0 if div - whole > 0.5 else whole * 1.0
 
 

@@ -15,7 +15,7 @@ from numba.np.numpy_support import carray
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "e05a43d66894092b"
+REGISTRY_DIGEST = "78004ed8e41e557e"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -1373,7 +1373,7 @@ def floor_div(x, y):
         div -= 1.0
     if div == 0:
         return math.copysign(0.0, x / y)
-    whole = math.floor(div)
+    whole = np.floor(div)  # a float natively (math.floor is an integer there: nan would be garbage)
     return whole + 1.0 if div - whole > 0.5 else whole * 1.0
 
 

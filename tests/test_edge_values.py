@@ -209,6 +209,17 @@ def test_remainder_gradient_for_an_infinite_divisor_follows_its_forward(retaped)
     assert gx.tolist() == [1.0] * 5 and gy.tolist() == [-0.0, 1.0, -0.0, 1.0, -0.0]
 
 
+@SWEEPS
+def test_remainder_gradient_for_nan_operands_is_nan(retaped):
+    x = tape.tensor([nan, 1.0, 0.0], requires_grad=True)
+    y = tape.tensor([1.0, nan, 0.0], requires_grad=True)
+    with _sweep(retaped):
+        gx, gy = tape.autograd.grad(tape.remainder(x, y).sum(), [x, y])
+    np.testing.assert_equal(gy.numpy(), [nan, nan, nan])
+    (g0,) = tape.autograd.grad(tape.remainder(x[0], y[0]), y)
+    assert math.isnan(g0[0].item())
+
+
 def test_einsum_implicit_output_of_a_repeated_label_is_the_trace():
     A = tape.tensor([[1.0, 2.0], [3.0, 4.0]])
     B = tape.tensor([[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0], [7.0, 8.0]]])
