@@ -470,7 +470,12 @@ def _refusing_integers(kernel, array_fn):
 
 
 def _xlogy_array(x, y):
-    # 0 where x is 0, unless y is nan, as PyTorch's (NumPy: 0 * log(0) is nan)
+    # 0 where x is 0, unless y is nan, as PyTorch's (NumPy: 0 * log(0) is nan);
+    # in the result's dtype, as PyTorch computes (log of a float32 y times a
+    # float64 x is float64 with float32's rounding)
+    dtype = np.result_type(x, y)
+    if dtype.kind == "f":
+        x, y = np.asarray(x, dtype), np.asarray(y, dtype)
     return np.where((np.asarray(x) == 0) & ~np.isnan(y), 0.0, x * np.log(y))
 
 

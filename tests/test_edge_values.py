@@ -162,6 +162,7 @@ def test_xlogy_derivative_for_x_at_zero_is_log_y(retaped):
     ([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]], [[-3.0, 6.0, -3.0], [6.0, -12.0, 6.0], [-3.0, 6.0, -3.0]]),
 ])
 def test_det_of_a_singular_matrix_is_zero_with_the_adjugate_as_gradient(A, expected, retaped):
+    # PyTorch's figures under create_graph; its plain backward gives 0 (README)
     x = tape.tensor(A, requires_grad=True)
     d = tape.linalg.det(x)
     with _sweep(retaped):
@@ -244,3 +245,10 @@ def test_an_in_place_write_through_data_of_a_0d_non_leaf_is_read_by_later_backwa
     s.data.fill_(10.0)
     (s * s).backward()
     assert a.grad.tolist() == [20.0, 20.0]
+
+
+def test_xlogy_of_float64_and_float32_computes_in_float64():
+    # found by the differential run: log(y) was taken in y's float32
+    x = tape.tensor([0.5], dtype=tape.float64)
+    y = tape.tensor([0.5], dtype=tape.float32)
+    assert tape.xlogy(x, y).tolist() == [0.5 * math.log(0.5)]
