@@ -13,7 +13,7 @@ from tape import _vecmath
 from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, promoted, result_type, scalar_type_name
 from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
 from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
-from tape._registry import defop
+from tape._registry import defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
@@ -115,7 +115,9 @@ _sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract)
 mul = _binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply)
 # y's partial reads x and y, not out, as PyTorch's does: a later in-place
 # change to the quotient does not spoil the division's backward
-div = _binary("div", "DivBackward0", ("1 / y", "-x / (y * y)"),
+# -x / y / y, not -x / (y * y), as PyTorch's: its own derivatives stay 0, not
+# 0 * inf, where y is infinite, and y * y does not overflow first
+div = _binary("div", "DivBackward0", ("1 / y", "-x / y / y"),
               operator.truediv, np.true_divide)
 true_divide = div
 def _negative(x):
@@ -180,8 +182,10 @@ def _pow_array(x, c):
 
 
 # x ** c, c - x and c ** x for a number c, which is the constant operand `y`;
-# the y == 0 branch keeps every order of x ** n finite at x = 0 (no 0 * inf)
-_pow_number = _with_constant("pow_scalar", "PowBackward0", "0.0 if y == 0 else y * x ** (y - 1)",
+# x ** 0 has no gradient (PyTorch's zeros_like: a selection, Note [Selecting
+# partials]), and is_zero(y) in the exponent keeps every order of x ** n
+# finite at x = 0 (no 0 * inf)
+_pow_number = _with_constant("pow_scalar", "PowBackward0", "(1 - is_zero(y)) * y * x ** (y - 1 + is_zero(y))",
                              lambda x, c: math.sqrt(x) if c == 0.5 else x ** c, _pow_array)
 _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
                               lambda x, c: c - x)
@@ -189,9 +193,11 @@ _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
 # exponent >= 0, as in PyTorch (not 0 * log(0), which is nan)
 _rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y, x))",
                               lambda x, c: c ** x, lambda x, c: _power_tensor(c, x))
-# and for its base, 0 where the exponent is 0 (not 0 * x ** -1, nan at x = 0)
+# and for its base y * x ** (y - 1): 0 where the exponent is 0, with its exact
+# derivative for the exponent there, 1 / x (PyTorch's where() gives 0); at
+# x == y == 0 the exponent is 0, not -1, so that no order is 0 * inf
 _pow_tensor = _binary("pow", "PowBackward1",
-                      ("y * x ** (y - 1 + is_zero(y))", "out * log(x + zero_base(x, y))"),
+                      ("y * x ** (y - 1 + is_zero(x) * is_zero(y))", "out * log(x + zero_base(x, y))"),
                       operator.pow, _power_tensor)
 def _remainder_scalar(x, y):
     m = math.fmod(x, y)
@@ -212,8 +218,31 @@ def _remainder_array(x, y):
     return np.where((m != 0) & ((np.asarray(y) < 0) != (m < 0)), m + y, m)
 
 
-# x % y takes y's sign, as Python's % and torch.remainder do; d/dy = -floor(x / y)
-_remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor(x / y)"), _remainder_scalar,
+@native_helper
+def floor_div(x, y):
+    """PyTorch's floor division of floats (div_floor_floating): from fmod, so
+    consistent with remainder, x - y * floor_div(x, y); -1, not floor(-0.0),
+    for x < 0 over an infinite y."""
+    if y == 0:
+        return x / y  # inf or nan natively; Python raises, and its callers take NumPy's
+    mod = np.fmod(x, y)
+    div = (x - mod) / y
+    if mod != 0 and (y < 0) != (mod < 0):
+        div -= 1.0
+    if div == 0:
+        return math.copysign(0.0, x / y)
+    whole = np.floor(div)  # a float natively (math.floor is an integer there: nan would be garbage)
+    return whole + 1.0 if div - whole > 0.5 else whole * 1.0
+
+
+# floor_div as an op of the partials' vocabulary (np.floor_divide is the same
+# algorithm): recorded with no gradient, as PyTorch's div(rounding_mode="floor"),
+# and no division to differentiate, whose 0 * inf made remainder's second
+# derivative nan
+floor_div_op = _binary("floor_div", "DivBackward0", ("0", "0"), floor_div, np.floor_divide)
+# x % y takes y's sign, as Python's % and torch.remainder do; d/dy is minus
+# PyTorch's floor division of x by y (1 for x < 0 over y = inf, as x + y says)
+_remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor_div(x, y)"), _remainder_scalar,
                      _remainder_array)
 _remainder_number = _with_constant("remainder_scalar", "RemainderBackward0", "1", _remainder_scalar,
                                    _remainder_array)
@@ -441,7 +470,12 @@ def _refusing_integers(kernel, array_fn):
 
 
 def _xlogy_array(x, y):
-    # 0 where x is 0, unless y is nan, as PyTorch's (NumPy: 0 * log(0) is nan)
+    # 0 where x is 0, unless y is nan, as PyTorch's (NumPy: 0 * log(0) is nan);
+    # in the result's dtype, as PyTorch computes (log of a float32 y times a
+    # float64 x is float64 with float32's rounding)
+    dtype = np.result_type(x, y)
+    if dtype.kind == "f":
+        x, y = np.asarray(x, dtype), np.asarray(y, dtype)
     return np.where((np.asarray(x) == 0) & ~np.isnan(y), 0.0, x * np.log(y))
 
 
@@ -451,9 +485,10 @@ def _xlogy_scalar(x, y):
     return x * math.log(y)  # math refuses y <= 0; the unary factories fall back to NumPy
 
 
-# d/dx is xlogy(x != 0, y): log(y), and 0 where x is 0 (nan for a nan y);
-# log(y + is_zero(x) * (1 - y)) is log(1) there rather than log(0) * 0
-_XLOGY_X = "(1 - is_zero(x)) * log(y + is_zero(x) * (1 - y))"
+# d/dx is log(y), x == 0 included, but none where x == 0 and y <= 0: PyTorch's
+# xlogy(g, y).masked_fill((x == 0) & (y <= 0), 0), a selection (Note
+# [Selecting partials])
+_XLOGY_X = "(1 - is_zero(x) * within(y, -1e309, 0)) * log(y)"
 _xlogy = _binary("xlogy", "XlogyBackward0", (_XLOGY_X, "x / y"), _xlogy_scalar, _xlogy_array)
 _xlogy_number = _with_constant("xlogy_scalar_other", "XlogyBackward2", _XLOGY_X, _xlogy_scalar, _xlogy_array)
 # a number's xlogy of a tensor: the tensor is x, the number the constant y
@@ -552,7 +587,7 @@ def lerp(input, end, weight):
                                f"{cpp_type_name(t.dtype)}")
     broadcast_shapes(input.shape, end.shape)  # PyTorch's error text
     w = weight._array().astype(input.dtype) if isinstance(weight, Tensor) else float(weight)
-    out = wrap_value(np.asarray(_lerp_array(input._array(), end._array(), w), input.dtype))
+    out = wrap_value(np.asarray(quiet(_lerp_array, input._array(), end._array(), w), input.dtype))
     rgx, rgy = input._rg, end._rg
     recording = state.tape.grad_enabled and (rgx or rgy or isinstance(weight, Tensor) and weight._rg)
     if not recording:

@@ -262,8 +262,10 @@ def einsum(equation, *operands):
                 raise RuntimeError(f"einsum(): subscript {l} has size {d} for operand {i} which does not "
                                    f"broadcast with previously seen size {seen[l]}")
             seen[l] = builtins.max(seen[l], d)
-    labelled = [_distinct_labels(t, labels) for t, labels in labelled]
+    # counted before the diagonals are taken: "ii" uses i twice, so its
+    # implicit output is the trace, not the diagonal
     counts = collections.Counter(l for _, labels in labelled for l in labels)
+    labelled = [_distinct_labels(t, labels) for t, labels in labelled]
     if arrow:
         out = list(rhs.replace("...", "\0"))
         if "\0" in out:

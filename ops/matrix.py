@@ -11,7 +11,7 @@ import collections
 import numpy as np
 
 from tape._dtypes import scalar_type_name
-from tape._record import broadcast_shapes, op_result
+from tape._record import broadcast_shapes, op_result, quiet
 from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
 from tape._tensor import Tensor, new_tensor, wrap_value
 
@@ -132,16 +132,51 @@ def inv(A):
     return op_result(_INV, value, (A,))
 
 
-# det: d det(A) = det(A) tr(A^-1 dA), so the VJP is g det(A) A^-T; where
-# det(A) is 0 it is 0, as PyTorch's first derivative is
+@native_helper
+def cofactor(M, n, i, j):
+    """The (i, j) cofactor of the n x n matrix M (flat, C order): the signed
+    determinant of M without row i and column j, by Gaussian elimination with
+    partial pivoting."""
+    m = n - 1
+    a = np.empty((m, m))
+    for r in range(m):
+        for k in range(m):
+            a[r, k] = M[(r + (r >= i)) * n + k + (k >= j)]
+    d = 1.0 if (i + j) % 2 == 0 else -1.0
+    for c in range(m):
+        p = c
+        for r in range(c + 1, m):
+            if abs(a[r, c]) > abs(a[p, c]):
+                p = r
+        if p != c:
+            d = -d
+            for k in range(m):
+                a[c, k], a[p, k] = a[p, k], a[c, k]
+        d *= a[c, c]
+        if a[c, c] != 0.0:
+            for r in range(c + 1, m):
+                f = a[r, c] / a[c, c]
+                for k in range(c, m):
+                    a[r, k] -= f * a[c, k]
+    return d
+
+
+# det: d det(A) = det(A) tr(A^-1 dA), so the VJP is g det(A) A^-T, which is
+# g times the cofactor matrix; where det(A) is 0 (A^-T infinite) the
+# cofactors themselves, as PyTorch's
 
 def _det_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # pp 1: det, g det A^-T; pp 0: slogdet's logabsdet, g A^-T
     n = xsh[xsh.size - 1]
     for m in range(G.size):
+        b = m * n * n
+        if pp and O[m] == 0.0:
+            for i in range(n):
+                for j in range(n):
+                    GA[b + i * n + j] += G[m] * cofactor(X[b:b + n * n], n, i, j)
+            continue
         scale = G[m] * O[m] if pp else G[m]
         if scale != 0.0:
-            b = m * n * n
             Ainv = inverse(X[b:b + n * n], n)
             for i in range(n):
                 for j in range(n):
@@ -185,7 +220,7 @@ def det(A):
     tensor(5.0000)
     """
     _square("det", A)
-    return op_result(_DET, np.linalg.det(A._array()), (A,), p=1.0)
+    return op_result(_DET, quiet(np.linalg.det, A._array()), (A,), p=1.0)  # nan without a warning
 
 
 _SlogdetResult = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
@@ -196,7 +231,7 @@ def slogdet(A):
     determinant of each square matrix of A. The sign requires grad with A and
     sends it no gradient, as PyTorch's."""
     _square("slogdet", A)
-    sign, logabsdet = np.linalg.slogdet(A._array())
+    sign, logabsdet = quiet(np.linalg.slogdet, A._array())
     return _SlogdetResult(op_result(_SLOGDET_SIGN, sign, (A,)), op_result(_SLOGDET, logabsdet, (A,), p=0.0))
 
 

@@ -95,7 +95,8 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     if mean and not count:
         value = np.full(np.add.reduce(a, axis=axis, keepdims=keepdim).shape, np.nan, a.dtype)
     else:
-        value = np.add.reduce(a, axis=axis, keepdims=keepdim)
+        # inf + -inf is nan without NumPy's warning, as in PyTorch
+        value = quiet(np.add.reduce, a, axis, None, None, keepdim)
         if mean:
             value = value / count
     value = wrap_value(value)
@@ -175,10 +176,10 @@ def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         j = bcast_index(i, xsh, ints)
         if X[i] == O[j]:
             count[j] += 1.0
+    # g times a 0/1 mask, as PyTorch's (a nan g gives nan everywhere, as there)
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
-        if X[i] == O[j]:
-            GA[i] += G[j] / count[j]
+        GA[i] += G[j] * (1.0 if X[i] == O[j] else 0.0) / count[j]
 
 
 def _extreme_vjp(ctx, g):
@@ -492,8 +493,10 @@ def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
         value = np.sqrt(value)
     reduced = range(input.ndim) if dims is None else dims
     # PyTorch's gradient divides by the degrees of freedom even where they
-    # are negative (the value divides by 0 there)
-    return op_result(opdef, value.astype(a.dtype, copy=False), (input,), p=1.0 / dof if dof else math.inf,
+    # are negative (the value divides by 0 there), but over all elements
+    # (no dim) by none: 1 / 0, so std's gradient there is nan (0 * inf)
+    return op_result(opdef, value.astype(a.dtype, copy=False), (input,),
+                     p=1.0 / dof if dof > 0 or dof and not (dim is None or isinstance(dim, bool)) else math.inf,
                      ints=_kept_shape(input.shape, reduced))
 
 
@@ -546,6 +549,29 @@ def _refuse_empty_extreme(x, order, dim):
                                "dimension is empty and the operation does not have an identity")
 
 
+def _normp_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # PyTorch's: sgn(x) |x|^(p-1) (0 where x is 0) times g / norm^(p-1) (0
+    # where the norm is 0), so p < 1 at a zero entry and a zero vector give 0
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        scaled = 0.0 if X[i] == 0 else sign(X[i]) * abs(X[i]) ** (pp - 1.0)
+        scale = 0.0 if O[j] == 0 else G[j] / O[j] ** (pp - 1.0)
+        GA[i] += scaled * scale
+
+
+def _normp_vjp(ctx, g):
+    from ops.elementwise import abs as _abs, sign
+    from ops.selection import where
+    kshape, p = tuple(ctx.ints), ctx.p
+    x, out = ctx.x, reshape(ctx.out, kshape)
+    scaled = where(x == 0, 0.0, sign(x) * _abs(x) ** (p - 1.0))
+    return (scaled * where(out == 0, 0.0, reshape(g, kshape) / out ** (p - 1.0)),)
+
+
+_NORMP = defop("norm_p", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_normp_vjp,
+               native=_normp_native)
+
+
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """The vector p-norm over dim (all dims by default): 2 ("fro"), 1, inf,
     -inf, 0 or any other number. The 2-norm's gradient is 0 where it is 0."""
@@ -576,7 +602,13 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
             return op_result(_NORM0, sum((x != 0).to(x.dtype), dim, keepdim)._value, (x,))
         if p == 1:
             return sum(_abs(x), dim, keepdim)
-        return sum(_abs(x) ** p, dim, keepdim) ** (1.0 / p)
+        dims = _dims(x, dim) if dim is not None else None
+        a = x._array()
+        axis = None if dims is None or not x.ndim else dims
+        value = wrap_value(quiet(lambda: np.add.reduce(np.abs(a) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)))
+        if not (x._rg and state.tape.grad_enabled):
+            return new_tensor(value)
+        return record(_NORMP, value, (x,), p=float(p), ints=_kept_shape(x.shape, range(x.ndim) if axis is None else axis))
     except BatchedArgumentError:  # Note [Batched tape functions]
         return batched_call(norm, input, p, dim, keepdim, dtype)
 
@@ -622,14 +654,34 @@ def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # (the running sum of g * out from z back) / x; at z, the sum over j >= z
     # of g_j times the product of x up to j without x_z; after z, 0
     outer, n, inner = lines_along(osh, ints[0])
+    if n == 1:  # the running product of one element is it: g, as PyTorch's (not g * x / x)
+        for i in range(G.size):
+            GA[i] += G[i]
+        return
     for o in range(outer):
         for k in range(inner):
             base = o * n * inner + k
             z = n
+            finite = True
             for t in range(n):
-                if X[base + t * inner] == 0:
+                finite = finite and math.isfinite(X[base + t * inner])
+                if X[base + t * inner] == 0 and z == n:
                     z = t
-                    break
+            if not finite:
+                # a line holding inf or nan: the exact sums, without the
+                # division (inf / inf) or the shortcut past a zero (0 * inf),
+                # as the differentiable VJP computes them
+                for c in range(n):
+                    product = 1.0
+                    total = 0.0
+                    for t in range(n):
+                        i = base + t * inner
+                        if t != c:
+                            product *= X[i]
+                        if t >= c:
+                            total += G[i] * product
+                    GA[base + c * inner] += total
+                continue
             total = 0.0
             for t in range(z - 1, -1, -1):
                 i = base + t * inner
@@ -649,7 +701,8 @@ def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 def _cumprod_vjp(ctx, g):
     """grad_k = sum over j >= k of g_j times the product of x_i for i <= j
     but k: the cumprod along each row k of x with x_k set to 1, masked to
-    j >= k. No division, so exact at zeros, and differentiable again."""
+    j >= k. No division, so exact at zeros, inf and nan, and differentiable
+    again."""
     from ops.selection import triu, where
     from ops.shape import movedim, unsqueeze
     d = int(ctx.ints[0])
@@ -677,7 +730,7 @@ def cumprod(input, dim, dtype=None):
     x = input if dtype is None else input.to(dtype)
     d = _norm_dim(dim, x.ndim)
     a = x._array()
-    value = np.cumprod(a.reshape(x.shape or (1,)), axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None)
+    value = quiet(np.cumprod, a.reshape(x.shape or (1,)), d, np.int64 if a.dtype.kind in "bui" else None)
     return op_result(_CUMPROD, value.reshape(x.shape), (x,), ints=(d,))
 
 

@@ -11,7 +11,7 @@ import inspect
 import pathlib
 import textwrap
 
-from ._registry import NATIVE_HELPERS, REFUSES_ALWAYS, REFUSES_NEVER, REGISTRY
+from ._registry import NATIVE_HELPERS, REFUSES_ALWAYS, REFUSES_NEVER, REGISTRY, selecting_factor
 
 __all__ = ["digest", "render", "main"]
 
@@ -736,7 +736,7 @@ def _elementwise_kernel(opdef):
                  for name, array, stride in _operands(expr) if name != layout]
         # the in-place update reads and writes G alone: a second name for G
         # would fail LLVM's overlap check and keep the loop scalar
-        return hoisted + ["for i in range(n):"] + loads + [f"    {acc}[i] {op} G[i] * ({expr})"]
+        return hoisted + ["for i in range(n):"] + loads + [f"    {acc}[i] {op} {_gradient('G[i]', expr)}"]
 
     def layouts(acc, expr, op):
         operands = _operands(expr)
@@ -810,6 +810,13 @@ def _native(expr):
     return ast.unparse(_NativePow().visit(ast.parse(expr, mode="eval")))
 
 
+def _gradient(g, expr):
+    """g times the native partial `expr`, or 0 where its mask factor is 0
+    (Note [Selecting partials] in tape/_registry.py)."""
+    mask = selecting_factor(expr)
+    return f"{g} * ({expr})" if mask is None else f"({g} * ({expr}) if {mask} != 0 else 0.0)"
+
+
 def _operands(expr):
     names = _names(expr)
     return [(name, array, stride) for name, array, stride in
@@ -822,7 +829,7 @@ def _names(expr):
 
 def _scalar_kernel(expr):
     """The lines of an elementwise op's 0-d contribution kernel for one input."""
-    return ["p = pp", f"return g * ({_native(expr)})"]
+    return ["p = pp", f"return {_gradient('g', _native(expr))}"]
 
 
 def _structural_kernel(opdef):

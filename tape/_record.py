@@ -423,7 +423,9 @@ def elementwise_vjp(opdef):
                      sign=_on_tensor_or_number(ops.sign, lambda v: float((v > 0) - (v < 0))),
                      floor=_on_tensor_or_number(ops.floor, lambda v: float(math.floor(v))),
                      sigmoid=_on_tensor_or_number(ops.sigmoid, ops.elementwise.sigmoid_of_number),
-                     within=_within, zero_base=_zero_base, is_zero=_is_zero)
+                     within=_within, zero_base=_zero_base, is_zero=_is_zero,
+                     floor_div=lambda x, y: (ops.elementwise.floor_div_op(x, y) if Tensor in (type(x), type(y))
+                                             else ops.elementwise.floor_div(x, y)))
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds
@@ -432,8 +434,9 @@ def elementwise_vjp(opdef):
 
     def vjp(ctx, g):
         grads = []
-        for need, partial, names, shape in zip(ctx.needs, opdef.compiled_partials, operands,
-                                               ("x_shape", "y_shape")):
+        for need, partial, selection, names, shape in zip(ctx.needs, opdef.compiled_partials,
+                                                          opdef.compiled_selections, operands,
+                                                          ("x_shape", "y_shape")):
             if not need:
                 grads.append(None)
                 continue
@@ -456,6 +459,11 @@ def elementwise_vjp(opdef):
                 gi = g if d == 1 else (-g if d == -1 else g * d)
             else:
                 gi = g * d
+            if selection is not None:  # Note [Selecting partials]
+                mask = eval(selection, env)
+                kept = mask._array() != 0 if type(mask) is Tensor else mask != 0
+                if not (type(kept) is bool and kept):
+                    gi = ops.where(kept, gi, 0.0)
             # an input that broadcast to the output gets its gradient summed back
             grads.append(sum_to(gi, getattr(ctx, shape)))
         return tuple(grads)

@@ -9,8 +9,8 @@ import enum
 from dataclasses import dataclass, field
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "NATIVE_HELPERS", "seal", "Op",
-           "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS", "REFUSES_NEVER", "REFUSES_ALWAYS",
-           "REFUSES_NATIVE"]
+           "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
+           "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE"]
 
 SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
 
@@ -18,8 +18,51 @@ SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
 # is `math.<name>` (or a helper in the generated sweep); differentiably it is
 # the op of the same name, looked up when the VJP runs.
 PARTIAL_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf", "sigmoid", "step", "sign", "floor",
-                     "within", "zero_base", "is_zero")
+                     "floor_div", "within", "zero_base", "is_zero")
 _PARTIAL_NAMES = {"x", "y", "out", "p"}
+# The partial functions whose values are 0/1 masks (constants, not
+# differentiable in their arguments).
+MASK_FUNCTIONS = ("within", "zero_base", "is_zero", "step")
+
+
+# Note [Selecting partials]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# PyTorch's "no gradient here" is a selection, where(mask, grad, 0): an
+# upstream gradient that is nan or inf where the op masks it out gives 0,
+# not nan * 0. A partial says so by its form: a product one of whose factors
+# is built from masks and numbers alone (`within(x, y, p)`, `0`,
+# `(1 - is_zero(x)) * log(y)`, maximum's `1 - within(..) + 0.5 * within(..)`).
+# Where that factor is 0, the input's gradient is 0 whatever g is; elsewhere
+# it is g times the partial. Every other partial multiplies (mul's `y`: nan *
+# 0 is nan there, as in PyTorch). Both VJPs read the factor from here: the
+# native kernels as a conditional (tape/_gen.py), the differentiable one as a
+# where() (tape/_record.py).
+def _is_mask_only(node):
+    """Whether `node` is built from numbers and mask functions alone."""
+    if isinstance(node, ast.Constant):
+        return isinstance(node.value, (int, float))
+    if isinstance(node, ast.Call):
+        return isinstance(node.func, ast.Name) and node.func.id in MASK_FUNCTIONS
+    if isinstance(node, ast.UnaryOp):
+        return _is_mask_only(node.operand)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        return _is_mask_only(node.left) and _is_mask_only(node.right)
+    return False
+
+
+def _factors(node):
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+        return _factors(node.left) + _factors(node.right)
+    return [node]
+
+
+def selecting_factor(expr):
+    """The mask factor of partial `expr` as source (Note [Selecting
+    partials]), or None for a partial that multiplies."""
+    masks = [f for f in _factors(ast.parse(expr, mode="eval").body) if _is_mask_only(f)
+             # a number selects only if it is 0 (floor's partial)
+             and (any(isinstance(n, ast.Call) for n in ast.walk(f)) or eval(ast.unparse(f)) == 0)]
+    return " * ".join(f"({ast.unparse(f)})" for f in masks) if masks else None
 
 
 @dataclass
@@ -53,6 +96,7 @@ class OpDef:
     native: object = None
     code: int = -1
     compiled_partials: tuple = field(default=None, repr=False)
+    compiled_selections: tuple = field(default=None, repr=False)
     saves_for: tuple = (0, 0)
     not_differentiable: str = None
     python_only: bool = False
@@ -138,6 +182,9 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))
+        opdef.compiled_selections = tuple(
+            None if (m := selecting_factor(e)) is None else compile(m, f"<mask of partial {i} of {name}>", "eval")
+            for i, e in enumerate(partials))
     REGISTRY.append(opdef)
     _BY_NAME[name] = opdef
     return opdef

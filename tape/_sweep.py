@@ -18,18 +18,18 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "2800531e2a631515"
+REGISTRY_DIGEST = "f9e8fbb096f48ce7"
 LEAF, CONST = 0, 1
-SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
-ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
-UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
-UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
-REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
-HAS_B = np.array([False, False, False, False, False, False, True, True, True, True, False, False, False, False, False, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, True, True, True, False, False, False, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
+ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
+UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
+UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0], np.float64)
+REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
+HAS_B = np.array([False, False, False, False, False, False, True, True, True, True, False, False, False, False, False, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, True, True, True, False, False, False, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False], np.bool_)
 REFUSES_ALWAYS = 1
-NOPS = 148
-OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'norm0', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'slogdet_sign', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
+NOPS = 150
+OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'floor_div', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'norm0', 'norm_p', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'slogdet_sign', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_')
 
 
 
@@ -870,6 +870,23 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
 
 
 @_jit
+def floor_div(x, y):
+    """PyTorch's floor division of floats (div_floor_floating): from fmod, so
+    consistent with remainder, x - y * floor_div(x, y); -1, not floor(-0.0),
+    for x < 0 over an infinite y."""
+    if y == 0:
+        return x / y  # inf or nan natively; Python raises, and its callers take NumPy's
+    mod = np.fmod(x, y)
+    div = (x - mod) / y
+    if mod != 0 and (y < 0) != (mod < 0):
+        div -= 1.0
+    if div == 0:
+        return math.copysign(0.0, x / y)
+    whole = np.floor(div)  # a float natively (math.floor is an integer there: nan would be garbage)
+    return whole + 1.0 if div - whole > 0.5 else whole * 1.0
+
+
+@_jit
 def bcast_index(i, full, reduced):
     """Flat index into `reduced` of element i of `full`, where `reduced`
     broadcasts to `full` (right-aligned, size-1 dims repeat)."""
@@ -1039,6 +1056,35 @@ def inverse(M, n):
 
 
 @_jit
+def cofactor(M, n, i, j):
+    """The (i, j) cofactor of the n x n matrix M (flat, C order): the signed
+    determinant of M without row i and column j, by Gaussian elimination with
+    partial pivoting."""
+    m = n - 1
+    a = np.empty((m, m))
+    for r in range(m):
+        for k in range(m):
+            a[r, k] = M[(r + (r >= i)) * n + k + (k >= j)]
+    d = 1.0 if (i + j) % 2 == 0 else -1.0
+    for c in range(m):
+        p = c
+        for r in range(c + 1, m):
+            if abs(a[r, c]) > abs(a[p, c]):
+                p = r
+        if p != c:
+            d = -d
+            for k in range(m):
+                a[c, k], a[p, k] = a[p, k], a[c, k]
+        d *= a[c, c]
+        if a[c, c] != 0.0:
+            for r in range(c + 1, m):
+                f = a[r, c] / a[c, c]
+                for k in range(c, m):
+                    a[r, k] -= f * a[c, k]
+    return d
+
+
+@_jit
 def cholesky_middle(L, g, n):
     """P of the Cholesky VJP for one matrix: tril(L^T g), symmetrized with
     its diagonal halved."""
@@ -1176,22 +1222,22 @@ def _k_div(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (-x / (y * y))
+                GB[i] += G[i] * (-x / y / y)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (-x / (y * y))
+                GB[i] += G[i] * (-x / y / y)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (-x / (y * y))
+                GB[i] += G[i] * (-x / y / y)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (-x / (y * y))
+                GB[i] += G[i] * (-x / y / y)
     if into_g:
         if sy == 1:
             for i in range(n):
@@ -1219,7 +1265,7 @@ def _s0_div(g, x, y, out, pp):
 
 def _s1_div(g, x, y, out, pp):
     p = pp
-    return g * (-x / (y * y))
+    return g * (-x / y / y)
 
 
 def _k_neg(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1283,48 +1329,48 @@ def _k_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (0.0 if y == 0 else y * npow(x, y - 1))
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
 
 
 def _s0_pow_scalar(g, x, y, out, pp):
     p = pp
-    return g * (0.0 if y == 0 else y * npow(x, y - 1))
+    return (g * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
 
 
 def _k_rpow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1436,53 +1482,80 @@ def _k_pow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(y)))
+                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
 
 
 def _s0_pow(g, x, y, out, pp):
     p = pp
-    return g * (y * npow(x, y - 1 + is_zero(y)))
+    return g * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
 
 
 def _s1_pow(g, x, y, out, pp):
     p = pp
     return g * (out * log(x + zero_base(x, y)))
+
+
+def _k_floor_div(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        for i in range(n):
+            GB[i] += (G[i] * (0) if (0) != 0 else 0.0)
+    if into_g:
+        for i in range(n):
+            G[i] = (G[i] * (0) if (0) != 0 else 0.0)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
+
+
+def _s0_floor_div(g, x, y, out, pp):
+    p = pp
+    return (g * (0) if (0) != 0 else 0.0)
 
 
 def _k_remainder(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1501,22 +1574,22 @@ def _k_remainder(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n,
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (-floor(x / y))
+                GB[i] += G[i] * (-floor_div(x, y))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (-floor(x / y))
+                GB[i] += G[i] * (-floor_div(x, y))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (-floor(x / y))
+                GB[i] += G[i] * (-floor_div(x, y))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (-floor(x / y))
+                GB[i] += G[i] * (-floor_div(x, y))
     if into_g:
         for i in range(n):
             G[i] = G[i] * (1)
@@ -1527,7 +1600,7 @@ def _k_remainder(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n,
 
 def _s1_remainder(g, x, y, out, pp):
     p = pp
-    return g * (-floor(x / y))
+    return g * (-floor_div(x, y))
 
 
 def _k_remainder_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1749,16 +1822,16 @@ def _k_relu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
     if into_g:
         for i in range(n):
             out = O[i]
-            G[i] = G[i] * (step(out))
+            G[i] = (G[i] * (step(out)) if (step(out)) != 0 else 0.0)
     elif GA.size:
         for i in range(n):
             out = O[i]
-            GA[i] += G[i] * (step(out))
+            GA[i] += (G[i] * (step(out)) if (step(out)) != 0 else 0.0)
 
 
 def _s0_relu(g, x, y, out, pp):
     p = pp
-    return g * (step(out))
+    return (g * (step(out)) if (step(out)) != 0 else 0.0)
 
 
 def _k_sqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1836,15 +1909,10 @@ def _k_sign(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
     p = pp
     if into_g:
         for i in range(n):
-            G[i] = G[i] * (0)
+            G[i] = (G[i] * (0) if (0) != 0 else 0.0)
     elif GA.size:
         for i in range(n):
-            GA[i] += G[i] * (0)
-
-
-def _s0_sign(g, x, y, out, pp):
-    p = pp
-    return g * (0)
+            GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
 
 
 def _k_maximum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1863,74 +1931,74 @@ def _k_maximum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, p
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                GB[i] += (G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                GB[i] += (G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                GB[i] += (G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+                GB[i] += (G[i] * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
     if into_g:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                G[i] = (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                G[i] = (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                G[i] = (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                G[i] = (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+                GA[i] += (G[i] * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
 
 
 def _s0_maximum(g, x, y, out, pp):
     p = pp
-    return g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y))
+    return (g * (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) if (1 - within(x, -1e309, y) + 0.5 * within(x, y, y)) != 0 else 0.0)
 
 
 def _s1_maximum(g, x, y, out, pp):
     p = pp
-    return g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x))
+    return (g * (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) if (1 - within(y, -1e309, x) + 0.5 * within(y, x, x)) != 0 else 0.0)
 
 
 def _k_minimum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1949,74 +2017,74 @@ def _k_minimum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, p
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                GB[i] += (G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                GB[i] += (G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                GB[i] += (G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+                GB[i] += (G[i] * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
     if into_g:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                G[i] = (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                G[i] = (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                G[i] = (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                G[i] = (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+                GA[i] += (G[i] * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
 
 
 def _s0_minimum(g, x, y, out, pp):
     p = pp
-    return g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y))
+    return (g * (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) if (1 - within(x, y, 1e309) + 0.5 * within(x, y, y)) != 0 else 0.0)
 
 
 def _s1_minimum(g, x, y, out, pp):
     p = pp
-    return g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x))
+    return (g * (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) if (1 - within(y, x, 1e309) + 0.5 * within(y, x, x)) != 0 else 0.0)
 
 
 def _k_atan2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2882,48 +2950,48 @@ def _k_xlogy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
 
 
 def _s0_xlogy(g, x, y, out, pp):
     p = pp
-    return g * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+    return (g * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
 
 
 def _s1_xlogy(g, x, y, out, pp):
@@ -2947,43 +3015,43 @@ def _k_xlogy_scalar_other(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                G[i] = (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * ((1 - is_zero(x)) * log(y + is_zero(x) * (1 - y)))
+                GA[i] += (G[i] * ((1 - is_zero(x) * within(y, -1e309, 0)) * log(y)) if (1 - is_zero(x) * within(y, -1e309, 0)) != 0 else 0.0)
 
 
 def _k_xlogy_scalar_self(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -3236,48 +3304,48 @@ def _k_clamp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (within(x, y, p))
+                G[i] = (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (within(x, y, p))
+                G[i] = (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (within(x, y, p))
+                G[i] = (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (within(x, y, p))
+                G[i] = (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (within(x, y, p))
+                GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (within(x, y, p))
+                GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (within(x, y, p))
+                GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (within(x, y, p))
+                GA[i] += (G[i] * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
 
 
 def _s0_clamp(g, x, y, out, pp):
     p = pp
-    return g * (within(x, y, p))
+    return (g * (within(x, y, p)) if (within(x, y, p)) != 0 else 0.0)
 
 
 def _k_clamp_tensor_lower(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -3296,74 +3364,74 @@ def _k_clamp_tensor_lower(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+                GB[i] += (G[i] * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+                GB[i] += (G[i] * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+                GB[i] += (G[i] * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (within(x, -1e309, y) - within(x, y, y))
+                GB[i] += (G[i] * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
     if into_g:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (within(x, y, 1e309))
+                G[i] = (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (within(x, y, 1e309))
+                G[i] = (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (within(x, y, 1e309))
+                G[i] = (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (within(x, y, 1e309))
+                G[i] = (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (within(x, y, 1e309))
+                GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (within(x, y, 1e309))
+                GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (within(x, y, 1e309))
+                GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (within(x, y, 1e309))
+                GA[i] += (G[i] * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
 
 
 def _s0_clamp_tensor_lower(g, x, y, out, pp):
     p = pp
-    return g * (within(x, y, 1e309))
+    return (g * (within(x, y, 1e309)) if (within(x, y, 1e309)) != 0 else 0.0)
 
 
 def _s1_clamp_tensor_lower(g, x, y, out, pp):
     p = pp
-    return g * (within(x, -1e309, y) - within(x, y, y))
+    return (g * (within(x, -1e309, y) - within(x, y, y)) if (within(x, -1e309, y) - within(x, y, y)) != 0 else 0.0)
 
 
 def _k_clamp_tensor_upper(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -3382,74 +3450,74 @@ def _k_clamp_tensor_upper(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+                GB[i] += (G[i] * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+                GB[i] += (G[i] * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+                GB[i] += (G[i] * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (within(x, y, 1e309) - within(x, y, y))
+                GB[i] += (G[i] * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
     if into_g:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (within(x, -1e309, y))
+                G[i] = (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (within(x, -1e309, y))
+                G[i] = (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (within(x, -1e309, y))
+                G[i] = (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (within(x, -1e309, y))
+                G[i] = (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (within(x, -1e309, y))
+                GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (within(x, -1e309, y))
+                GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (within(x, -1e309, y))
+                GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (within(x, -1e309, y))
+                GA[i] += (G[i] * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
 
 
 def _s0_clamp_tensor_upper(g, x, y, out, pp):
     p = pp
-    return g * (within(x, -1e309, y))
+    return (g * (within(x, -1e309, y)) if (within(x, -1e309, y)) != 0 else 0.0)
 
 
 def _s1_clamp_tensor_upper(g, x, y, out, pp):
     p = pp
-    return g * (within(x, y, 1e309) - within(x, y, y))
+    return (g * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
 
 
 def _k_copy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -3468,10 +3536,10 @@ def _k_copy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
             GB[i] += G[i] * (1)
     if into_g:
         for i in range(n):
-            G[i] = G[i] * (0)
+            G[i] = (G[i] * (0) if (0) != 0 else 0.0)
     elif GA.size:
         for i in range(n):
-            GA[i] += G[i] * (0)
+            GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
 
 
 @_jit
@@ -3606,10 +3674,10 @@ def _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         j = bcast_index(i, xsh, ints)
         if X[i] == O[j]:
             count[j] += 1.0
+    # g times a 0/1 mask, as PyTorch's (a nan g gives nan everywhere, as there)
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
-        if X[i] == O[j]:
-            GA[i] += G[j] / count[j]
+        GA[i] += G[j] * (1.0 if X[i] == O[j] else 0.0) / count[j]
 
 
 def _k_amax(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
@@ -3698,6 +3766,21 @@ def _k_norm0(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh
 
 
 @_jit
+def _vjp_norm_p(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # PyTorch's: sgn(x) |x|^(p-1) (0 where x is 0) times g / norm^(p-1) (0
+    # where the norm is 0), so p < 1 at a zero entry and a zero vector give 0
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        scaled = 0.0 if X[i] == 0 else sign(X[i]) * abs(X[i]) ** (pp - 1.0)
+        scale = 0.0 if O[j] == 0 else G[j] / O[j] ** (pp - 1.0)
+        GA[i] += scaled * scale
+
+
+def _k_norm_p(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
+    _vjp_norm_p(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
+@_jit
 def _vjp_cumsum(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of a running sum is the running sum of G from the end
     outer, n, inner = lines_along(osh, ints[0])
@@ -3720,14 +3803,34 @@ def _vjp_cumprod(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # (the running sum of g * out from z back) / x; at z, the sum over j >= z
     # of g_j times the product of x up to j without x_z; after z, 0
     outer, n, inner = lines_along(osh, ints[0])
+    if n == 1:  # the running product of one element is it: g, as PyTorch's (not g * x / x)
+        for i in range(G.size):
+            GA[i] += G[i]
+        return
     for o in range(outer):
         for k in range(inner):
             base = o * n * inner + k
             z = n
+            finite = True
             for t in range(n):
-                if X[base + t * inner] == 0:
+                finite = finite and math.isfinite(X[base + t * inner])
+                if X[base + t * inner] == 0 and z == n:
                     z = t
-                    break
+            if not finite:
+                # a line holding inf or nan: the exact sums, without the
+                # division (inf / inf) or the shortcut past a zero (0 * inf),
+                # as the differentiable VJP computes them
+                for c in range(n):
+                    product = 1.0
+                    total = 0.0
+                    for t in range(n):
+                        i = base + t * inner
+                        if t != c:
+                            product *= X[i]
+                        if t >= c:
+                            total += G[i] * product
+                    GA[base + c * inner] += total
+                continue
             total = 0.0
             for t in range(z - 1, -1, -1):
                 i = base + t * inner
@@ -3865,9 +3968,14 @@ def _vjp_det(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # pp 1: det, g det A^-T; pp 0: slogdet's logabsdet, g A^-T
     n = xsh[xsh.size - 1]
     for m in range(G.size):
+        b = m * n * n
+        if pp and O[m] == 0.0:
+            for i in range(n):
+                for j in range(n):
+                    GA[b + i * n + j] += G[m] * cofactor(X[b:b + n * n], n, i, j)
+            continue
         scale = G[m] * O[m] if pp else G[m]
         if scale != 0.0:
-            b = m * n * n
             Ainv = inverse(X[b:b + n * n], n)
             for i in range(n):
                 for j in range(n):
@@ -3952,6 +4060,7 @@ KERNELS = (
     ((_k_neg, ELEMENTWISE_KERNEL), None, None),  # rsub
     ((_k_rpow, ELEMENTWISE_KERNEL), (_s0_rpow, SCALAR_KERNEL), None),  # rpow
     ((_k_pow, ELEMENTWISE_KERNEL), (_s0_pow, SCALAR_KERNEL), (_s1_pow, SCALAR_KERNEL)),  # pow
+    ((_k_floor_div, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), (_s0_floor_div, SCALAR_KERNEL)),  # floor_div
     ((_k_remainder, ELEMENTWISE_KERNEL), None, (_s1_remainder, SCALAR_KERNEL)),  # remainder
     ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None),  # remainder_scalar
     ((_k_exp, ELEMENTWISE_KERNEL), (_s0_exp, SCALAR_KERNEL), None),  # exp
@@ -3963,13 +4072,13 @@ KERNELS = (
     ((_k_relu, ELEMENTWISE_KERNEL), (_s0_relu, SCALAR_KERNEL), None),  # relu
     ((_k_sqrt, ELEMENTWISE_KERNEL), (_s0_sqrt, SCALAR_KERNEL), None),  # sqrt
     ((_k_abs, ELEMENTWISE_KERNEL), (_s0_abs, SCALAR_KERNEL), None),  # abs
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # sign
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # floor
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # step
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # ceil
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # trunc
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # round
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # round_decimals
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # sign
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # floor
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # step
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # ceil
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # trunc
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # round
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # round_decimals
     ((_k_maximum, ELEMENTWISE_KERNEL), (_s0_maximum, SCALAR_KERNEL), (_s1_maximum, SCALAR_KERNEL)),  # maximum
     ((_k_minimum, ELEMENTWISE_KERNEL), (_s0_minimum, SCALAR_KERNEL), (_s1_minimum, SCALAR_KERNEL)),  # minimum
     ((_k_atan2, ELEMENTWISE_KERNEL), (_s0_atan2, SCALAR_KERNEL), (_s1_atan2, SCALAR_KERNEL)),  # atan2
@@ -4047,6 +4156,7 @@ KERNELS = (
     ((_k_std, STRUCTURAL_KERNEL), None, None),  # std
     ((_k_norm, STRUCTURAL_KERNEL), None, None),  # norm
     ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # norm0
+    ((_k_norm_p, STRUCTURAL_KERNEL), None, None),  # norm_p
     ((_k_cumsum, STRUCTURAL_KERNEL), None, None),  # cumsum
     ((_k_cumprod, STRUCTURAL_KERNEL), None, None),  # cumprod
     ((_k_where, STRUCTURAL_KERNEL), None, None),  # where
@@ -4081,7 +4191,7 @@ KERNELS = (
     ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # fill_
     ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # uniform_
     ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # normal_
-    ((_k_copy, ELEMENTWISE_KERNEL), (_s0_sign, SCALAR_KERNEL), None),  # copy
+    ((_k_copy, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # copy
     ((_k_copy_slices, STRUCTURAL_KERNEL), None, None),  # copy_slices
     ((_k_index_put_, STRUCTURAL_KERNEL), None, None),  # index_put_
 )

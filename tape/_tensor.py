@@ -545,6 +545,16 @@ class Tensor:
         self.keep_recorded_value()
         if self.is_leaf:
             self._drop_row()
+        elif type(value) is float and type(self._value) is float:
+            # a 0-d non-leaf's value is its row's (sval), which the rows that
+            # use it read: later uses go through a hidden copy of the new
+            # value into the row, so their backward reads it, as PyTorch's do
+            # (its saved tensors share the storage that .data replaces)
+            from ._record import record
+            from ._registry import lookup
+            value = value * 1.0  # a float of its own: it is the copy's liveness token
+            copy = record(lookup("clone"), value, (self,), hidden=True)
+            self._ep, self._row = copy._ep, copy._row
         self._value = value
         if self._base is not None and type(value) is float and self._vc is None:
             self._base._set_storage(value)
