@@ -202,8 +202,10 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=N
         status, bad, ncaps, nvisited, nreleased, grads = _sweep_loading_kernels(
             tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch)
     else:  # Note [Compile notice]
-        what = "0-d tensors" if scalar else "tensors"
-        with compiling(f"the native backward sweep of {what} and its graph's kernels", 3 if scalar else 10):
+        what = ([f"the native backward sweep of {'0-d tensors' if scalar else 'tensors'} and its graph's kernels"]
+                if sweep not in _called else []) + (
+                ["autograd.grad's graph walk"] if targeted and _sweep.mark_leads not in _called else [])
+        with compiling(" and ".join(what), (0 if sweep in _called else 3 if scalar else 10) + 1):
             status, bad, ncaps, nvisited, nreleased, grads = _sweep_loading_kernels(
                 tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch)
         _called.update((sweep, _sweep.mark_leads) if targeted else (sweep,))
