@@ -107,27 +107,28 @@ _GENERIC = ("tape: compiling a native kernel on its first use (once per machine,
 
 
 class _PassListener(event.Listener):
+    printed = False  # whether any notice was printed in this process
+
     def on_start(self, ev):
         if not ev.data["module"].startswith("tape.") or os.environ.get(QUIET_VARIABLE):
             return
         notice = getattr(_local, "notice", None)
         if notice is None:
-            if _printed:  # one line per process is enough outside a context
+            if self.printed:  # one line per process is enough outside a context
                 return
-            notice = _GENERIC
+            message = _GENERIC
         elif notice.printed:
             return
         else:
             notice.printed = True
-            notice = notice.message
-        _printed.add(notice)
-        print(notice, file=sys.stderr, flush=True)
+            message = notice.message
+        self.printed = True
+        print(message, file=sys.stderr, flush=True)
 
     def on_end(self, ev):
         pass
 
 
-_printed = set()
 event.register("numba:run_pass", _PassListener())
 
 
