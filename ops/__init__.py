@@ -35,7 +35,9 @@ SIGNATURES = {
     **dict.fromkeys(("mul", "multiply", "floor_divide", "remainder", "true_divide", "eq", "ne", "lt", "le", "gt",
                      "ge", "bitwise_and", "bitwise_or", "bitwise_xor", "logical_and", "logical_or", "logical_xor",
                      "maximum", "minimum", "atan2", "arctan2", "xlogy", "hypot", "logaddexp", "matmul"), _BINARY),
-    **dict.fromkeys(("add", "sub", "subtract"), "input, other, *, alpha=1, out=None"),
+    **dict.fromkeys(("add", "sub"), "input, other, *, alpha=1, out=None"),
+    # torch.subtract also has (input, Number other, alpha=1): subtract(x, 2, 3) is x - 6
+    "subtract": "input, other, alpha=1, *, out=None",
     **dict.fromkeys(("div", "divide"), "input, other, *, out=None"),
     **dict.fromkeys(("clamp", "clip"), "input, min=None, max=None, *, out=None"),
     "clamp_min": "input, min, *, out=None",
@@ -62,9 +64,16 @@ SIGNATURES = {
     **dict.fromkeys(("hstack", "vstack"), "tensors, *, out=None"),
     **dict.fromkeys(("amax", "amin"), "input, dim=(), keepdim=False, *, out=None"),
     "logsumexp": "input, dim, keepdim=False, *, out=None",
-    **dict.fromkeys(("softmax", "log_softmax"), "input, dim, dtype=None"),
+    **dict.fromkeys(("softmax", "log_softmax"), "input, dim, dtype=None, *, out=None"),
     **dict.fromkeys(("cumsum", "cumprod"), "input, dim, *, dtype=None, out=None"),
     "chunk": "input, chunks, dim=0",
+    "split": "tensor, split_size_or_sections, dim=0",
+    **dict.fromkeys(("max", "min"), "input, dim=None, keepdim=False, *, other=None, out=None"),
+    **dict.fromkeys(("var", "std"), "input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None"),
+    "norm": "input, p='fro', dim=None, keepdim=False, out=None, dtype=None",
+    "where": "condition, input=None, other=None, *, out=None",
+    "fill_": "input, value",
+    "zero_": "input",
     "unbind": "input, dim=0",
     "flip": "input, dims, *, out=None",
     "index_select": "input, dim, index, *, out=None",
@@ -72,10 +81,10 @@ SIGNATURES = {
     "diagonal": "input, offset=0, dim1=0, dim2=1",
     **dict.fromkeys(("triu", "tril", "diag"), "input, diagonal=0, *, out=None"),
     "silu": "input",
-    "gelu": "input, approximate='none'",
-    "softplus": "input, beta=1, threshold=20",
+    "gelu": "input, *, approximate='none', out=None",
+    "softplus": "input, beta=1, threshold=20, *, out=None",
     "sort": "input, dim=-1, descending=False, *, stable=False, out=None",
-    "argsort": "input, dim=-1, descending=False, *, stable=False",
+    "argsort": "input, dim=-1, descending=False, *, stable=False, out=None",
     "topk": "input, k, dim=-1, largest=True, sorted=True, *, out=None",
     **dict.fromkeys(("isclose", "allclose"), "input, other, rtol=1e-05, atol=1e-08, equal_nan=False"),
     "equal": "input, other",
@@ -92,6 +101,26 @@ SIGNATURES = {
     "swapdims": "input, dim0, dim1",
     "ravel": "input",
     "lerp": "input, end, weight, *, out=None",
+}
+# and of tape's factories (layout=, pin_memory= and generator= left out: tape has one of
+# each); torch's *size is *dims here, so that size= (zeros(size=(2, 3))) can be a keyword too
+_SIZED = "*dims, out=None, dtype=None, device=None, requires_grad=False"
+FACTORY_SIGNATURES = {
+    **dict.fromkeys(("zeros", "ones", "empty", "rand", "randn"), _SIZED),
+    "full": "size, fill_value, *, out=None, dtype=None, device=None, requires_grad=False",
+    "eye": "n, m=None, *, out=None, dtype=None, device=None, requires_grad=False",
+    "arange": "start=None, end=None, step=1, *, out=None, dtype=None, device=None, requires_grad=False",
+    "linspace": "start, end, steps, *, out=None, dtype=None, device=None, requires_grad=False",
+    "randint": "low=0, high=None, size=(), *, out=None, dtype=None, device=None, requires_grad=False",
+}
+# and of tape.linalg's, as torch.linalg's Python bindings name them
+LINALG_SIGNATURES = {
+    "cholesky": "input, *, upper=False, out=None",
+    **dict.fromkeys(("det", "inv", "slogdet"), "A, *, out=None"),
+    "solve": "A, B, *, left=True, out=None",
+    "norm": "input, ord=None, dim=None, keepdim=False, *, dtype=None, out=None",
+    "vector_norm": "input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None",
+    "matrix_norm": "input, ord='fro', dim=(-2, -1), keepdim=False, *, dtype=None, out=None",
 }
 
 from tape import _registry

@@ -23,33 +23,38 @@ def _parameters(spec):
     return list(inspect.signature(eval(f"lambda {spec}: None")).parameters.values())
 
 
-def with_signature(fn, name, spec):
+def with_signature(fn, name, spec, *, factory=False):
     """fn under PyTorch's signature `spec` (e.g. "input, other, *, out=None").
 
     Positional parameters of `spec` go to fn's positional parameters in order
-    (to its *args when it has them); keyword-only ones to fn's parameters of
-    the same name. `out` is handled here; a `dtype` that fn lacks casts the
+    (to its *args when it has them; those beyond, to fn's keywords of their
+    names); keyword-only ones to fn's parameters of the same name. `out` is handled here; a `dtype` that fn lacks casts the
     input first, as PyTorch's reductions do. fn's own keyword-only extras
     (NumPy's `axis=`) stay reachable. A parameter with nowhere to go fails at
-    import, naming the op."""
+    import, naming the op. `out` may be positional too (torch.norm). A
+    `*size` goes to fn's *args. A factory's out gives the dtype when no
+    dtype= does, as in PyTorch (zeros(2, out=long_tensor))."""
     torch_params = _parameters(spec)
     own = list(inspect.signature(fn).parameters.values())
     own_positional = [p for p in own if p.kind == p.POSITIONAL_OR_KEYWORD]
     own_varargs = any(p.kind == p.VAR_POSITIONAL for p in own)
     own_names = {p.name for p in own if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    positional = [p for p in torch_params if p.kind == p.POSITIONAL_OR_KEYWORD]
-    keyword = [p for p in torch_params if p.kind == p.KEYWORD_ONLY]
-    if len(positional) > len(own_positional) and not own_varargs:
-        raise TypeError(f"{name}: {len(positional)} positional parameters in PyTorch's signature, "
-                        f"{len(own_positional)} in the op")
-    args = [p.name for p in positional]
+    positional = [p for p in torch_params if p.kind == p.POSITIONAL_OR_KEYWORD and p.name != "out"]
+    keyword = [p for p in torch_params if p.kind == p.KEYWORD_ONLY or p.name == "out"]
+    # torch's positional parameters beyond fn's go to fn's keywords of their names
+    reach = len(positional) if own_varargs else len(own_positional)
+    for p in positional[reach:]:
+        if p.name not in own_names:
+            raise TypeError(f"{name}: PyTorch's positional parameter {p.name!r} has no place in the op")
+    args = [p.name for p in positional[:reach]] + [f"{p.name}={p.name}" for p in positional[reach:]]
+    args += [f"*{p.name}" for p in torch_params if p.kind == p.VAR_POSITIONAL]
     cast_dtype = False
     for p in keyword:
         if p.name == "out":
             continue
         if p.name in own_names:
             args.append(f"{p.name}={p.name}")
-        elif p.name == "dtype":
+        elif p.name == "dtype" and not factory:
             cast_dtype = True
         else:
             raise TypeError(f"{name}: the op has no parameter {p.name!r} of PyTorch's signature")
@@ -64,20 +69,23 @@ def with_signature(fn, name, spec):
             p = p.replace(default=_Source(f"_default_{p.name}"))
         params.append(p)
     has_out = any(p.name == "out" for p in keyword)
-    inputs = ", ".join(p.name for p in positional)
+    inputs = "".join(f", {p.name}" for p in positional)
     call = f"_fn({', '.join(args)})"
     lines = [f"def {name}{inspect.Signature(params)}:"]
     if cast_dtype:
         lines.append(f"    if dtype is not None: {positional[0].name} = _cast({positional[0].name}, dtype)")
     if has_out:
+        if factory:
+            lines.append("    if out is not None and dtype is None: dtype = out.dtype")
         lines += ["    if out is None:", f"        return {call}",
-                  f"    _refuse_recording({name!r}, out, {inputs},)",
+                  # PyTorch names a factory by its aten op here
+                  f"    _refuse_recording({('aten::' + name if factory else name)!r}, out{inputs})",
                   f"    return _write_out({name!r}, out, {call})"]
     else:
         lines.append(f"    return {call}")
     namespace = {"_fn": fn, "_cast": _cast, "_refuse_recording": _refuse_recording, "_write_out": _write_out,
                  **defaults}
-    exec("\n".join(lines), namespace)
+    exec("\n".join(lines), namespace)  # noqa: S102  (source made from the signature tables above)
     wrapper = namespace[name]
     wrapper.__doc__ = fn.__doc__
     wrapper.__module__ = fn.__module__
@@ -128,7 +136,7 @@ def _write_out(name, out, result):
             raise TypeError(f"{name}(): argument 'out' must be tuple of Tensors, not {type(out).__name__}")
         for o, r in zip(out, result):
             _write_out(name, o, r)
-        return type(result)(out) if hasattr(result, "_fields") else tuple(out)
+        return type(result)(*out) if hasattr(result, "_fields") else tuple(out)
     if not isinstance(out, Tensor):
         raise TypeError(f"{name}(): argument 'out' must be Tensor, not {type(out).__name__}")
     if not _can_cast(result.dtype, out.dtype):

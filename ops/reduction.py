@@ -254,7 +254,11 @@ def _selected(x, dim, keepdim, arg, opdef, result):
 def _max_or_min(name, of_two, ufunc, arg):
     result = collections.namedtuple(name, ["values", "indices"])  # as torch.return_types.max
 
-    def op(input, dim=None, keepdim=False):
+    # PyTorch's overloads max(input, other) and max(input, dim, keepdim): a
+    # tensor in dim's place, or other= by keyword, is the elementwise one
+    def op(input, dim=None, keepdim=False, *, other=None):
+        if other is not None:
+            dim = other
         try:
             if isinstance(dim, Tensor):
                 return of_two(input, dim)
@@ -602,7 +606,7 @@ def _cumsum_vjp(ctx, g):
 _CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native)
 
 
-def cumsum(input, dim, dtype=None):
+def cumsum(input, dim, *, dtype=None):
     """The running sum along dim."""
     try:
         _one_dim("cumsum", dim)
@@ -666,7 +670,7 @@ _CUMPROD = defop("cumprod", "CumprodBackward0", 1, saves=SAVES_X | SAVES_OUT, vj
                  native=_cumprod_native)
 
 
-def cumprod(input, dim, dtype=None):
+def cumprod(input, dim, *, dtype=None):
     """The running product along dim; its gradient is exact where elements are 0.
 
     >>> import tape

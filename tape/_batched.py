@@ -332,8 +332,8 @@ class BatchedTensor(Tensor):
     def log_softmax(self, dim, dtype=None):
         return self._along("log_softmax", dim, dtype)
 
-    def cumsum(self, dim, dtype=None):
-        return self._along("cumsum", dim, dtype)
+    def cumsum(self, dim, *, dtype=None):
+        return self._along("cumsum", dim, dtype=dtype)
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         if dim is None:

@@ -296,15 +296,16 @@ def binary(opdef, scalar_fn, array_fn):
     """The public function of an elementwise op of two inputs (tensors or numbers)."""
     code = opdef.code
 
-    def op(x, y):
-        # the common case first: two 0-d float64 tensors
-        if type(x) is Tensor and type(y) is Tensor:
+    def op(x, other):
+        # the common case first: two 0-d float64 tensors; `other` is
+        # PyTorch's name of the second operand (x.mul(other=y))
+        if type(x) is Tensor and type(other) is Tensor:
             xv = x._value
-            yv = y._value
+            yv = other._value
             if type(xv) is float and type(yv) is float:
-                return _scalar(xv, yv, x, y, x._rg, y._rg)
-            return _arrays(x, y, value_of(x), value_of(y), True, True)
-        return _mixed(x, y)
+                return _scalar(xv, yv, x, other, x._rg, other._rg)
+            return _arrays(x, other, value_of(x), value_of(other), True, True)
+        return _mixed(x, other)
 
     def _scalar(xv, yv, x, y, rgx, rgy):
         try:
