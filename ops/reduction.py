@@ -618,7 +618,7 @@ def cumsum(input, dim, *, dtype=None):
         return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
                          ints=(d,))
     except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(cumsum, input, dim, dtype)
+        return batched_call(cumsum, input, dim, dtype=dtype)
 
 
 def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
