@@ -415,15 +415,16 @@ def _on_tensor_or_number(op, math_fn):
 def elementwise_vjp(opdef):
     """The differentiable VJP of an elementwise op: g times each partial,
     evaluated with tape ops so it records when create_graph is on."""
-    import ops
+    # the ops themselves, not tape.<name> (their PyTorch-signature wrappers)
+    from ops import elementwise
     from ops.shape import sum_to
-    functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
+    functions = {name: _on_tensor_or_number(getattr(elementwise, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf")}
     # a constant operand is a float: its step, sign and floor are floats
-    functions.update(step=_on_tensor_or_number(ops.elementwise.step, lambda v: float(not v <= 0)),
-                     sign=_on_tensor_or_number(ops.sign, lambda v: float((v > 0) - (v < 0))),
-                     floor=_on_tensor_or_number(ops.floor, lambda v: float(math.floor(v))),
-                     sigmoid=_on_tensor_or_number(ops.sigmoid, ops.elementwise.sigmoid_of_number),
+    functions.update(step=_on_tensor_or_number(elementwise.step, lambda v: float(not v <= 0)),
+                     sign=_on_tensor_or_number(elementwise.sign, lambda v: float((v > 0) - (v < 0))),
+                     floor=_on_tensor_or_number(elementwise.floor, lambda v: float(math.floor(v))),
+                     sigmoid=_on_tensor_or_number(elementwise.sigmoid, elementwise.sigmoid_of_number),
                      within=_within, zero_base=_zero_base, is_zero=_is_zero)
 
     # each partial is evaluated with just the operands it names: making a
