@@ -16,15 +16,15 @@ __all__ = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "is
 
 
 def _comparison(ufunc, name):
-    def compare(x, y):
-        if isinstance(x, Tensor) and isinstance(y, Tensor):
-            broadcast_shapes(x.shape, y.shape)  # PyTorch's error text on a mismatch
+    def compare(input, other):
+        if isinstance(input, Tensor) and isinstance(other, Tensor):
+            broadcast_shapes(input.shape, other.shape)  # PyTorch's error text on a mismatch
         try:
-            return new_tensor(wrap_value(np.asarray(ufunc(*promoted(operand_value(x), operand_value(y))))))
+            return new_tensor(wrap_value(np.asarray(ufunc(*promoted(operand_value(input), operand_value(other))))))
         except (TypeError, BatchedArgumentError):
             # a batched operand: NumPy refuses it (it has no __array_ufunc__)
-            if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
-                return batched_call(compare, x, y)  # Note [Batched tape functions]
+            if isinstance(input, BatchedTensor) or isinstance(other, BatchedTensor):
+                return batched_call(compare, input, other)  # Note [Batched tape functions]
             raise
     compare.__name__ = name
     return compare

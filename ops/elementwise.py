@@ -393,7 +393,7 @@ _gelu_tanh = _unary("gelu_tanh", "GeluBackward0",
                     "(1 + 0.134145 * x * x)", _gelu_tanh_scalar, _gelu_tanh_array)
 
 
-def gelu(input, approximate="none"):
+def gelu(input, *, approximate="none"):
     """x times the standard normal CDF of x (PyTorch's torch.nn.functional.gelu);
     approximate="tanh" is its tanh approximation."""
     try:
@@ -403,7 +403,7 @@ def gelu(input, approximate="none"):
             return _gelu_tanh(input)
         raise RuntimeError("approximate argument must be either none or tanh.")
     except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(gelu, input, approximate)
+        return batched_call(gelu, input, approximate=approximate)
 
 
 # softplus of u = beta x: u above the threshold, else log(1 + exp(u)); the
@@ -769,13 +769,14 @@ def _rsub(x, y):
     return _sub(y, x)
 
 
-def remainder(x, y):
-    """x % y, the result taking y's sign (Python's and PyTorch's rule).
+def remainder(input, other):
+    """input % other, the result taking other's sign (Python's and PyTorch's rule).
 
     >>> import tape
     >>> tape.remainder(tape.tensor([-2.5, 3.0]), 2)
     tensor([1.5000, 1.0000])
     """
+    x, y = input, other
     try:
         if type(x) is Tensor and type(y) in _NUMBER:
             return _remainder_number(x, y)
@@ -799,9 +800,10 @@ _FLOOR_DIVIDE = defop("floor_divide", "NotImplemented", 2,
                       not_differentiable="derivative for aten::floor_divide is not implemented")
 
 
-def floor_divide(x, y):
-    """x // y, rounded toward minus infinity. As in PyTorch, the result of an
+def floor_divide(input, other):
+    """input // other, rounded toward minus infinity. As in PyTorch, the result of an
     input that requires grad requires grad, and a backward through it raises."""
+    x, y = input, other
     try:
         if type(x) is not Tensor and type(y) is not Tensor:
             raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "

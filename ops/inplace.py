@@ -280,9 +280,15 @@ neg_, exp_, log_, sin_, cos_, tanh_, sigmoid_, relu_, abs_, sqrt_ = (
     for name in ("neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "abs", "sqrt"))
 # the rest of the unary ops' in-place forms, as Tensor methods only
 for _name in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
-              "log2", "log10", "log1p", "rsqrt", "sign", "floor", "ceil", "trunc", "round", "reciprocal",
-              "square"):
+              "log2", "log10", "log1p", "rsqrt", "sign", "floor", "ceil", "trunc", "reciprocal", "square"):
     setattr(Tensor, _name + "_", _inplace_unary(getattr(elementwise, _name)))
+
+
+def _round_(t, *, decimals=0):
+    return _apply(t, lambda x: elementwise.round(x, decimals=decimals))
+
+
+Tensor.round_ = _round_
 
 
 def _copy_array(x, src):
@@ -297,8 +303,9 @@ _copy = binary(defop("copy", "CopyBackwards", 2, partials=("0", "1")), lambda x,
                _copy_array)
 
 
-def copy_(t, src):
-    """Write src (broadcast, cast to t's dtype) into t; differentiable in src."""
+def copy_(t, other):
+    """Write other (broadcast, cast to t's dtype) into t; differentiable in other."""
+    src = other
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
     return _apply(t, _copy, src)
@@ -325,7 +332,7 @@ def _random_op(opdef, draw):
     return compute
 
 
-def uniform_(t, a=0, b=1):
+def uniform_(t, from_=0, to=1):
     """Fill t with numbers drawn uniformly from [a, b), in place: weight
     initialisation, reproducible after tape.manual_seed.
 
@@ -335,6 +342,8 @@ def uniform_(t, a=0, b=1):
     >>> bool(((w >= -1) & (w < 1)).all())
     True
     """
+    a, b = from_, to  # PyTorch's from= cannot be a Python parameter's name
+
     def draw(x):
         values = rand(*x.shape, dtype=x.dtype)  # PyTorch's error for an integer tensor comes first
         if a > b:

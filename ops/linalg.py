@@ -105,8 +105,9 @@ def _check_float(name, x, y):
                        f"{cpp_type_name(y.dtype)}")
 
 
-def dot(x, y):
+def dot(input, tensor):
     """Inner product of two 1-D tensors."""
+    x, y = input, tensor  # PyTorch's names, the formulas' short ones
     try:
         if x.ndim != 1 or y.ndim != 1:
             raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
@@ -120,8 +121,9 @@ def dot(x, y):
         return batched_call(dot, x, y)
 
 
-def mv(x, y):
+def mv(input, vec):
     """Matrix (m, k) times vector (k,)."""
+    x, y = input, vec  # PyTorch's names, the formulas' short ones
     try:
         if x.ndim != 2 or y.ndim != 1:
             raise RuntimeError(f"vector + matrix @ vector expected, got 1, {x.ndim}, {y.ndim}")
@@ -134,8 +136,9 @@ def mv(x, y):
         return batched_call(mv, x, y)
 
 
-def mm(x, y):
+def mm(input, mat2):
     """Matrix (m, k) times matrix (k, n)."""
+    x, y = input, mat2  # PyTorch's names, the formulas' short ones
     try:
         if x.ndim != 2:
             raise RuntimeError("self must be a matrix")
@@ -150,8 +153,9 @@ def mm(x, y):
         return batched_call(mm, x, y)
 
 
-def bmm(x, y):
+def bmm(input, mat2):
     """Batched (b, m, k) times (b, k, n)."""
+    x, y = input, mat2  # PyTorch's names, the formulas' short ones
     try:
         if x.ndim != 3 or y.ndim != 3:
             raise RuntimeError("batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
@@ -164,8 +168,9 @@ def bmm(x, y):
         return batched_call(bmm, x, y)
 
 
-def outer(x, y):
+def outer(input, vec2):
     """Outer product of two 1-D tensors."""
+    x, y = input, vec2  # PyTorch's names, the formulas' short ones
     try:
         for name, t in (("self", x), ("vec2", y)):
             if t.ndim != 1:
@@ -175,7 +180,7 @@ def outer(x, y):
         return batched_call(outer, x, y)
 
 
-def matmul(x, y):
+def matmul(input, other):
     """Matrix product with NumPy's rules: 1-D operands are promoted, batch
     dims broadcast.
 
@@ -183,6 +188,7 @@ def matmul(x, y):
     >>> (tape.ones(2, 3) @ tape.ones(3)).tolist()
     [3.0, 3.0]
     """
+    x, y = input, other  # PyTorch's names, the formulas' short ones
     try:
         if not isinstance(y, Tensor) or not isinstance(x, Tensor):
             raise TypeError("matmul(): argument 'other' must be Tensor")

@@ -255,7 +255,11 @@ def _selected(x, dim, keepdim, arg, opdef, result):
 def _max_or_min(name, of_two, ufunc, arg):
     result = collections.namedtuple(name, ["values", "indices"])  # as torch.return_types.max
 
-    def op(input, dim=None, keepdim=False):
+    # PyTorch's overloads max(input, other) and max(input, dim, keepdim): a
+    # tensor in dim's place, or other= by keyword, is the elementwise one
+    def op(input, dim=None, keepdim=False, *, other=None):
+        if other is not None:
+            dim = other
         try:
             if isinstance(dim, Tensor):
                 return of_two(input, dim)
@@ -634,7 +638,7 @@ def _cumsum_vjp(ctx, g):
 _CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native)
 
 
-def cumsum(input, dim, dtype=None):
+def cumsum(input, dim, *, dtype=None):
     """The running sum along dim."""
     try:
         _one_dim("cumsum", dim)
@@ -646,7 +650,7 @@ def cumsum(input, dim, dtype=None):
         return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
                          ints=(d,))
     except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(cumsum, input, dim, dtype)
+        return batched_call(cumsum, input, dim, dtype=dtype)
 
 
 def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -719,7 +723,7 @@ _CUMPROD = defop("cumprod", "CumprodBackward0", 1, saves=SAVES_X | SAVES_OUT, vj
                  native=_cumprod_native)
 
 
-def cumprod(input, dim, dtype=None):
+def cumprod(input, dim, *, dtype=None):
     """The running product along dim; its gradient is exact where elements are 0.
 
     >>> import tape

@@ -138,29 +138,29 @@ _SPLIT_WITH_SIZES = defop("split_with_sizes", "SplitWithSizesBackward0", 1, vjp=
 _UNBIND = defop("unbind", "UnbindBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
 
 
-def split(tensor, split_size_or_sections, dim=0):
+def split(tensor, split_size, dim=0):
     """Slices of `tensor` along dim: of split_size each (the last may be
     smaller), or of the given sizes."""
     try:
         d = _norm_dim(dim, tensor.ndim)
         n = tensor.shape[d]
-        if isinstance(split_size_or_sections, (list, tuple)):
-            sizes = [int(k) for k in split_size_or_sections]
+        if isinstance(split_size, (list, tuple)):
+            sizes = [int(k) for k in split_size]
             if sum(sizes) != n:
                 raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
                                    f"size at dimension {d}), but got split_sizes={sizes}")
         else:
-            size = int(split_size_or_sections)
+            size = int(split_size)
             if size == 0 and n != 0:
                 raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
             sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
         starts = np.cumsum([0] + sizes[:-1]).tolist()
         before = (slice(None),) * d
-        op = _SPLIT_WITH_SIZES if isinstance(split_size_or_sections, (list, tuple)) else _SPLIT
+        op = _SPLIT_WITH_SIZES if isinstance(split_size, (list, tuple)) else _SPLIT
         return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
                                    for start, k in zip(starts, sizes)])
     except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(split, tensor, split_size_or_sections, dim)
+        return batched_call(split, tensor, split_size, dim)
 
 
 def _views_of(name, outputs):

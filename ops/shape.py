@@ -910,11 +910,16 @@ def tile(input, dims):
     return repeat(input, (1,) * (input.ndim - len(reps)) + reps)
 
 
+def _swapaxes_method(self, axis0, axis1):
+    # torch's Tensor.swapaxes names its dims as NumPy does; tape.swapaxes is under its signature
+    return transpose(self, axis0, axis1)
+
+
 def _tile_method(self, *dims):
     return tile(self, _shape_arg(dims))
 
 
-def roll(input, shifts, dims=None):
+def roll(input, shifts, dims=()):
     """input's elements shifted by `shifts` along `dims` (ints or sequences),
     those pushed off one end coming back at the other; without dims, over the
     flattened tensor.
@@ -924,7 +929,7 @@ def roll(input, shifts, dims=None):
     [3.0, 1.0, 2.0]
     """
     shifts = _dim_list(shifts)
-    dims = [] if dims is None else _dim_list(dims)
+    dims = [] if dims is None else _dim_list(dims)  # None: PyTorch's default () as NumPy writes it
     if not shifts:
         raise RuntimeError("`shifts` required")
     if len(shifts) != len(dims) and (dims or len(shifts) != 1):
@@ -975,7 +980,7 @@ for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeez
                    "unsqueeze": unsqueeze, "permute": permute, "transpose": transpose, "t": t,
                    "expand": expand, "broadcast_to": broadcast_to, "__getitem__": getitem,
                    "view_as": _as_shape_of("view_as", view), "reshape_as": _as_shape_of("reshape_as", reshape),
-                   "expand_as": _as_shape_of("expand_as", expand), "swapaxes": swapaxes, "swapdims": swapdims,
+                   "expand_as": _as_shape_of("expand_as", expand), "swapaxes": _swapaxes_method, "swapdims": swapdims,
                    "movedim": movedim, "moveaxis": moveaxis, "ravel": ravel, "narrow": narrow, "select": select,
                    "repeat": repeat, "tile": _tile_method, "roll": roll}.items():
     setattr(Tensor, _name, _fn)

@@ -11,15 +11,21 @@ rows to a flat struct-of-arrays tape; backward is one Numba-compiled sweep.
 from ._dtypes import (bool_ as bool, float16, float32, float64, get_default_dtype, int8, int16, int32,
                       int64, set_default_dtype, uint8)
 from ._tensor import Tensor, device, is_floating_point, is_tensor, numel, tensor_to
-from ._factories import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
-                         linspace, manual_seed, ones, ones_like, rand, rand_like, randint, randn,
-                         randn_like, tensor, zeros, zeros_like)
+from ._factories import (as_tensor, empty_like, from_numpy, full_like, manual_seed, ones_like, rand_like,
+                         randn_like, tensor, zeros_like)
 from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                          no_grad, set_grad_enabled)
 from . import autograd
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 
 import ops  # noqa: E402  (which sets every op as tape.<name>)
+from . import _factories  # noqa: E402
+from ops._signature import with_signature as _with_signature  # noqa: E402
+
+# the factories under PyTorch's signatures, with out=
+arange, empty, eye, full, linspace, ones, rand, randint, randn, zeros = (
+    _with_signature(getattr(_factories, _name), _name, ops.FACTORY_SIGNATURES[_name], factory=True)
+    for _name in ("arange", "empty", "eye", "full", "linspace", "ones", "rand", "randint", "randn", "zeros"))
 from . import linalg  # noqa: E402
 from . import func  # noqa: E402
 from . import _batched  # noqa: E402

@@ -332,8 +332,8 @@ class BatchedTensor(Tensor):
     def log_softmax(self, dim, dtype=None):
         return self._along("log_softmax", dim, dtype)
 
-    def cumsum(self, dim, dtype=None):
-        return self._along("cumsum", dim, dtype)
+    def cumsum(self, dim, *, dtype=None):
+        return self._along("cumsum", dim, dtype=dtype)
 
     def norm(self, p="fro", dim=None, keepdim=False, dtype=None):
         if dim is None:
@@ -638,7 +638,10 @@ def batched_call(fn, *args, **kwargs):
     has none (Note [Batched tape functions])."""
     import tape
     name = fn.__name__
-    if getattr(tape, name, None) is not fn:  # an internal op: its public caller has the rule, if any
+    public = getattr(tape, name, None)
+    # tape.<name> may be fn under PyTorch's signature (ops/_signature.py); any
+    # other fn is an internal op: its public caller has the rule, if any
+    if public is not fn and getattr(public, "__wrapped_op__", None) is not fn:
         raise BatchedArgumentError(_NO_RULE.format(what="this operation")) from None
     if any(map(_is_batched, args)) or any(map(_is_batched, kwargs.values())):
         rule = _FUNCTION_RULES.get(name)

@@ -233,8 +233,9 @@ def randint(low=0, high=None, size=(), *, dtype=None, device=None, requires_grad
 
 
 def _like(fn):
-    def like(t, *, dtype=None, device=None, requires_grad=False):
-        return fn(t.shape, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+    def like(input, *, dtype=None, device=None, requires_grad=False):
+        return fn(input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+    like.__name__ = f"{fn.__name__}_like"
     return like
 
 
@@ -245,8 +246,8 @@ rand_like = _like(rand)
 randn_like = _like(randn)
 
 
-def full_like(t, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device, requires_grad=requires_grad)
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
 
 
 # Tensor.new_*: as the factories, in the tensor's dtype unless told

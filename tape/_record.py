@@ -296,15 +296,16 @@ def binary(opdef, scalar_fn, array_fn):
     """The public function of an elementwise op of two inputs (tensors or numbers)."""
     code = opdef.code
 
-    def op(x, y):
-        # the common case first: two 0-d float64 tensors
-        if type(x) is Tensor and type(y) is Tensor:
+    def op(x, other):
+        # the common case first: two 0-d float64 tensors; `other` is
+        # PyTorch's name of the second operand (x.mul(other=y))
+        if type(x) is Tensor and type(other) is Tensor:
             xv = x._value
-            yv = y._value
+            yv = other._value
             if type(xv) is float and type(yv) is float:
-                return _scalar(xv, yv, x, y, x._rg, y._rg)
-            return _arrays(x, y, value_of(x), value_of(y), True, True)
-        return _mixed(x, y)
+                return _scalar(xv, yv, x, other, x._rg, other._rg)
+            return _arrays(x, other, value_of(x), value_of(other), True, True)
+        return _mixed(x, other)
 
     def _scalar(xv, yv, x, y, rgx, rgy):
         try:
@@ -414,18 +415,20 @@ def _on_tensor_or_number(op, math_fn):
 def elementwise_vjp(opdef):
     """The differentiable VJP of an elementwise op: g times each partial,
     evaluated with tape ops so it records when create_graph is on."""
-    import ops
+    # the ops themselves, not tape.<name> (their PyTorch-signature wrappers)
+    from ops import elementwise
+    from ops.selection import where
     from ops.shape import sum_to
-    functions = {name: _on_tensor_or_number(getattr(ops, name), getattr(math, name))
+    functions = {name: _on_tensor_or_number(getattr(elementwise, name), getattr(math, name))
                  for name in ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf")}
     # a constant operand is a float: its step, sign and floor are floats
-    functions.update(step=_on_tensor_or_number(ops.elementwise.step, lambda v: float(not v <= 0)),
-                     sign=_on_tensor_or_number(ops.sign, lambda v: float((v > 0) - (v < 0))),
-                     floor=_on_tensor_or_number(ops.floor, lambda v: float(math.floor(v))),
-                     sigmoid=_on_tensor_or_number(ops.sigmoid, ops.elementwise.sigmoid_of_number),
+    functions.update(step=_on_tensor_or_number(elementwise.step, lambda v: float(not v <= 0)),
+                     sign=_on_tensor_or_number(elementwise.sign, lambda v: float((v > 0) - (v < 0))),
+                     floor=_on_tensor_or_number(elementwise.floor, lambda v: float(math.floor(v))),
+                     sigmoid=_on_tensor_or_number(elementwise.sigmoid, elementwise.sigmoid_of_number),
                      within=_within, zero_base=_zero_base, is_zero=_is_zero,
-                     floor_div=lambda x, y: (ops.elementwise.floor_div_op(x, y) if Tensor in (type(x), type(y))
-                                             else ops.elementwise.floor_div(x, y)))
+                     floor_div=lambda x, y: (elementwise.floor_div_op(x, y) if Tensor in (type(x), type(y))
+                                             else elementwise.floor_div(x, y)))
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds
@@ -463,7 +466,7 @@ def elementwise_vjp(opdef):
                 mask = eval(selection, env)
                 kept = mask._array() != 0 if type(mask) is Tensor else mask != 0
                 if not (type(kept) is bool and kept):
-                    gi = ops.where(kept, gi, 0.0)
+                    gi = where(kept, gi, 0.0)
             # an input that broadcast to the output gets its gradient summed back
             grads.append(sum_to(gi, getattr(ctx, shape)))
         return tuple(grads)
