@@ -25,24 +25,25 @@ __all__ = ["dot", "mv", "mm", "bmm", "matmul", "outer", "einsum"]
 # The forward products call np.dot, not @: the same BLAS call and result,
 # 0.7 us sooner on small matrices (np.matmul's ufunc machinery). The native
 # VJPs accumulate each product into the adjoint with one BLAS call
-# (`add_product`, in the generated sweep), transposes as flags.
+# (`add_product`, in the generated sweep), transposes as flags, on the flat
+# arrays seen as matrices by `shaped` (the sweep's, without reshape's checks).
 
 def _mm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k, n = xsh[0], xsh[1], ysh[1]
-    G2 = G.reshape((m, n))
+    G2 = shaped(G, (m, n))
     if GA.size:
-        add_product(GA.reshape((m, k)), G2, False, Y.reshape((k, n)), True)
+        add_product(shaped(GA, (m, k)), G2, False, shaped(Y, (k, n)), True)
     if GB.size:
-        add_product(GB.reshape((k, n)), X.reshape((m, k)), True, G2, False)
+        add_product(shaped(GB, (k, n)), shaped(X, (m, k)), True, G2, False)
 
 
 def _mv_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k = xsh[0], xsh[1]
-    G2 = G.reshape((m, 1))
+    G2 = shaped(G, (m, 1))
     if GA.size:
-        add_product(GA.reshape((m, k)), G2, False, Y.reshape((1, k)), False)
+        add_product(shaped(GA, (m, k)), G2, False, shaped(Y, (1, k)), False)
     if GB.size:
-        add_product(GB.reshape((k, 1)), X.reshape((m, k)), True, G2, False)
+        add_product(shaped(GB, (k, 1)), shaped(X, (m, k)), True, G2, False)
 
 
 def _dot_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -55,14 +56,14 @@ def _dot_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 def _bmm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     b, m, k, n = xsh[0], xsh[1], xsh[2], ysh[2]
-    G3 = G.reshape((b, m, n))
-    X3 = X.reshape((b, m, k))
-    Y3 = Y.reshape((b, k, n))
+    G3 = shaped(G, (b, m, n))
+    X3 = shaped(X, (b, m, k))
+    Y3 = shaped(Y, (b, k, n))
     for i in range(b):
         if GA.size:
-            add_product(GA.reshape((b, m, k))[i], G3[i], False, Y3[i], True)
+            add_product(shaped(GA, (b, m, k))[i], G3[i], False, Y3[i], True)
         if GB.size:
-            add_product(GB.reshape((b, k, n))[i], X3[i], True, G3[i], False)
+            add_product(shaped(GB, (b, k, n))[i], X3[i], True, G3[i], False)
 
 
 def _need(ctx, k, fn):

@@ -308,6 +308,7 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans, node_state):
         pending = _add_into_number_grads(tp, rows, flat_grads, spans)
     ops = tp.m_op
     dest = [0] * len(rows)
+    in_place = False
     rest = []
     for k, r in pending:
         owner = tp.tensor_at(r) if ops[r] == LEAF else _retained_tensor(tp, r)
@@ -319,10 +320,11 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans, node_state):
             if (type(value) is np.ndarray and value.dtype == float64 and value.flags.c_contiguous
                     and value.size == spans[k + 1] - spans[k]):
                 dest[k] = id(value) + DATA_FIELD
+                in_place = True
                 _changing_in_place(grad)
                 continue
         rest.append((owner, k, r))
-    if len(rest) < len(rows):
+    if in_place:
         _sweep.add_into(flat_grads, offsets, np.array(dest, np.int64))
     for owner, k, r in rest:  # flat_grads is the scratch: each .grad gets a copy
         g = _hooked(tp, r, _flat_grad(tp, r, flat_grads, spans[k], spans[k + 1], True), node_state)

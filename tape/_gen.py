@@ -67,7 +67,9 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
         missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
         if missing:
             return ERR_KERNELS, missing, 0, 0, 0, scratch[:0]
-%(adj_init)s    top = roots.max() if roots.size else -1
+%(adj_init)s    top = -1  # the highest root (a loop: roots.max() is a second of compile)
+    for i in range(roots.size):
+        top = max(top, roots[i])
     # the captured, visited and released rows go to the tape's scratch rows
     # (`work`, one per list, as long as the tape): an array reassigned inside
     # the loop costs reference counting on every row (measured: 30 ns/row),
@@ -232,8 +234,13 @@ _SWEEP_VARIANTS = {
                        "            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,\n"
                        "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf,\n"
                        "                        kernels)"),
+        # element by element: a slice assignment's shape check formats its
+        # error message with Numba's string code, a second of compile
         gather=("            elif i in adj:\n"
-                "                grads[offsets[k]:offsets[k + 1]] = adj[i]\n")),
+                "                src = adj[i]\n"
+                "                lo = offsets[k]\n"
+                "                for j in range(src.size):\n"
+                "                    grads[lo + j] = src[j]\n")),
     # The same walk for tapes holding only 0-d elementwise rows: it compiles
     # without the tensor path, so a scalar program's first backward on a new
     # machine is quick.
@@ -280,6 +287,17 @@ _dgemm = types.ExternalFunction("tape_dgemm", types.void(
     types.CPointer(types.int64), types.CPointer(types.float64), types.CPointer(types.float64),
     types.CPointer(types.int64)))
 _NO_TRANSPOSE, _TRANSPOSE = ord("N"), ord("T")
+_ONE_BITS = 0x3FF0000000000000  # the float64 1.0
+
+
+@_jit
+def shaped(a, shape):
+    """The flat C-contiguous float64 array `a` seen with `shape` (as many
+    elements), for kernels' matrices: a.reshape checks the size and formats
+    its error message with Numba's string code, about a second of a new
+    machine's first backward. The view owns nothing: `a` must outlive it, as
+    a kernel's arguments do."""
+    return carray(_f64_at(a.ctypes.data), shape)
 
 
 @_jit
@@ -293,14 +311,14 @@ def add_product(C, A, ta, B, tb):
     k = A.shape[0] if ta else A.shape[1]
     if p == 0 or q == 0 or k == 0:
         return
-    # m n k ldb lda ldc, then 1.0 (alpha and beta), then the two flags
+    # m n k ldb lda ldc, then 1.0 (alpha and beta), then the two flags, as
+    # bytes 56 and 57 (written as int64 bits, little-endian, Note [Which
+    # BLAS]: views of the buffer as float64 and uint8 took 0.4 s to compile)
     args = np.empty(8, np.int64)
     args[0], args[1], args[2] = q, p, k
     args[3], args[4], args[5] = B.shape[1], A.shape[1], q
-    args[6:7].view(np.float64)[0] = 1.0
-    flags = args[7:8].view(np.uint8)
-    flags[0] = _TRANSPOSE if tb else _NO_TRANSPOSE
-    flags[1] = _TRANSPOSE if ta else _NO_TRANSPOSE
+    args[6] = _ONE_BITS
+    args[7] = (_TRANSPOSE if tb else _NO_TRANSPOSE) | (_TRANSPOSE if ta else _NO_TRANSPOSE) << 8
     at = args.ctypes.data
     _dgemm(_u8_at(at + 56), _u8_at(at + 57), _i64_at(at), _i64_at(at + 8), _i64_at(at + 16),
            _f64_at(at + 48), _f64_at(B.ctypes.data), _i64_at(at + 24), _f64_at(A.ctypes.data),
@@ -511,27 +529,26 @@ def _missing_kernels(op, ndim, lo, hi, kernels, out):
     """Write into `out` the kernels (kind * len(OPCODES) + opcode) that rows
     lo:hi need and `kernels` lacks, each once; return how many. (`kernels`
     is shared by every thread's sweeps: it is only read here.)"""
-    listed = np.zeros(3 * NOPS, np.bool_)
     n = 0
     for r in range(lo, hi):
         o = op[r]
         if o <= CONST:
             continue
         if ndim[r] == 0 and ELEMENTWISE[o]:
-            n = _list_missing(SCALAR_A, o, UNIT_A[o] == 0.0, kernels, listed, out, n)
-            n = _list_missing(SCALAR_B, o, HAS_B[o] and UNIT_B[o] == 0.0, kernels, listed, out, n)
+            first, last = SCALAR_A, (SCALAR_B if HAS_B[o] else SCALAR_A)
         else:
-            n = _list_missing(TENSOR, o, REFUSES[o] == 0, kernels, listed, out, n)
-    return n
-
-
-@_jit_inline
-def _list_missing(kind, o, needed, kernels, listed, out, n):
-    k = kind * NOPS + o
-    if needed and kernels[kind, o] == 0 and not listed[k]:
-        listed[k] = True
-        out[n] = k
-        n += 1
+            first = last = TENSOR
+        for kind in range(first, last + 1):
+            if kernels[kind, o] != 0 or (REFUSES[o] != 0 if kind == TENSOR else
+                                         (UNIT_A[o] if kind == SCALAR_A else UNIT_B[o]) != 0.0):
+                continue  # loaded, or none needed (a constant partial, a refused op)
+            k = kind * NOPS + o
+            listed = False
+            for q in range(n):  # a few at most: only an op's first use misses its kernels
+                listed = listed or out[q] == k
+            if not listed:
+                out[n] = k
+                n += 1
     return n
 
 

@@ -18,7 +18,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "f9e8fbb096f48ce7"
+REGISTRY_DIGEST = "c7155c558eefad08"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -68,6 +68,17 @@ _dgemm = types.ExternalFunction("tape_dgemm", types.void(
     types.CPointer(types.int64), types.CPointer(types.float64), types.CPointer(types.float64),
     types.CPointer(types.int64)))
 _NO_TRANSPOSE, _TRANSPOSE = ord("N"), ord("T")
+_ONE_BITS = 0x3FF0000000000000  # the float64 1.0
+
+
+@_jit
+def shaped(a, shape):
+    """The flat C-contiguous float64 array `a` seen with `shape` (as many
+    elements), for kernels' matrices: a.reshape checks the size and formats
+    its error message with Numba's string code, about a second of a new
+    machine's first backward. The view owns nothing: `a` must outlive it, as
+    a kernel's arguments do."""
+    return carray(_f64_at(a.ctypes.data), shape)
 
 
 @_jit
@@ -81,14 +92,14 @@ def add_product(C, A, ta, B, tb):
     k = A.shape[0] if ta else A.shape[1]
     if p == 0 or q == 0 or k == 0:
         return
-    # m n k ldb lda ldc, then 1.0 (alpha and beta), then the two flags
+    # m n k ldb lda ldc, then 1.0 (alpha and beta), then the two flags, as
+    # bytes 56 and 57 (written as int64 bits, little-endian, Note [Which
+    # BLAS]: views of the buffer as float64 and uint8 took 0.4 s to compile)
     args = np.empty(8, np.int64)
     args[0], args[1], args[2] = q, p, k
     args[3], args[4], args[5] = B.shape[1], A.shape[1], q
-    args[6:7].view(np.float64)[0] = 1.0
-    flags = args[7:8].view(np.uint8)
-    flags[0] = _TRANSPOSE if tb else _NO_TRANSPOSE
-    flags[1] = _TRANSPOSE if ta else _NO_TRANSPOSE
+    args[6] = _ONE_BITS
+    args[7] = (_TRANSPOSE if tb else _NO_TRANSPOSE) | (_TRANSPOSE if ta else _NO_TRANSPOSE) << 8
     at = args.ctypes.data
     _dgemm(_u8_at(at + 56), _u8_at(at + 57), _i64_at(at), _i64_at(at + 8), _i64_at(at + 16),
            _f64_at(at + 48), _f64_at(B.ctypes.data), _i64_at(at + 24), _f64_at(A.ctypes.data),
@@ -299,27 +310,26 @@ def _missing_kernels(op, ndim, lo, hi, kernels, out):
     """Write into `out` the kernels (kind * len(OPCODES) + opcode) that rows
     lo:hi need and `kernels` lacks, each once; return how many. (`kernels`
     is shared by every thread's sweeps: it is only read here.)"""
-    listed = np.zeros(3 * NOPS, np.bool_)
     n = 0
     for r in range(lo, hi):
         o = op[r]
         if o <= CONST:
             continue
         if ndim[r] == 0 and ELEMENTWISE[o]:
-            n = _list_missing(SCALAR_A, o, UNIT_A[o] == 0.0, kernels, listed, out, n)
-            n = _list_missing(SCALAR_B, o, HAS_B[o] and UNIT_B[o] == 0.0, kernels, listed, out, n)
+            first, last = SCALAR_A, (SCALAR_B if HAS_B[o] else SCALAR_A)
         else:
-            n = _list_missing(TENSOR, o, REFUSES[o] == 0, kernels, listed, out, n)
-    return n
-
-
-@_jit_inline
-def _list_missing(kind, o, needed, kernels, listed, out, n):
-    k = kind * NOPS + o
-    if needed and kernels[kind, o] == 0 and not listed[k]:
-        listed[k] = True
-        out[n] = k
-        n += 1
+            first = last = TENSOR
+        for kind in range(first, last + 1):
+            if kernels[kind, o] != 0 or (REFUSES[o] != 0 if kind == TENSOR else
+                                         (UNIT_A[o] if kind == SCALAR_A else UNIT_B[o]) != 0.0):
+                continue  # loaded, or none needed (a constant partial, a refused op)
+            k = kind * NOPS + o
+            listed = False
+            for q in range(n):  # a few at most: only an op's first use misses its kernels
+                listed = listed or out[q] == k
+            if not listed:
+                out[n] = k
+                n += 1
     return n
 
 
@@ -541,7 +551,9 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
     ian = carray(_i64_at(ian.ctypes.data), (ian.size,))
     pool = carray(_i64_at(pool.ctypes.data), (pool.size,))
     dt = carray(_i8_at(dt.ctypes.data), (dt.size,))
-    top = roots.max() if roots.size else -1
+    top = -1  # the highest root (a loop: roots.max() is a second of compile)
+    for i in range(roots.size):
+        top = max(top, roots[i])
     # the captured, visited and released rows go to the tape's scratch rows
     # (`work`, one per list, as long as the tape): an array reassigned inside
     # the loop costs reference counting on every row (measured: 30 ns/row),
@@ -688,7 +700,10 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             if ndim[i] == 0:
                 grads[offsets[k]] = sadj[i]
             elif i in adj:
-                grads[offsets[k]:offsets[k + 1]] = adj[i]
+                src = adj[i]
+                lo = offsets[k]
+                for j in range(src.size):
+                    grads[lo + j] = src[j]
             else:  # reached, but no gradient flowed into it
                 grads[offsets[k]:offsets[k + 1]] = 0.0
     return status, bad, ncaps, nvisited, nreleased, grads
@@ -723,7 +738,9 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
         if missing:
             return ERR_KERNELS, missing, 0, 0, 0, scratch[:0]
-    top = roots.max() if roots.size else -1
+    top = -1  # the highest root (a loop: roots.max() is a second of compile)
+    for i in range(roots.size):
+        top = max(top, roots[i])
     # the captured, visited and released rows go to the tape's scratch rows
     # (`work`, one per list, as long as the tape): an array reassigned inside
     # the loop costs reference counting on every row (measured: 30 ns/row),
@@ -3893,11 +3910,11 @@ def _k_triu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_
 @_jit
 def _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k, n = xsh[0], xsh[1], ysh[1]
-    G2 = G.reshape((m, n))
+    G2 = shaped(G, (m, n))
     if GA.size:
-        add_product(GA.reshape((m, k)), G2, False, Y.reshape((k, n)), True)
+        add_product(shaped(GA, (m, k)), G2, False, shaped(Y, (k, n)), True)
     if GB.size:
-        add_product(GB.reshape((k, n)), X.reshape((m, k)), True, G2, False)
+        add_product(shaped(GB, (k, n)), shaped(X, (m, k)), True, G2, False)
 
 
 def _k_mm(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
@@ -3907,11 +3924,11 @@ def _k_mm(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p,
 @_jit
 def _vjp_mv(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k = xsh[0], xsh[1]
-    G2 = G.reshape((m, 1))
+    G2 = shaped(G, (m, 1))
     if GA.size:
-        add_product(GA.reshape((m, k)), G2, False, Y.reshape((1, k)), False)
+        add_product(shaped(GA, (m, k)), G2, False, shaped(Y, (1, k)), False)
     if GB.size:
-        add_product(GB.reshape((k, 1)), X.reshape((m, k)), True, G2, False)
+        add_product(shaped(GB, (k, 1)), shaped(X, (m, k)), True, G2, False)
 
 
 def _k_mv(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
@@ -3934,14 +3951,14 @@ def _k_dot(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p
 @_jit
 def _vjp_bmm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     b, m, k, n = xsh[0], xsh[1], xsh[2], ysh[2]
-    G3 = G.reshape((b, m, n))
-    X3 = X.reshape((b, m, k))
-    Y3 = Y.reshape((b, k, n))
+    G3 = shaped(G, (b, m, n))
+    X3 = shaped(X, (b, m, k))
+    Y3 = shaped(Y, (b, k, n))
     for i in range(b):
         if GA.size:
-            add_product(GA.reshape((b, m, k))[i], G3[i], False, Y3[i], True)
+            add_product(shaped(GA, (b, m, k))[i], G3[i], False, Y3[i], True)
         if GB.size:
-            add_product(GB.reshape((b, k, n))[i], X3[i], True, G3[i], False)
+            add_product(shaped(GB, (b, k, n))[i], X3[i], True, G3[i], False)
 
 
 def _k_bmm(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
