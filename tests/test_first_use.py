@@ -1,6 +1,7 @@
 """First use on a new machine: the native cache is keyed by every native
 source (Note [Native cache]), and a compile says so on stderr once (Note
 [Compile notice]). Each test runs tape in fresh processes."""
+import ast
 import os
 import pathlib
 import shutil
@@ -49,7 +50,7 @@ def test_an_edit_of_a_helper_the_kernels_call_is_compiled_not_loaded_stale(tmp_p
     assert edited != text
     vecmath.write_text(edited)
     after = _run(copy, SIN_GRADIENT).stdout
-    assert [2 * g for g in eval(before)] == eval(after)
+    assert [2 * g for g in ast.literal_eval(before)] == ast.literal_eval(after)
 
 
 def test_a_compile_prints_one_line_saying_so_and_a_warm_start_prints_nothing(tmp_path):
