@@ -406,7 +406,9 @@ def log_softmax(input, dim, dtype=None):
         x, d = _softmax_input("log_softmax", input, dim, dtype)
         a = x._array().reshape(x.shape or (1,))
         z = a - _finite_max(a, d)
-        return _softmax_op(_LOG_SOFTMAX, x, d, z - quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True)))
+        # quiet: a +inf logit gives inf - inf there, nan as in PyTorch, with no NumPy warning
+        log_sum = quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True))
+        return _softmax_op(_LOG_SOFTMAX, x, d, quiet(np.subtract, z, log_sum))
     except BatchedArgumentError:  # Note [Batched tape functions]
         return batched_call(log_softmax, input, dim, dtype)
 

@@ -252,3 +252,13 @@ def test_xlogy_of_float64_and_float32_computes_in_float64():
     x = tape.tensor([0.5], dtype=tape.float64)
     y = tape.tensor([0.5], dtype=tape.float32)
     assert tape.xlogy(x, y).tolist() == [0.5 * math.log(0.5)]
+
+
+def test_log_softmax_of_a_row_holding_inf_warns_nothing():
+    # the suite turns warnings into errors; the values are README's rule (the
+    # limit at the finite entries, nan at the infinite one)
+    x = tape.tensor([[1.0, math.inf, 2.0]], requires_grad=True)
+
+    out = tape.log_softmax(x, dim=1)
+
+    assert str(out.tolist()) == "[[-inf, nan, -inf]]"
