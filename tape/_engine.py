@@ -201,11 +201,14 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=N
     if sweep in _called and (not targeted or _sweep.mark_leads in _called):
         status, bad, ncaps, nvisited, nreleased, grads = _sweep_loading_kernels(
             tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch)
-    else:  # Note [Compile notice]
-        what = ([f"the native backward sweep of {'0-d tensors' if scalar else 'tensors'} and its graph's kernels"]
-                if sweep not in _called else []) + (
-                ["autograd.grad's graph walk"] if targeted and _sweep.mark_leads not in _called else [])
-        with compiling(" and ".join(what), (0 if sweep in _called else 3 if scalar else 10) + 1):
+    else:  # Note [Compile notice]: what this call may compile first, and about how long
+        parts = []
+        if sweep not in _called:
+            parts.append((f"the native backward sweep of {'0-d tensors' if scalar else 'tensors'} "
+                          "and its graph's kernels", 3 if scalar else 10))
+        if targeted and _sweep.mark_leads not in _called:
+            parts.append(("autograd.grad's graph walk", 1))
+        with compiling(" and ".join(what for what, _ in parts), sum(seconds for _, seconds in parts)):
             status, bad, ncaps, nvisited, nreleased, grads = _sweep_loading_kernels(
                 tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch)
         _called.update((sweep, _sweep.mark_leads) if targeted else (sweep,))
