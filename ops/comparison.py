@@ -4,8 +4,10 @@ results are bool or int64 tensors (allclose and equal: Python bools), which
 are constants: nothing is recorded."""
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._dtypes import promoted, scalar_type_name
-from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
 from tape._record import broadcast_shapes, operand_value
 from tape._tensor import Tensor, new_tensor, wrap_value
 
@@ -19,13 +21,7 @@ def _comparison(ufunc, name):
     def compare(input, other):
         if isinstance(input, Tensor) and isinstance(other, Tensor):
             broadcast_shapes(input.shape, other.shape)  # PyTorch's error text on a mismatch
-        try:
-            return new_tensor(wrap_value(np.asarray(ufunc(*promoted(operand_value(input), operand_value(other))))))
-        except (TypeError, BatchedArgumentError):
-            # a batched operand: NumPy refuses it (it has no __array_ufunc__)
-            if isinstance(input, BatchedTensor) or isinstance(other, BatchedTensor):
-                return batched_call(compare, input, other)  # Note [Batched tape functions]
-            raise
+        return new_tensor(wrap_value(np.asarray(ufunc(*promoted(operand_value(input), operand_value(other))))))
     compare.__name__ = name
     return compare
 
@@ -150,3 +146,20 @@ for _name, _fn in {"eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}.i
     setattr(Tensor, f"__{_name}__", _operator(_fn))
 for _name in ("isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "nonzero", "count_nonzero"):
     setattr(Tensor, _name, globals()[_name])
+
+
+# transitional declarations (issue 19 in progress)
+declare(eq, name='eq', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(ne, name='ne', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(lt, name='lt', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(le, name='le', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(gt, name='gt', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(ge, name='ge', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(isnan, name='isnan', signature='input, *, out=None', methods=(), batch=NO_RULE)
+declare(isinf, name='isinf', signature='input, *, out=None', methods=(), batch=NO_RULE)
+declare(isfinite, name='isfinite', signature='input', methods=(), batch=NO_RULE)
+declare(isclose, name='isclose', signature='input, other, rtol=1e-05, atol=1e-08, equal_nan=False', methods=(), batch=NO_RULE)
+declare(allclose, name='allclose', signature='input, other, rtol=1e-05, atol=1e-08, equal_nan=False', methods=(), batch=NO_RULE)
+declare(equal, name='equal', signature='input, other', methods=(), batch=NO_RULE)
+declare(nonzero, name='nonzero', signature='input, *, out=None, as_tuple=False', methods=(), batch=NO_RULE)
+declare(count_nonzero, name='count_nonzero', signature='input, dim=None', methods=(), batch=NO_RULE)

@@ -11,20 +11,14 @@ import numpy as np
 
 from tape import _vecmath
 from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, promoted, result_type, scalar_type_name
-from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
+from tape._batched import elementwise
 from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
 from tape._registry import defop, native_helper
 from tape._tape import state
-from tape._tensor import Tensor, new_tensor, wrap_value
+from tape._tensor import Tensor, check_device, new_tensor, refuse_half_grad, wrap_value
+from tape._tensor import device as _Device
 
-__all__ = ["add", "sub", "mul", "div", "true_divide", "neg", "reciprocal", "pow", "remainder", "floor_divide",
-           "clamp", "clamp_min", "clamp_max",
-           "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "sqrt", "abs", "sign", "floor", "square",
-           "clone", "to", "ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh",
-           "acosh", "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2",
-           "erf", "silu", "gelu", "softplus", "absolute", "negative", "subtract", "multiply", "divide", "arccos",
-           "arcsin", "arctan", "arctan2", "clip", "xlogy", "hypot", "logaddexp", "lerp"]
-
+from ops._declare import declare, exports
 
 def sigmoid_of_number(x):
     if x >= 0:
@@ -87,8 +81,19 @@ def _float64_kernel(kernel, ufunc, numpy_simd=None):
     return forward
 
 
-def _unary(name, grad_fn, partial, scalar, array):
-    return unary(defop(name, grad_fn, 1, partials=(partial,)), scalar, array)
+# PyTorch's signatures of the elementwise functions
+_UNARY = "input, *, out=None"
+_BINARY = "input, other, *, out=None"
+
+
+def _unary(name, grad_fn, partial, scalar, array, *, public=True, inplace=True, signature=_UNARY, **declaration):
+    """An elementwise op of one input: its row, and when `public` its
+    declaration (Note [Op declarations]): tape.<name>, Tensor.<name> and,
+    with `inplace`, Tensor.<name>_."""
+    op = unary(defop(name, grad_fn, 1, partials=(partial,)), scalar, array)
+    if public:
+        declare(op, signature=signature, inplace=inplace, batch=elementwise, **declaration)
+    return op
 
 
 def _binary(name, grad_fn, partials, scalar, array):
@@ -112,13 +117,16 @@ def _subtract(x, y):
 
 
 _sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract)
-mul = _binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply)
+mul = declare(_binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply), signature=_BINARY,
+              methods=("mul", "__mul__", "__rmul__"), aliases=("multiply",), operands=2, batch=elementwise)
 # y's partial reads x and y, not out, as PyTorch's does: a later in-place
 # change to the quotient does not spoil the division's backward
 # -x / y / y, not -x / (y * y), as PyTorch's: its own derivatives stay 0, not
 # 0 * inf, where y is infinite, and y * y does not overflow first
 div = _binary("div", "DivBackward0", ("1 / y", "-x / y / y"),
               operator.truediv, np.true_divide)
+declare(div, signature=_BINARY, methods=("div", "__truediv__"), aliases=("divide",), operands=2, batch=elementwise)
+declare(div, name="true_divide", signature=_BINARY, methods=(), operands=2, batch=elementwise)
 true_divide = div
 def _negative(x):
     if x.dtype == np.bool_:
@@ -127,7 +135,8 @@ def _negative(x):
     return np.negative(x)
 
 
-neg = _unary("neg", "NegBackward0", "-1", operator.neg, _negative)
+neg = _unary("neg", "NegBackward0", "-1", operator.neg, _negative, aliases=("negative",),
+             methods=("neg", "__neg__"))
 def _reciprocal_array(x):
     # integers and bools give the default float dtype, as in PyTorch (1 / 0 is inf)
     return np.reciprocal(x) if x.dtype.kind == "f" else np.true_divide(1, x, dtype=get_default_dtype())
@@ -261,7 +270,8 @@ relu = _unary("relu", "ReluBackward0", "step(out)",
               lambda x: x * 1.0 if x > 0 or x != x else math.fabs(0.0),
               _refusing_bool(_relu_array, RuntimeError("Boolean inputs not supported for relu")))
 sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt)
-abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, _not_for_bool("abs_cpu", np.abs))
+abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, _not_for_bool("abs_cpu", np.abs), aliases=("absolute",),
+             methods=("abs", "__abs__"))
 
 
 def _sign_scalar(x):
@@ -286,7 +296,7 @@ floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)),
 # relu's partial (PyTorch's threshold_backward); not public
 # 1 at nan, where relu's backward (its one use) keeps the gradient in PyTorch
 step = _unary("step", "StepBackward0", "0", lambda x: float(not x <= 0),
-              lambda x: (~(x <= 0)).astype(x.dtype))
+              lambda x: (~(x <= 0)).astype(x.dtype), public=False)
 
 
 def _integer_rounding(ufunc):
@@ -300,7 +310,7 @@ trunc = _unary("trunc", "TruncBackward0", "0", lambda x: float(math.trunc(x)),
                _not_for_bool("trunc_vml_cpu", _integer_rounding(np.trunc)))
 # half to even, as Python's round, NumPy's and PyTorch's
 _round = _unary("round", "RoundBackward0", "0", lambda x: float(builtins.round(x)),
-                _not_for_bool("round_vml_cpu", _integer_rounding(np.round)))
+                _not_for_bool("round_vml_cpu", _integer_rounding(np.round)), public=False)
 # to `decimals` places as PyTorch computes it, x * 10**d rounded, over 10**d
 # (NumPy's formula too; Python's round(x, d) rounds the exact decimal instead)
 def _round_to(x, decimals):
@@ -313,14 +323,10 @@ _round_decimals = _with_constant("round_decimals", "RoundBackward1", "0",
                                  lambda x, d: float(np.round(x, int(d))), _round_to)
 
 
+@declare(signature="input, *, decimals=0, out=None", batch=elementwise)
 def round(input, *, decimals=0):
     """Round half to even, to `decimals` decimal places."""
-    try:
-        return _round(input) if decimals == 0 else _round_decimals(input, decimals)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(round, input, decimals=decimals)
-
-
+    return _round(input) if decimals == 0 else _round_decimals(input, decimals)
 def _maximum_scalar(x, y):
     return (x if x >= y or x != x else y) * 1.0  # nan wins, as in PyTorch
 
@@ -336,10 +342,12 @@ maximum = _binary("maximum", "MaximumBackward0",
                   ("1 - within(x, -1e309, y) + 0.5 * within(x, y, y)",
                    "1 - within(y, -1e309, x) + 0.5 * within(y, x, x)"),
                   _maximum_scalar, np.maximum)
+declare(maximum, signature=_BINARY, operands=2, batch=elementwise)
 minimum = _binary("minimum", "MinimumBackward0",
                   ("1 - within(x, y, 1e309) + 0.5 * within(x, y, y)",
                    "1 - within(y, x, 1e309) + 0.5 * within(y, x, x)"),
                   _minimum_scalar, np.minimum)
+declare(minimum, signature=_BINARY, operands=2, batch=elementwise)
 # PyTorch takes 1 / (x^2 + y^2) to be 0 where it is inf: the gradient at the
 # origin (or where the squares underflow) is 0, not nan
 atan2 = _binary("atan2", "Atan2Backward0",
@@ -348,6 +356,7 @@ atan2 = _binary("atan2", "Atan2Backward0",
                 math.atan2, np.arctan2)
 
 
+declare(atan2, signature=_BINARY, aliases=("arctan2",), operands=2, batch=elementwise)
 def _erf_array(x):
     """erf in x's float dtype (integers and bools in the default one, by unary)."""
     out = np.empty(x.shape)
@@ -355,7 +364,7 @@ def _erf_array(x):
     return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
 
 
-erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf, _erf_array)
+erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf, _erf_array, inplace=False)
 
 
 def _silu_scalar(x):
@@ -364,7 +373,7 @@ def _silu_scalar(x):
 
 # x * sigmoid(x), PyTorch's torch.nn.functional.silu
 silu = _unary("silu", "SiluBackward0", "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", _silu_scalar,
-              lambda x: x * _sigmoid_array(x))
+              lambda x: x * _sigmoid_array(x), inplace=False, signature="input")
 
 
 def _gelu_scalar(x):
@@ -386,26 +395,22 @@ def _gelu_tanh_array(x):
 
 _gelu = _unary("gelu", "GeluBackward0",
                "0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x)",
-               _gelu_scalar, _gelu_array)
+               _gelu_scalar, _gelu_array, public=False)
 _gelu_tanh = _unary("gelu_tanh", "GeluBackward0",
                     "0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * "
                     "(1 - tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)) ** 2) * 0.7978845608028654 * "
-                    "(1 + 0.134145 * x * x)", _gelu_tanh_scalar, _gelu_tanh_array)
+                    "(1 + 0.134145 * x * x)", _gelu_tanh_scalar, _gelu_tanh_array, public=False)
 
 
+@declare(signature="input, *, approximate='none', out=None", batch=elementwise)
 def gelu(input, *, approximate="none"):
     """x times the standard normal CDF of x (PyTorch's torch.nn.functional.gelu);
     approximate="tanh" is its tanh approximation."""
-    try:
-        if approximate == "none":
-            return _gelu(input)
-        if approximate == "tanh":
-            return _gelu_tanh(input)
-        raise RuntimeError("approximate argument must be either none or tanh.")
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(gelu, input, approximate=approximate)
-
-
+    if approximate == "none":
+        return _gelu(input)
+    if approximate == "tanh":
+        return _gelu_tanh(input)
+    raise RuntimeError("approximate argument must be either none or tanh.")
 # softplus of u = beta x: u above the threshold, else log(1 + exp(u)); the
 # threshold rides as the constant operand y. Its gradient is sigmoid(u) below
 # the threshold and 1 above, as PyTorch's
@@ -422,24 +427,20 @@ _softplus = _with_constant("softplus", "SoftplusBackward0",
                            _softplus_scalar, _softplus_array)
 
 
+@declare(signature="input, beta=1, threshold=20, *, out=None", batch=elementwise)
 def softplus(input, beta=1.0, threshold=20.0):
     """log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's
     torch.nn.functional.softplus)."""
-    try:
-        if beta == 1:
-            return _softplus(input, threshold)
-        return _softplus(input * beta, threshold) / beta
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(softplus, input, beta, threshold)
-
-
+    if beta == 1:
+        return _softplus(input, threshold)
+    return _softplus(input * beta, threshold) / beta
 # the rest of the elementwise functions of one input; each partial is written
 # with the functions that native partials have (sin, cos, exp, log, sqrt, tanh)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 tan = _unary("tan", "TanBackward0", "1 + out * out", math.tan, np.tan)
-asin = _unary("asin", "AsinBackward0", "1 / sqrt(1 - x * x)", math.asin, np.arcsin)
-acos = _unary("acos", "AcosBackward0", "-1 / sqrt(1 - x * x)", math.acos, np.arccos)
-atan = _unary("atan", "AtanBackward0", "1 / (1 + x * x)", math.atan, np.arctan)
+asin = _unary("asin", "AsinBackward0", "1 / sqrt(1 - x * x)", math.asin, np.arcsin, aliases=("arcsin",))
+acos = _unary("acos", "AcosBackward0", "-1 / sqrt(1 - x * x)", math.acos, np.arccos, aliases=("arccos",))
+atan = _unary("atan", "AtanBackward0", "1 / (1 + x * x)", math.atan, np.arctan, aliases=("arctan",))
 sinh = _unary("sinh", "SinhBackward0", "(exp(x) + exp(-x)) * 0.5", math.sinh, np.sinh)
 cosh = _unary("cosh", "CoshBackward0", "(exp(x) - exp(-x)) * 0.5", math.cosh, np.cosh)
 asinh = _unary("asinh", "AsinhBackward0", "1 / sqrt(x * x + 1)", math.asinh, np.arcsinh)
@@ -453,7 +454,7 @@ log1p = _unary("log1p", "Log1PBackward0", "1 / (x + 1)", math.log1p, np.log1p)
 rsqrt = _unary("rsqrt", "RsqrtBackward0", "-0.5 * out * out * out", lambda x: 1.0 / math.sqrt(x),
                lambda x: 1.0 / np.sqrt(x))
 square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square)
-clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy)
+clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy, inplace=False, signature="input")
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
 
 
@@ -496,6 +497,7 @@ _rxlogy_number = _with_constant("xlogy_scalar_self", "XlogyBackward1", "y / x",
                                 lambda x, c: _xlogy_scalar(c, x), lambda x, c: _xlogy_array(c, x))
 
 
+@declare(signature=_BINARY, operands=2, batch=elementwise)
 def xlogy(input, other):
     """input * log(other), and 0 where input is 0 (unless other is nan).
 
@@ -530,6 +532,7 @@ hypot.__doc__ = """sqrt(input ** 2 + other ** 2), without overflow.
     >>> tape.hypot(tape.tensor([3.]), tape.tensor([4.])).tolist()
     [5.0]
     """
+declare(hypot, signature=_BINARY, operands=2, batch=elementwise)
 
 
 def _logaddexp_scalar(x, y):
@@ -554,6 +557,7 @@ logaddexp.__doc__ = """log(exp(input) + exp(other)), without overflow.
     >>> tape.logaddexp(tape.tensor([1000.]), tape.tensor([1000.]))
     tensor([1000.6931])
     """
+declare(logaddexp, signature=_BINARY, operands=2, batch=elementwise)
 
 
 def _lerp_array(x, y, w):
@@ -564,6 +568,7 @@ def _lerp_array(x, y, w):
 _LERP = defop("lerp", "LerpBackward0", 2, partials=("1 - p", "p"))
 
 
+@declare(signature="input, end, weight, *, out=None", operands=3, batch=elementwise)
 def lerp(input, end, weight):
     """input + weight * (end - input), computed from the nearer end.
 
@@ -610,6 +615,7 @@ def _scaled(other, alpha, tensors):
     return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
 
 
+@declare(signature="input, other, *, alpha=1, out=None", operands=2, batch=elementwise)
 def add(input, other, *, alpha=1):
     """input + alpha * other, broadcasting like NumPy.
 
@@ -617,20 +623,13 @@ def add(input, other, *, alpha=1):
     >>> tape.add(tape.tensor([1., 2.]), 1)
     tensor([2., 3.])
     """
-    try:
-        return _add(input, _scaled(other, alpha, (input, other)))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(add, input, other, alpha=alpha)
-
-
+    return _add(input, _scaled(other, alpha, (input, other)))
+@declare(signature="input, other, *, alpha=1, out=None", operands=2, batch=elementwise)
+@declare(name="subtract", signature="input, other, alpha=1, *, out=None", operands=2, batch=elementwise)
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcasting like NumPy."""
-    try:
-        return _sub(input, _scaled(other, alpha, (input, other)))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(sub, input, other, alpha=alpha)
-
-
+    return _sub(input, _scaled(other, alpha, (input, other)))
+@declare(signature="input, exponent, *, out=None", methods=("pow", "__pow__"), operands=2, batch=elementwise)
 def pow(x, exponent):
     """x ** exponent. A number exponent gives PowBackward0, a tensor one PowBackward1.
 
@@ -638,17 +637,12 @@ def pow(x, exponent):
     >>> tape.pow(tape.tensor(3.0), 2)
     tensor(9.)
     """
-    try:
-        x, exponent = python_number(x), python_number(exponent)
-        if isinstance(x, Tensor) and type(exponent) in _NUMBER:
-            return _pow_number(x, exponent)
-        if type(x) in _NUMBER and isinstance(exponent, Tensor):
-            return _rpow_number(exponent, x)
-        return _pow_tensor(x, exponent)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(pow, x, exponent)
-
-
+    x, exponent = python_number(x), python_number(exponent)
+    if isinstance(x, Tensor) and type(exponent) in _NUMBER:
+        return _pow_number(x, exponent)
+    if type(x) in _NUMBER and isinstance(exponent, Tensor):
+        return _rpow_number(exponent, x)
+    return _pow_tensor(x, exponent)
 # clamp's bounds are numbers: the lower rides as the constant y, the upper as
 # p (an absent one is infinite); its gradient passes where lo <= x <= hi
 _CLAMP = {kind: defop(name, grad_fn, 1, partials=("within(x, y, p)",)) for kind, name, grad_fn in (
@@ -663,6 +657,7 @@ def _clamp_scalar(x, lo, hi):
     return (hi if v > hi else v) * 1.0
 
 
+@declare(signature="input, min=None, max=None, *, out=None", aliases=("clip",), operands=3, batch=elementwise)
 def clamp(x, min=None, max=None):
     """x limited to [min, max] (either bound may be None).
 
@@ -670,26 +665,13 @@ def clamp(x, min=None, max=None):
     >>> tape.clamp(tape.tensor([-1.0, 0.5, 2.0]), 0.0, 1.0)
     tensor([0.0000, 0.5000, 1.0000])
     """
-    try:
-        return _clamp(x, min, max, "both")
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(clamp, x, min, max)
-
-
+    return _clamp(x, min, max, "both")
+@declare(signature="input, min, *, out=None", operands=2, batch=elementwise)
 def clamp_min(x, min):
-    try:
-        return _clamp(x, min, None, "min")
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(clamp_min, x, min)
-
-
+    return _clamp(x, min, None, "min")
+@declare(signature="input, max, *, out=None", operands=2, batch=elementwise)
 def clamp_max(x, max):
-    try:
-        return _clamp(x, None, max, "max")
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(clamp_max, x, max)
-
-
+    return _clamp(x, None, max, "max")
 # a tensor bound is an op of x and the bound: g goes to x where it is within the
 # bound (ties included), to the bound where x is beyond it. clamp_min and
 # clamp_max are PyTorch's ClampMin/MaxBackward1; clamp() with tensor bounds is
@@ -738,21 +720,18 @@ def _clamp(x, min, max, kind):
     return record(_CLAMP[kind], out, (x, None), c=lo, p=hi)
 
 
+@declare(methods=(), operands=2, batch=elementwise)
 def to(x, dtype):
     """A copy converted to `dtype` (differentiable between float dtypes)."""
-    try:
-        dtype = as_dtype(dtype)
-        if x.dtype == dtype:
-            return x
-        out = wrap_value(x._array().astype(dtype))
-        if x._rg and state.tape.grad_enabled and dtype.kind == "f":
-            return record(_to_copy, out, (x,))
-        return new_tensor(out)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(to, x, dtype)
-
-
-# NumPy's and PyTorch's other names of the same ops: the same functions, so the same nodes
+    dtype = as_dtype(dtype)
+    if x.dtype == dtype:
+        return x
+    out = wrap_value(x._array().astype(dtype))
+    if x._rg and state.tape.grad_enabled and dtype.kind == "f":
+        return record(_to_copy, out, (x,))
+    return new_tensor(out)
+# NumPy's and PyTorch's other names of the same ops (declared with them): the
+# same functions, so the same nodes
 absolute, negative, subtract, multiply, divide = abs, neg, sub, mul, div
 arccos, arcsin, arctan, arctan2, clip = acos, asin, atan, atan2, clamp
 
@@ -760,6 +739,7 @@ arccos, arcsin, arctan, arctan2, clip = acos, asin, atan, atan2, clamp
 _NUMBER = (int, float)
 
 
+@declare(function=False, methods=("__rsub__",), operands=2, batch=elementwise)
 def _rsub(x, y):
     y = python_number(y)
     if type(y) in _NUMBER:
@@ -769,6 +749,7 @@ def _rsub(x, y):
     return _sub(y, x)
 
 
+@declare(signature=_BINARY, methods=("remainder", "__mod__"), operands=2, batch=elementwise)
 def remainder(input, other):
     """input % other, the result taking other's sign (Python's and PyTorch's rule).
 
@@ -777,19 +758,14 @@ def remainder(input, other):
     tensor([1.5000, 1.0000])
     """
     x, y = input, other
-    try:
-        if type(x) is Tensor and type(y) in _NUMBER:
-            return _remainder_number(x, y)
-        if type(x) in _NUMBER and type(y) is Tensor:
-            out = wrap_value(quiet(_remainder_array, x, y._value))
-            if y._rg and state.tape.grad_enabled:
-                return record(_RREMAINDER, out, (None, y))
-            return new_tensor(out)
-        return _remainder(x, y)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(remainder, x, y)
-
-
+    if type(x) is Tensor and type(y) in _NUMBER:
+        return _remainder_number(x, y)
+    if type(x) in _NUMBER and type(y) is Tensor:
+        out = wrap_value(quiet(_remainder_array, x, y._value))
+        if y._rg and state.tape.grad_enabled:
+            return record(_RREMAINDER, out, (None, y))
+        return new_tensor(out)
+    return _remainder(x, y)
 # a number % a tensor: PyTorch records it with a node whose backward raises
 _RREMAINDER = defop("rremainder", "NotImplemented", 2,
                     not_differentiable="derivative for aten::remainder is not implemented")
@@ -800,27 +776,22 @@ _FLOOR_DIVIDE = defop("floor_divide", "NotImplemented", 2,
                       not_differentiable="derivative for aten::floor_divide is not implemented")
 
 
+@declare(signature=_BINARY, methods=("floor_divide", "__floordiv__"), operands=2, batch=elementwise)
 def floor_divide(input, other):
     """input // other, rounded toward minus infinity. As in PyTorch, the result of an
     input that requires grad requires grad, and a backward through it raises."""
     x, y = input, other
-    try:
-        if type(x) is not Tensor and type(y) is not Tensor:
-            raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "
-                            f"{type(y).__name__}")
-        xv, yv = promoted(operand_value(x), operand_value(y))
-        broadcast_shapes(np.shape(xv), np.shape(yv))  # PyTorch's error text
-        _integer_divisor_check(xv, yv)
-        out = wrap_value(quiet(np.floor_divide, xv, yv))
-        rgx, rgy = requires_grad(x), requires_grad(y)
-        if (rgx or rgy) and state.tape.grad_enabled:
-            return record(_FLOOR_DIVIDE, out, (x if rgx else None, y if rgy else None))
-        return new_tensor(out)
-    except (TypeError, BatchedArgumentError):
-        # a batched operand: NumPy refuses it (it has no __array_ufunc__)
-        if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
-            return batched_call(floor_divide, x, y)  # Note [Batched tape functions]
-        raise
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        raise TypeError(f"floor_divide(): expected a Tensor, got {type(x).__name__} and "
+                        f"{type(y).__name__}")
+    xv, yv = promoted(operand_value(x), operand_value(y))
+    broadcast_shapes(np.shape(xv), np.shape(yv))  # PyTorch's error text
+    _integer_divisor_check(xv, yv)
+    out = wrap_value(quiet(np.floor_divide, xv, yv))
+    rgx, rgy = requires_grad(x), requires_grad(y)
+    if (rgx or rgy) and state.tape.grad_enabled:
+        return record(_FLOOR_DIVIDE, out, (x if rgx else None, y if rgy else None))
+    return new_tensor(out)
 
 
 def requires_grad(v):
@@ -828,41 +799,80 @@ def requires_grad(v):
     return isinstance(v, Tensor) and v._rg
 
 
+@declare(function=False, methods=("__rtruediv__",), operands=2, batch=elementwise)
 def _rdiv(x, y):
     # c / x is reciprocal(x) * c, as in PyTorch (grad_fn MulBackward0)
     y = python_number(y)
     return mul(reciprocal(x), y) if type(y) in _NUMBER else div(y, x)
 
 
+@declare(function=False, methods=("__rpow__",), operands=2, batch=elementwise)
 def _rpow(x, y):
     return pow(y, x)
 
 
 # c + x and c * x keep the tensor first, as PyTorch's __radd__ and __rmul__ do
 # (next_functions of 2 * x is ((AccumulateGrad, 0), (None, 0)))
-for _name, _fn in {"__add__": _add, "__radd__": _add, "__sub__": _sub, "__rsub__": _rsub,
-                   "__mul__": mul, "__rmul__": mul, "__truediv__": div,
-                   "__rtruediv__": _rdiv, "__pow__": pow, "__rpow__": _rpow, "__neg__": neg,
-                   "__mod__": remainder, "__rmod__": lambda x, y: remainder(y, x),
-                   "__floordiv__": floor_divide, "__rfloordiv__": lambda x, y: floor_divide(y, x),
-                   "remainder": remainder, "floor_divide": floor_divide,
-                   "__abs__": abs, "add": add, "sub": sub, "mul": mul, "div": div, "neg": neg,
-                   "pow": pow, "exp": exp, "log": log, "sin": sin, "cos": cos, "tanh": tanh,
-                   "sigmoid": sigmoid, "relu": relu, "sqrt": sqrt, "abs": abs, "sign": sign, "floor": floor,
-                   "square": square,
-                   "reciprocal": reciprocal, "clamp": clamp, "clamp_min": clamp_min,
-                   "clamp_max": clamp_max, "clip": clamp, "absolute": abs, "negative": neg, "subtract": sub,
-                   "multiply": mul, "divide": div, "arccos": acos, "arcsin": asin, "arctan": atan,
-                   "arctan2": atan2, "xlogy": xlogy, "hypot": hypot, "logaddexp": logaddexp, "lerp": lerp,
-                   "type_as": lambda self, other: to(self, other.dtype),
-                   "clone": clone, "to": to}.items():
-    setattr(Tensor, _name, _fn)
-for _name in ("ceil", "trunc", "round", "tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-              "atanh", "exp2", "expm1", "log2", "log10", "log1p", "rsqrt", "maximum", "minimum", "atan2",
-              "erf", "silu", "gelu", "softplus"):
-    setattr(Tensor, _name, globals()[_name])
-Tensor.float = lambda self: to(self, np.float32)
-Tensor.double = lambda self: to(self, np.float64)
-Tensor.long = lambda self: to(self, np.int64)
-Tensor.int = lambda self: to(self, np.int32)
-Tensor.bool = lambda self: to(self, np.bool_)
+# x + y and x - y: the ops without alpha. c + x and c * x keep the tensor
+# first, as PyTorch's __radd__ and __rmul__ do (next_functions of 2 * x is
+# ((AccumulateGrad, 0), (None, 0)))
+declare(_add, function=False, methods=("__add__", "__radd__"), operands=2, batch=elementwise)
+declare(_sub, function=False, methods=("__sub__",), operands=2, batch=elementwise)
+
+
+@declare(function=False, methods=("__rmod__",), operands=2, batch=elementwise)
+def _rremainder(x, y):
+    return remainder(y, x)
+
+
+@declare(function=False, methods=("__rfloordiv__",), operands=2, batch=elementwise)
+def _rfloor_divide(x, y):
+    return floor_divide(y, x)
+
+
+def _to_dtype(name, dtype):
+    def method(self):
+        return to(self, dtype)
+    method.__name__ = name
+    declare(method, function=False, batch=elementwise)
+
+
+for _name, _dtype in (("float", np.float32), ("double", np.float64), ("long", np.int64), ("int", np.int32),
+                      ("bool", np.bool_)):
+    _to_dtype(_name, _dtype)
+
+
+@declare(function=False, operands=2, batch=elementwise)
+def type_as(self, other):
+    return to(self, other.dtype)
+
+
+@declare(name="to", function=False, operands=2, batch=elementwise)
+def tensor_to(self, *args, device=None, dtype=None, non_blocking=False, copy=False, memory_format=None):
+    """`Tensor.to` with PyTorch's three forms: `to(dtype)`, `to(device=None,
+    dtype=None)` and `to(other)` (other's dtype and device); `copy=True`
+    copies even when nothing changes.
+
+    >>> import tape
+    >>> tape.ones(2).to("cpu", tape.float32)
+    tensor([1., 1.], dtype=tape.float32)
+    """
+    where = device
+    if args and isinstance(args[0], Tensor):
+        where, dtype = args[0].device, args[0].dtype
+    elif args and isinstance(args[0], (str, _Device, int)):
+        where = args[0]
+        dtype = args[1] if len(args) > 1 else dtype
+    elif args:
+        dtype = args[0]
+    check_device(where)
+    if dtype is None:
+        return self.clone() if copy else self
+    dtype = as_dtype(dtype)
+    if self._rg and state.tape.grad_enabled:
+        refuse_half_grad(dtype)
+    out = to(self, dtype)
+    return self.clone() if copy and out is self else out
+
+
+__all__ = exports(globals())

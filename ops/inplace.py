@@ -8,6 +8,9 @@ import sys
 
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._dtypes import scalar_type_name
 from tape._factories import rand, randn
 from tape._grad_mode import no_grad
@@ -527,3 +530,13 @@ for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_
                    "__imod__": remainder_, "floor_divide_": floor_divide_, "clamp_": clamp_,
                    "__ifloordiv__": floor_divide_, "__setitem__": setitem}.items():
     setattr(Tensor, _name, _fn)
+
+
+# transitional declarations (issue 19 in progress)
+declare(add_, name='add_', signature=None, methods=(), batch=NO_RULE)
+declare(sub_, name='sub_', signature=None, methods=(), batch=NO_RULE)
+declare(mul_, name='mul_', signature=None, methods=(), batch=NO_RULE)
+declare(div_, name='div_', signature=None, methods=(), batch=NO_RULE)
+declare(zero_, name='zero_', signature='input', methods=(), batch=NO_RULE)
+declare(fill_, name='fill_', signature='input, value', methods=(), batch=NO_RULE)
+declare(masked_fill_, name='masked_fill_', signature=None, methods=(), batch=NO_RULE)

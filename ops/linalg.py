@@ -8,8 +8,10 @@ import math
 
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
-from tape._batched import BatchedArgumentError, batched_call
 from tape._record import broadcast_shapes, record
 from tape._registry import SAVES_X, SAVES_Y, defop
 from tape._tape import state
@@ -109,78 +111,53 @@ def _check_float(name, x, y):
 def dot(input, tensor):
     """Inner product of two 1-D tensors."""
     x, y = input, tensor  # PyTorch's names, the formulas' short ones
-    try:
-        if x.ndim != 1 or y.ndim != 1:
-            raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
-        if x.shape != y.shape:
-            raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have the "
-                               "same number of elements, but got %d and %d elements respectively"
-                               % (x.shape[0], y.shape[0], x.shape[0], y.shape[0]))
-        _check_float("dot", x, y)
-        return _product(_DOT, x, y, wrap_value(np.dot(x._value, y._value)))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(dot, x, y)
-
-
+    if x.ndim != 1 or y.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
+    if x.shape != y.shape:
+        raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have the "
+                           "same number of elements, but got %d and %d elements respectively"
+                           % (x.shape[0], y.shape[0], x.shape[0], y.shape[0]))
+    _check_float("dot", x, y)
+    return _product(_DOT, x, y, wrap_value(np.dot(x._value, y._value)))
 def mv(input, vec):
     """Matrix (m, k) times vector (k,)."""
     x, y = input, vec  # PyTorch's names, the formulas' short ones
-    try:
-        if x.ndim != 2 or y.ndim != 1:
-            raise RuntimeError(f"vector + matrix @ vector expected, got 1, {x.ndim}, {y.ndim}")
-        if x.shape[1] != y.shape[0]:
-            raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
-                               f"vec ({y.shape[0]})")
-        _check_float("mv", x, y)
-        return _product(_MV, x, y, np.dot(x._value, y._value))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(mv, x, y)
-
-
+    if x.ndim != 2 or y.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {x.ndim}, {y.ndim}")
+    if x.shape[1] != y.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
+                           f"vec ({y.shape[0]})")
+    _check_float("mv", x, y)
+    return _product(_MV, x, y, np.dot(x._value, y._value))
 def mm(input, mat2):
     """Matrix (m, k) times matrix (k, n)."""
     x, y = input, mat2  # PyTorch's names, the formulas' short ones
-    try:
-        if x.ndim != 2:
-            raise RuntimeError("self must be a matrix")
-        if y.ndim != 2:
-            raise RuntimeError("mat2 must be a matrix")
-        if x.shape[1] != y.shape[0]:
-            raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
-                               f"{y.shape[0]}x{y.shape[1]})")
-        _check_float("mm", x, y)
-        return _product(_MM, x, y, np.dot(x._value, y._value))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(mm, x, y)
-
-
+    if x.ndim != 2:
+        raise RuntimeError("self must be a matrix")
+    if y.ndim != 2:
+        raise RuntimeError("mat2 must be a matrix")
+    if x.shape[1] != y.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
+                           f"{y.shape[0]}x{y.shape[1]})")
+    _check_float("mm", x, y)
+    return _product(_MM, x, y, np.dot(x._value, y._value))
 def bmm(input, mat2):
     """Batched (b, m, k) times (b, k, n)."""
     x, y = input, mat2  # PyTorch's names, the formulas' short ones
-    try:
-        if x.ndim != 3 or y.ndim != 3:
-            raise RuntimeError("batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
-        if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
-            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                               f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}].")
-        _check_float("bmm", x, y)
-        return _product(_BMM, x, y, np.matmul(x._value, y._value))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(bmm, x, y)
-
-
+    if x.ndim != 3 or y.ndim != 3:
+        raise RuntimeError("batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
+    if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}].")
+    _check_float("bmm", x, y)
+    return _product(_BMM, x, y, np.matmul(x._value, y._value))
 def outer(input, vec2):
     """Outer product of two 1-D tensors."""
     x, y = input, vec2  # PyTorch's names, the formulas' short ones
-    try:
-        for name, t in (("self", x), ("vec2", y)):
-            if t.ndim != 1:
-                raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
-        return unsqueeze(x, 1) * unsqueeze(y, 0)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(outer, x, y)
-
-
+    for name, t in (("self", x), ("vec2", y)):
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+    return unsqueeze(x, 1) * unsqueeze(y, 0)
 def matmul(input, other):
     """Matrix product with NumPy's rules: 1-D operands are promoted, batch
     dims broadcast.
@@ -190,45 +167,40 @@ def matmul(input, other):
     [3.0, 3.0]
     """
     x, y = input, other  # PyTorch's names, the formulas' short ones
-    try:
-        if not isinstance(y, Tensor) or not isinstance(x, Tensor):
-            raise TypeError("matmul(): argument 'other' must be Tensor")
-        xv, yv = x._value, y._value
-        # the common case first, with mm's checks folded into one test
-        if (type(xv) is np.ndarray and type(yv) is np.ndarray and xv.ndim == 2 and yv.ndim == 2
-                and xv.shape[1] == yv.shape[0] and xv.dtype == yv.dtype):
-            return _product(_MM, x, y, np.dot(xv, yv))
-        if x.ndim == 0 or y.ndim == 0:
-            raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
-                               f"and {y.ndim}D")
-        if x.ndim == 1 and y.ndim == 1:
-            return dot(x, y)
-        if x.ndim == 2 and y.ndim == 1:
-            return mv(x, y)
-        if x.ndim == 2 and y.ndim == 2:
-            return mm(x, y)
-        if x.ndim == 1 and y.ndim == 2:
-            return squeeze(mm(unsqueeze(x, 0), y), 0)
-        xb = unsqueeze(x, 0) if x.ndim == 1 else x
-        yb = unsqueeze(y, -1) if y.ndim == 1 else y
-        batch = broadcast_shapes(xb.shape[:-2], yb.shape[:-2])
-        m, k, n = xb.shape[-2], xb.shape[-1], yb.shape[-1]
-        nb = int(np.prod(batch))
-        if k != yb.shape[-2]:  # as bmm of the flattened batch reports it
-            raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
-                               f"[{nb}, {k}] but got: [{nb}, {yb.shape[-2]}].")
-        x3 = reshape(expand(xb, batch + (m, k)), (nb, m, k))
-        y3 = reshape(expand(yb, batch + (k, n)), (nb, k, n))
-        out = reshape(bmm(x3, y3), batch + (m, n))
-        if x.ndim == 1:
-            out = squeeze(out, -2)
-        if y.ndim == 1:
-            out = squeeze(out, -1)
-        return out
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(matmul, x, y)
-
-
+    if not isinstance(y, Tensor) or not isinstance(x, Tensor):
+        raise TypeError("matmul(): argument 'other' must be Tensor")
+    xv, yv = x._value, y._value
+    # the common case first, with mm's checks folded into one test
+    if (type(xv) is np.ndarray and type(yv) is np.ndarray and xv.ndim == 2 and yv.ndim == 2
+            and xv.shape[1] == yv.shape[0] and xv.dtype == yv.dtype):
+        return _product(_MM, x, y, np.dot(xv, yv))
+    if x.ndim == 0 or y.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
+                           f"and {y.ndim}D")
+    if x.ndim == 1 and y.ndim == 1:
+        return dot(x, y)
+    if x.ndim == 2 and y.ndim == 1:
+        return mv(x, y)
+    if x.ndim == 2 and y.ndim == 2:
+        return mm(x, y)
+    if x.ndim == 1 and y.ndim == 2:
+        return squeeze(mm(unsqueeze(x, 0), y), 0)
+    xb = unsqueeze(x, 0) if x.ndim == 1 else x
+    yb = unsqueeze(y, -1) if y.ndim == 1 else y
+    batch = broadcast_shapes(xb.shape[:-2], yb.shape[:-2])
+    m, k, n = xb.shape[-2], xb.shape[-1], yb.shape[-1]
+    nb = int(np.prod(batch))
+    if k != yb.shape[-2]:  # as bmm of the flattened batch reports it
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{nb}, {k}] but got: [{nb}, {yb.shape[-2]}].")
+    x3 = reshape(expand(xb, batch + (m, k)), (nb, m, k))
+    y3 = reshape(expand(yb, batch + (k, n)), (nb, k, n))
+    out = reshape(bmm(x3, y3), batch + (m, n))
+    if x.ndim == 1:
+        out = squeeze(out, -2)
+    if y.ndim == 1:
+        out = squeeze(out, -1)
+    return out
 def einsum(equation, *operands):
     """Einstein summation (`"ij,jk->ik"`, `"bij,bjk->bik"`, `"ii->i"`,
     `"...ij->...ji"`), as PyTorch's: repeated labels of one operand take the
@@ -347,3 +319,13 @@ Tensor.__matmul__ = matmul
 Tensor.__rmatmul__ = _rmatmul
 for _name, _fn in {"dot": dot, "mv": mv, "mm": mm, "bmm": bmm, "matmul": matmul, "outer": outer}.items():
     setattr(Tensor, _name, _fn)
+
+
+# transitional declarations (issue 19 in progress)
+declare(dot, name='dot', signature='input, tensor, *, out=None', methods=(), batch=NO_RULE)
+declare(mv, name='mv', signature='input, vec, *, out=None', methods=(), batch=NO_RULE)
+declare(mm, name='mm', signature='input, mat2, *, out=None', methods=(), batch=NO_RULE)
+declare(bmm, name='bmm', signature='input, mat2, *, out=None', methods=(), batch=NO_RULE)
+declare(matmul, name='matmul', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(outer, name='outer', signature='input, vec2, *, out=None', methods=(), batch=NO_RULE)
+declare(einsum, name='einsum', signature=None, methods=(), batch=NO_RULE)

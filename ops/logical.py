@@ -3,8 +3,10 @@ bool and integer tensors (the logical ones any dtype) and their results are
 constants: nothing is recorded, as nothing is differentiable."""
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._dtypes import get_default_dtype, scalar_type_name
-from tape._batched import BatchedArgumentError, BatchedTensor, batched_call
 from tape._record import broadcast_shapes, operand_value
 from tape._tensor import Tensor, new_tensor
 
@@ -36,13 +38,7 @@ def _bitwise(ufunc, kernel):
         _refuse_floats(kernel, input, other)
         if isinstance(input, Tensor) and isinstance(other, Tensor):
             broadcast_shapes(input.shape, other.shape)  # PyTorch's error text on a mismatch
-        try:
-            return _result(ufunc(operand_value(input), operand_value(other)))
-        except TypeError:
-            # a batched operand: NumPy refuses it (it has no __array_ufunc__)
-            if isinstance(input, BatchedTensor) or isinstance(other, BatchedTensor):
-                return batched_call(op, input, other)  # Note [Batched tape functions]
-            raise
+        return _result(ufunc(operand_value(input), operand_value(other)))
     op.__name__ = kernel
     return op
 
@@ -59,13 +55,8 @@ def bitwise_not(input):
     >>> tape.bitwise_not(tape.tensor([True, False]))
     tensor([False,  True])
     """
-    try:
-        _refuse_floats("bitwise_not", input)
-        return _result(np.invert(input._array()))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(bitwise_not, input)
-
-
+    _refuse_floats("bitwise_not", input)
+    return _result(np.invert(input._array()))
 def _invert(input):
     if input.dtype.kind == "f":
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type tensors")
@@ -74,14 +65,11 @@ def _invert(input):
 
 def _logical(ufunc, name):
     def op(input, other):
-        try:
-            if not isinstance(other, Tensor):
-                raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
-                                f"{type(other).__name__}")
-            broadcast_shapes(input.shape, other.shape)
-            return _result(ufunc(input._array(), other._array()))
-        except BatchedArgumentError:  # Note [Batched tape functions]
-            return batched_call(op, input, other)
+        if not isinstance(other, Tensor):
+            raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
+                            f"{type(other).__name__}")
+        broadcast_shapes(input.shape, other.shape)
+        return _result(ufunc(input._array(), other._array()))
     op.__name__ = name
     return op
 
@@ -92,22 +80,14 @@ logical_xor = _logical(np.logical_xor, "logical_xor")
 
 
 def logical_not(input):
-    try:
-        return _result(np.logical_not(input._array()))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(logical_not, input)
-
-
+    return _result(np.logical_not(input._array()))
 def _test_all(reduce):
     def test(input, dim=None, keepdim=False):
-        try:
-            dims = _dims(input, dim)
-            out = reduce(input._array(), axis=None if dims is None or input.ndim == 0 else dims,
-                         keepdims=keepdim)
-            # as PyTorch, uint8 in gives uint8 out (its result type before bool existed)
-            return _result(out.astype(np.uint8) if input.dtype == np.uint8 else out)
-        except BatchedArgumentError:  # Note [Batched tape functions]
-            return batched_call(test, input, dim, keepdim)
+        dims = _dims(input, dim)
+        out = reduce(input._array(), axis=None if dims is None or input.ndim == 0 else dims,
+                     keepdims=keepdim)
+        # as PyTorch, uint8 in gives uint8 out (its result type before bool existed)
+        return _result(out.astype(np.uint8) if input.dtype == np.uint8 else out)
     test.__name__ = reduce.__name__
     test.__doc__ = f"""Whether {reduce.__name__} elements are nonzero, over everything or `dim`
     (an int or a tuple), with `keepdim`."""
@@ -123,3 +103,16 @@ for _name, _fn in {"and": bitwise_and, "or": bitwise_or, "xor": bitwise_xor}.ite
     setattr(Tensor, f"__{_name}__", _operator(_fn))
     setattr(Tensor, f"__r{_name}__", _operator(_fn))  # commutative: the same result either way
 Tensor.__invert__ = _invert
+
+
+# transitional declarations (issue 19 in progress)
+declare(bitwise_and, name='bitwise_and', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(bitwise_or, name='bitwise_or', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(bitwise_xor, name='bitwise_xor', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(bitwise_not, name='bitwise_not', signature='input, *, out=None', methods=(), batch=NO_RULE)
+declare(logical_and, name='logical_and', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(logical_or, name='logical_or', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(logical_xor, name='logical_xor', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
+declare(logical_not, name='logical_not', signature='input, *, out=None', methods=(), batch=NO_RULE)
+declare(all, name='all', signature='input, dim=None, keepdim=False, *, out=None', methods=(), batch=NO_RULE)
+declare(any, name='any', signature='input, dim=None, keepdim=False, *, out=None', methods=(), batch=NO_RULE)

@@ -10,6 +10,9 @@ import collections
 
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._dtypes import scalar_type_name
 from tape._record import broadcast_shapes, op_result, quiet
 from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
@@ -425,3 +428,14 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
 Tensor.inverse = inv
 Tensor.det = det
 Tensor.slogdet = slogdet
+
+
+# transitional declarations (issue 19 in progress)
+declare(cholesky, name='cholesky', signature='input, *, upper=False, out=None', module='linalg', batch=NO_RULE)
+declare(det, name='det', signature='A, *, out=None', module='linalg', batch=NO_RULE)
+declare(inv, name='inv', signature='A, *, out=None', module='linalg', batch=NO_RULE)
+declare(slogdet, name='slogdet', signature='A, *, out=None', module='linalg', batch=NO_RULE)
+declare(solve, name='solve', signature='A, B, *, left=True, out=None', module='linalg', batch=NO_RULE)
+declare(norm, name='norm', signature='input, ord=None, dim=None, keepdim=False, *, dtype=None, out=None', module='linalg', batch=NO_RULE)
+declare(vector_norm, name='vector_norm', signature='input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None', module='linalg', batch=NO_RULE)
+declare(matrix_norm, name='matrix_norm', signature="input, ord='fro', dim=(-2, -1), keepdim=False, *, dtype=None, out=None", module='linalg', batch=NO_RULE)

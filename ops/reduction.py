@@ -8,9 +8,11 @@ import warnings
 
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
-from tape._batched import BatchedArgumentError, batched_call
 from tape._record import op_result, quiet, record
 from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
 from tape._tape import state
@@ -119,56 +121,41 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     tensor([4., 6.])
     """
     dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
-    try:
-        return _reduce(input, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, False)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(sum, input, dim, keepdim, dtype=dtype)
-
-
+    return _reduce(input, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, False)
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean of all elements, or over `dim` (an int or a tuple)."""
     if input.dtype.kind not in "fc" and dtype is None:
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a floating "
                            f"point or complex dtype. Got: {scalar_type_name(input.dtype)}")
     dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
-    try:
-        return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(mean, input, dim, keepdim, dtype=dtype)
-
-
+    return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product of all elements, or along dim (one int). Recorded as a balanced
     tree of multiplications (grad_fn MulBackward0, where PyTorch has
     ProdBackward0): its gradients are exact at zeros, to every order, where
     dividing the product by each element is not."""
-    try:
-        if dim is not None:
-            _one_dim("prod", dim)
-        x = input if dtype is None else input.to(dtype)
-        if x.dtype.kind in "bu" or x.dtype.kind == "i" and dtype is None:
-            x = x.to(np.int64)  # PyTorch's integer products are int64
-        if dim is None:
-            x, d, kept = reshape(x, (-1,)), 0, (1,) * x.ndim
-        else:
-            d = _norm_dim(dim, x.ndim)
-            kept = x.shape[:d] + (1,) + x.shape[d + 1:] if x.ndim else ()
-        if x.ndim == 0:
-            return x.clone()
-        before = (slice(None),) * d
-        n = x.shape[d]
-        if n == 0:  # the empty product, 1, computed from x: it stays in x's graph (an empty gradient)
-            x = sum(x, d, keepdim=True) + 1
-        while n > 1:
-            half = n // 2
-            paired = getitem(x, before + (slice(0, half),)) * getitem(x, before + (slice(half, 2 * half),))
-            x = cat([paired, getitem(x, before + (slice(2 * half, n),))], d) if n % 2 else paired
-            n = half + n % 2
-        return reshape(x, kept) if keepdim else reshape(x, kept[:d] + kept[d + 1:] if dim is not None else ())
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(prod, input, dim, keepdim, dtype=dtype)
-
-
+    if dim is not None:
+        _one_dim("prod", dim)
+    x = input if dtype is None else input.to(dtype)
+    if x.dtype.kind in "bu" or x.dtype.kind == "i" and dtype is None:
+        x = x.to(np.int64)  # PyTorch's integer products are int64
+    if dim is None:
+        x, d, kept = reshape(x, (-1,)), 0, (1,) * x.ndim
+    else:
+        d = _norm_dim(dim, x.ndim)
+        kept = x.shape[:d] + (1,) + x.shape[d + 1:] if x.ndim else ()
+    if x.ndim == 0:
+        return x.clone()
+    before = (slice(None),) * d
+    n = x.shape[d]
+    if n == 0:  # the empty product, 1, computed from x: it stays in x's graph (an empty gradient)
+        x = sum(x, d, keepdim=True) + 1
+    while n > 1:
+        half = n // 2
+        paired = getitem(x, before + (slice(0, half),)) * getitem(x, before + (slice(half, 2 * half),))
+        x = cat([paired, getitem(x, before + (slice(2 * half, n),))], d) if n % 2 else paired
+        n = half + n % 2
+    return reshape(x, kept) if keepdim else reshape(x, kept[:d] + kept[d + 1:] if dim is not None else ())
 def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of each output goes in equal parts to the inputs that attain it
     count = np.zeros(O.size)
@@ -216,20 +203,10 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
 
 def amax(input, dim=(), keepdim=False):
     """The largest element over `dim` (all dims by default); ties share the gradient."""
-    try:
-        return _extreme(input, dim, keepdim, np.maximum, _EXTREMES["amax"], "amax")
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(amax, input, dim, keepdim)
-
-
+    return _extreme(input, dim, keepdim, np.maximum, _EXTREMES["amax"], "amax")
 def amin(input, dim=(), keepdim=False):
     """The smallest element over `dim` (all dims by default); ties share the gradient."""
-    try:
-        return _extreme(input, dim, keepdim, np.minimum, _EXTREMES["amin"], "amin")
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(amin, input, dim, keepdim)
-
-
+    return _extreme(input, dim, keepdim, np.minimum, _EXTREMES["amin"], "amin")
 # max(dim) and min(dim) gather the element at each index, the first that
 # attains the extreme: the gradient goes there alone, as PyTorch's
 _SELECTED = {name: defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
@@ -260,14 +237,11 @@ def _max_or_min(name, of_two, ufunc, arg):
     def op(input, dim=None, keepdim=False, *, other=None):
         if other is not None:
             dim = other
-        try:
-            if isinstance(dim, Tensor):
-                return of_two(input, dim)
-            if dim is None:
-                return _extreme(input, None, False, ufunc, _EXTREMES[name + "_all"], name)
-            return _selected(input, dim, keepdim, arg, _SELECTED[name + "_dim"], result)
-        except BatchedArgumentError:  # Note [Batched tape functions]
-            return batched_call(op, input, dim, keepdim)
+        if isinstance(dim, Tensor):
+            return of_two(input, dim)
+        if dim is None:
+            return _extreme(input, None, False, ufunc, _EXTREMES[name + "_all"], name)
+        return _selected(input, dim, keepdim, arg, _SELECTED[name + "_dim"], result)
     op.__name__ = name
     op.__doc__ = (f"{name}() of all elements, {name}(dim) as (values, indices), or "
                   f"{name}(other) elementwise.")
@@ -311,21 +285,16 @@ _LOGSUMEXP = defop("logsumexp", "LogsumexpBackward0", 1, saves=SAVES_X | SAVES_O
 
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input), dim)), computed without overflow."""
-    try:
-        x = input if input.dtype.kind in "fc" else input.to(get_default_dtype())  # as PyTorch's
-        dims = _dims(x, dim)
-        a = x._array()
-        m = _finite_max(a, dims)
-        total = np.add.reduce(np.exp(a - m), axis=dims, keepdims=True)
-        value = quiet(np.log, total) + m
-        reduced = range(x.ndim) if dims is None else dims
-        if not keepdim and x.ndim:
-            value = value.reshape([d for k, d in enumerate(x.shape) if k not in reduced])
-        return op_result(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(logsumexp, input, dim, keepdim)
-
-
+    x = input if input.dtype.kind in "fc" else input.to(get_default_dtype())  # as PyTorch's
+    dims = _dims(x, dim)
+    a = x._array()
+    m = _finite_max(a, dims)
+    total = np.add.reduce(np.exp(a - m), axis=dims, keepdims=True)
+    value = quiet(np.log, total) + m
+    reduced = range(x.ndim) if dims is None else dims
+    if not keepdim and x.ndim:
+        value = value.reshape([d for k, d in enumerate(x.shape) if k not in reduced])
+    return op_result(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
 @native_helper
 def lines_along(shape, d):
     """(outer, n, inner) of the lines along dim d of a C-ordered shape: element
@@ -390,29 +359,19 @@ def _softmax_op(opdef, x, d, value):
 
 def softmax(input, dim, dtype=None):
     """exp(input) over its sum along dim."""
-    try:
-        x, d = _softmax_input("softmax", input, dim, dtype)
-        a = x._array().reshape(x.shape or (1,))
-        e = np.exp(a - _finite_max(a, d))
-        return _softmax_op(_SOFTMAX, x, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(softmax, input, dim, dtype)
-
-
+    x, d = _softmax_input("softmax", input, dim, dtype)
+    a = x._array().reshape(x.shape or (1,))
+    e = np.exp(a - _finite_max(a, d))
+    return _softmax_op(_SOFTMAX, x, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
 def log_softmax(input, dim, dtype=None):
     """input less its logsumexp along dim, as (input - max) - log(sum(exp(input - max))):
     adding the max back first would round large logits (1e10 + 1) to its ulp."""
-    try:
-        x, d = _softmax_input("log_softmax", input, dim, dtype)
-        a = x._array().reshape(x.shape or (1,))
-        z = a - _finite_max(a, d)
-        # quiet: a +inf logit gives inf - inf there, nan as in PyTorch, with no NumPy warning
-        log_sum = quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True))
-        return _softmax_op(_LOG_SOFTMAX, x, d, quiet(np.subtract, z, log_sum))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(log_softmax, input, dim, dtype)
-
-
+    x, d = _softmax_input("log_softmax", input, dim, dtype)
+    a = x._array().reshape(x.shape or (1,))
+    z = a - _finite_max(a, d)
+    # quiet: a +inf logit gives inf - inf there, nan as in PyTorch, with no NumPy warning
+    log_sum = quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True))
+    return _softmax_op(_LOG_SOFTMAX, x, d, quiet(np.subtract, z, log_sum))
 def _spread(name, input, dim, unbiased, correction):
     """(the dims reduced; their count of
     elements; the degrees of freedom: the count less Bessel's correction
@@ -508,21 +467,11 @@ def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
 
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over dim (all by default)."""
-    try:
-        return _moment(_VAR, "var", input, dim, unbiased, keepdim, correction)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(var, input, dim, unbiased, keepdim, correction=correction)
-
-
+    return _moment(_VAR, "var", input, dim, unbiased, keepdim, correction)
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation over dim (all by default); its gradient is 0
     where it is 0, as PyTorch's."""
-    try:
-        return _moment(_STD, "std", input, dim, unbiased, keepdim, correction)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(std, input, dim, unbiased, keepdim, correction=correction)
-
-
+    return _moment(_STD, "std", input, dim, unbiased, keepdim, correction)
 def _norm2_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # x / |x| times g, and 0 where the norm is 0, as PyTorch's
     for i in range(X.size):
@@ -581,44 +530,39 @@ _NORMP = defop("norm_p", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_O
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """The vector p-norm over dim (all dims by default): 2 ("fro"), 1, inf,
     -inf, 0 or any other number. The 2-norm's gradient is 0 where it is 0."""
-    try:
-        from ops.elementwise import abs as _abs
-        x = input if dtype is None else input.to(dtype)
-        if x.dtype.kind not in "fc":
-            raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
-                               f"Got {scalar_type_name(x.dtype)}")
-        if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, (int, np.integer))
-                                                        or len(dim) <= 2)):
-            from ops.matrix import matrix_norm  # as PyTorch's Tensor.norm: ops.matrix imports this module
-            return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim)
-        if p is None or p == "fro" or p == 2:
-            dims = _dims(x, dim) if dim is not None else None
-            a = x._array()
-            reduced = range(x.ndim) if dims is None else dims if x.ndim else ()
-            value = wrap_value(np.sqrt(np.add.reduce(a * a, axis=None if dims is None or not x.ndim else dims,
-                                                     keepdims=keepdim)))
-            if not (x._rg and state.tape.grad_enabled):
-                return new_tensor(value)
-            kshape = _kept_shape(x.shape, reduced)
-            return record(_NORM2, value, (x,), ints=kshape)
-        if p in (math.inf, -math.inf):
-            _refuse_empty_extreme(x, "inf" if p > 0 else "-inf", dim)
-            return (amax if p > 0 else amin)(_abs(x), () if dim is None else dim, keepdim)
-        if p == 0:  # the count of nonzeros: in x's graph, with no gradient, as PyTorch's
-            return op_result(_NORM0, sum((x != 0).to(x.dtype), dim, keepdim)._value, (x,))
-        if p == 1:
-            return sum(_abs(x), dim, keepdim)
+    from ops.elementwise import abs as _abs
+    x = input if dtype is None else input.to(dtype)
+    if x.dtype.kind not in "fc":
+        raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
+                           f"Got {scalar_type_name(x.dtype)}")
+    if isinstance(p, str) and not (p == "fro" and (dim is None or isinstance(dim, (int, np.integer))
+                                                    or len(dim) <= 2)):
+        from ops.matrix import matrix_norm  # as PyTorch's Tensor.norm: ops.matrix imports this module
+        return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim)
+    if p is None or p == "fro" or p == 2:
         dims = _dims(x, dim) if dim is not None else None
         a = x._array()
-        axis = None if dims is None or not x.ndim else dims
-        value = wrap_value(quiet(lambda: np.add.reduce(np.abs(a) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)))
+        reduced = range(x.ndim) if dims is None else dims if x.ndim else ()
+        value = wrap_value(np.sqrt(np.add.reduce(a * a, axis=None if dims is None or not x.ndim else dims,
+                                                 keepdims=keepdim)))
         if not (x._rg and state.tape.grad_enabled):
             return new_tensor(value)
-        return record(_NORMP, value, (x,), p=float(p), ints=_kept_shape(x.shape, range(x.ndim) if axis is None else axis))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(norm, input, p, dim, keepdim, dtype)
-
-
+        kshape = _kept_shape(x.shape, reduced)
+        return record(_NORM2, value, (x,), ints=kshape)
+    if p in (math.inf, -math.inf):
+        _refuse_empty_extreme(x, "inf" if p > 0 else "-inf", dim)
+        return (amax if p > 0 else amin)(_abs(x), () if dim is None else dim, keepdim)
+    if p == 0:  # the count of nonzeros: in x's graph, with no gradient, as PyTorch's
+        return op_result(_NORM0, sum((x != 0).to(x.dtype), dim, keepdim)._value, (x,))
+    if p == 1:
+        return sum(_abs(x), dim, keepdim)
+    dims = _dims(x, dim) if dim is not None else None
+    a = x._array()
+    axis = None if dims is None or not x.ndim else dims
+    value = wrap_value(quiet(lambda: np.add.reduce(np.abs(a) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)))
+    if not (x._rg and state.tape.grad_enabled):
+        return new_tensor(value)
+    return record(_NORMP, value, (x,), p=float(p), ints=_kept_shape(x.shape, range(x.ndim) if axis is None else axis))
 def _cumsum_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of a running sum is the running sum of G from the end
     outer, n, inner = lines_along(osh, ints[0])
@@ -642,19 +586,14 @@ _CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_
 
 def cumsum(input, dim, *, dtype=None):
     """The running sum along dim."""
-    try:
-        _one_dim("cumsum", dim)
-        x = input if dtype is None else input.to(dtype)
-        d = _norm_dim(dim, x.ndim)
-        if x.ndim == 0:
-            return x.clone()
-        a = x._array()
-        return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
-                         ints=(d,))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(cumsum, input, dim, dtype=dtype)
-
-
+    _one_dim("cumsum", dim)
+    x = input if dtype is None else input.to(dtype)
+    d = _norm_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return x.clone()
+    a = x._array()
+    return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
+                     ints=(d,))
 def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # PyTorch's gradient, exact at zeros: before a line's first zero z,
     # (the running sum of g * out from z back) / x; at z, the sum over j >= z
@@ -748,3 +687,21 @@ Tensor.max = max
 Tensor.min = min
 for _name in ("prod", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum", "cumprod"):
     setattr(Tensor, _name, globals()[_name])
+
+
+# transitional declarations (issue 19 in progress)
+declare(sum, name='sum', signature='input, dim=None, keepdim=False, *, dtype=None, out=None', methods=(), batch=NO_RULE)
+declare(mean, name='mean', signature='input, dim=None, keepdim=False, *, dtype=None, out=None', methods=(), batch=NO_RULE)
+declare(prod, name='prod', signature='input, dim=None, keepdim=False, *, dtype=None, out=None', methods=(), batch=NO_RULE)
+declare(amax, name='amax', signature='input, dim=(), keepdim=False, *, out=None', methods=(), batch=NO_RULE)
+declare(amin, name='amin', signature='input, dim=(), keepdim=False, *, out=None', methods=(), batch=NO_RULE)
+declare(max, name='max', signature='input, dim=None, keepdim=False, *, other=None, out=None', methods=(), batch=NO_RULE)
+declare(min, name='min', signature='input, dim=None, keepdim=False, *, other=None, out=None', methods=(), batch=NO_RULE)
+declare(logsumexp, name='logsumexp', signature='input, dim, keepdim=False, *, out=None', methods=(), batch=NO_RULE)
+declare(softmax, name='softmax', signature='input, dim, dtype=None, *, out=None', methods=(), batch=NO_RULE)
+declare(log_softmax, name='log_softmax', signature='input, dim, dtype=None, *, out=None', methods=(), batch=NO_RULE)
+declare(var, name='var', signature='input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None', methods=(), batch=NO_RULE)
+declare(std, name='std', signature='input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None', methods=(), batch=NO_RULE)
+declare(norm, name='norm', signature="input, p='fro', dim=None, keepdim=False, out=None, dtype=None", methods=(), batch=NO_RULE)
+declare(cumsum, name='cumsum', signature='input, dim, *, dtype=None, out=None', methods=(), batch=NO_RULE)
+declare(cumprod, name='cumprod', signature='input, dim, *, dtype=None, out=None', methods=(), batch=NO_RULE)

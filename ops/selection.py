@@ -8,9 +8,11 @@ import builtins
 
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._broadcast import bcast_index
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
-from tape._batched import BatchedArgumentError, batched_call
 from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import defop
 from tape._tape import state
@@ -46,27 +48,22 @@ _WHERE = defop("where", "WhereBackward0", 2, vjp=_where_vjp, native=_where_nativ
 def where(condition, input=None, other=None):
     """input where condition holds, else other (tensors or numbers, broadcast);
     where(condition) alone is the tuple of the indices where it holds."""
-    try:
-        mask = condition._array() if isinstance(condition, Tensor) else np.asarray(condition)
-        if mask.dtype != np.bool_:
-            raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with "
-                               f"dtype {scalar_type_name(mask.dtype)}")
-        if input is None and other is None:
-            return tuple(new_tensor(wrap_value(np.asarray(i, np.int64))) for i in np.nonzero(mask))
-        x, y = python_number(input), python_number(other)
-        xv = x._array() if isinstance(x, Tensor) else x
-        yv = y._array() if isinstance(y, Tensor) else y
-        shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))  # PyTorch's error
-        value = wrap_value(np.asarray(np.where(mask, xv, yv), result_type(xv, yv)))  # Note [Type promotion]
-        inputs = tuple(t if isinstance(t, Tensor) and t._rg else None for t in (x, y))
-        if not (state.tape.grad_enabled and inputs != (None, None)):
-            return new_tensor(value)
-        held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
-        return record(_WHERE, value, inputs, ints=held)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(where, condition, input, other)
-
-
+    mask = condition._array() if isinstance(condition, Tensor) else np.asarray(condition)
+    if mask.dtype != np.bool_:
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor with "
+                           f"dtype {scalar_type_name(mask.dtype)}")
+    if input is None and other is None:
+        return tuple(new_tensor(wrap_value(np.asarray(i, np.int64))) for i in np.nonzero(mask))
+    x, y = python_number(input), python_number(other)
+    xv = x._array() if isinstance(x, Tensor) else x
+    yv = y._array() if isinstance(y, Tensor) else y
+    shape = broadcast_shapes(broadcast_shapes(mask.shape, np.shape(xv)), np.shape(yv))  # PyTorch's error
+    value = wrap_value(np.asarray(np.where(mask, xv, yv), result_type(xv, yv)))  # Note [Type promotion]
+    inputs = tuple(t if isinstance(t, Tensor) and t._rg else None for t in (x, y))
+    if not (state.tape.grad_enabled and inputs != (None, None)):
+        return new_tensor(value)
+    held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
+    return record(_WHERE, value, inputs, ints=held)
 # masked_fill is where(mask, value, input) with the condition turned round, so
 # that input is the row's first input, as in PyTorch's next_functions; of a
 # number value (MaskedFillBackward0) it is the only one
@@ -141,28 +138,23 @@ _UNBIND = defop("unbind", "UnbindBackward0", 1, vjp=_strided_vjp, native=_stride
 def split(tensor, split_size, dim=0):
     """Slices of `tensor` along dim: of split_size each (the last may be
     smaller), or of the given sizes."""
-    try:
-        d = _norm_dim(dim, tensor.ndim)
-        n = tensor.shape[d]
-        if isinstance(split_size, (list, tuple)):
-            sizes = [int(k) for k in split_size]
-            if sum(sizes) != n:
-                raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
-                                   f"size at dimension {d}), but got split_sizes={sizes}")
-        else:
-            size = int(split_size)
-            if size == 0 and n != 0:
-                raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
-            sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
-        starts = np.cumsum([0] + sizes[:-1]).tolist()
-        before = (slice(None),) * d
-        op = _SPLIT_WITH_SIZES if isinstance(split_size, (list, tuple)) else _SPLIT
-        return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
-                                   for start, k in zip(starts, sizes)])
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(split, tensor, split_size, dim)
-
-
+    d = _norm_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size, (list, tuple)):
+        sizes = [int(k) for k in split_size]
+        if sum(sizes) != n:
+            raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's "
+                               f"size at dimension {d}), but got split_sizes={sizes}")
+    else:
+        size = int(split_size)
+        if size == 0 and n != 0:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got dimension size of {n}")
+        sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
+    starts = np.cumsum([0] + sizes[:-1]).tolist()
+    before = (slice(None),) * d
+    op = _SPLIT_WITH_SIZES if isinstance(split_size, (list, tuple)) else _SPLIT
+    return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
+                               for start, k in zip(starts, sizes)])
 def _views_of(name, outputs):
     """The outputs of a function that returns several views, marked so that an
     in-place op on one that requires grad raises, as in PyTorch."""
@@ -176,27 +168,17 @@ def _views_of(name, outputs):
 
 def chunk(input, chunks, dim=0):
     """input split into `chunks` slices of equal size along dim (the last may be smaller)."""
-    try:
-        if chunks <= 0:
-            raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
-        n = input.shape[_norm_dim(dim, input.ndim)]
-        if n == 0:  # PyTorch's `chunks` empty pieces
-            return split(input, [0] * chunks, dim)
-        return split(input, -(-n // chunks), dim)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(chunk, input, chunks, dim)
-
-
+    if chunks <= 0:
+        raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
+    n = input.shape[_norm_dim(dim, input.ndim)]
+    if n == 0:  # PyTorch's `chunks` empty pieces
+        return split(input, [0] * chunks, dim)
+    return split(input, -(-n // chunks), dim)
 def unbind(input, dim=0):
     """The slices of input at each index along dim, without that dim."""
-    try:
-        d = _norm_dim(dim, input.ndim)
-        return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,), recorded_as=_UNBIND)
-                                    for i in range(input.shape[d])])
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(unbind, input, dim)
-
-
+    d = _norm_dim(dim, input.ndim)
+    return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,), recorded_as=_UNBIND)
+                                for i in range(input.shape[d])])
 def _taken(name, grad_fn):
     return defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
 
@@ -215,14 +197,9 @@ def _take(opdef, x, positions):
 
 def flip(input, *dims):
     """input reversed along dims."""
-    try:
-        dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
-        positions = _flat_positions(input)
-        return _take(_FLIP, input, np.asarray(np.flip(positions, _dims(input, dims))) if dims else positions)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(flip, input, *dims)
-
-
+    dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
+    positions = _flat_positions(input)
+    return _take(_FLIP, input, np.asarray(np.flip(positions, _dims(input, dims))) if dims else positions)
 def _index_array(name, index):
     a = index._array() if isinstance(index, Tensor) else np.asarray(index)
     if a.dtype.kind not in "iu":
@@ -232,21 +209,16 @@ def _index_array(name, index):
 
 def index_select(input, dim, index):
     """The slices of input at `index` (a vector of ints) along dim."""
-    try:
-        a = _index_array("index_select", index)
-        if a.ndim > 1:
-            raise IndexError("index_select(): Index is supposed to be a vector")
-        d = _norm_dim(dim, input.ndim)
-        n = input.shape[d] if input.ndim else 1
-        bad = a[(a < 0) | (a >= n)]
-        if bad.size:
-            raise IndexError("index out of range in self")
-        return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
-                     if input.ndim else _flat_positions(input))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(index_select, input, dim, index)
-
-
+    a = _index_array("index_select", index)
+    if a.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    d = _norm_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    bad = a[(a < 0) | (a >= n)]
+    if bad.size:
+        raise IndexError("index out of range in self")
+    return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
+                 if input.ndim else _flat_positions(input))
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] for dim 0, and so on: index has
     input's number of dims, and sets the result's shape."""
@@ -264,17 +236,12 @@ def gather(input, dim, index):
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal (above it for offset > 0) of the planes of dims dim1 and dim2, as the last dim."""
-    try:
-        d1, d2 = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
-        if d1 == d2:
-            raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-        positions = np.diagonal(_flat_positions(input), offset, d1, d2)
-        return indexed_result(_take(_DIAGONAL, input, positions), input,
-                              np.unravel_index(positions, input.shape))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(diagonal, input, offset, dim1, dim2)
-
-
+    d1, d2 = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    positions = np.diagonal(_flat_positions(input), offset, d1, d2)
+    return indexed_result(_take(_DIAGONAL, input, positions), input,
+                          np.unravel_index(positions, input.shape))
 # diag of a vector places it on a diagonal of zeros: the gradient gathers g
 # from there (the index_put kernel); diag of a matrix gathers a diagonal, a
 # copy, which PyTorch records as DiagonalBackward0_copy
@@ -352,12 +319,9 @@ _TRIL = defop("tril", "TrilBackward0", 1, vjp=_triangle_vjp, native=_triangle_na
 
 def _triangle(name, opdef, keep, side):
     def op(input, diagonal=0):
-        try:
-            if input.ndim < 2:
-                raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
-            return op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),))
-        except BatchedArgumentError:  # Note [Batched tape functions]
-            return batched_call(op, input, diagonal)
+        if input.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        return op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),))
     op.__name__ = name
     op.__doc__ = f"input with the elements {'below' if name == 'triu' else 'above'} the diagonal zeroed."
     return op
@@ -371,3 +335,20 @@ Tensor.where = lambda self, condition, other: where(condition, self, other)
 for _name in ("split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
               "masked_fill", "masked_select", "diag", "trace"):
     setattr(Tensor, _name, globals()[_name])
+
+
+# transitional declarations (issue 19 in progress)
+declare(where, name='where', signature='condition, input=None, other=None, *, out=None', methods=(), batch=NO_RULE)
+declare(split, name='split', signature='tensor, split_size_or_sections, dim=0', methods=(), batch=NO_RULE)
+declare(chunk, name='chunk', signature='input, chunks, dim=0', methods=(), batch=NO_RULE)
+declare(unbind, name='unbind', signature='input, dim=0', methods=(), batch=NO_RULE)
+declare(flip, name='flip', signature='input, dims, *, out=None', methods=(), batch=NO_RULE)
+declare(index_select, name='index_select', signature='input, dim, index, *, out=None', methods=(), batch=NO_RULE)
+declare(gather, name='gather', signature='input, dim, index, *, out=None', methods=(), batch=NO_RULE)
+declare(diagonal, name='diagonal', signature='input, offset=0, dim1=0, dim2=1', methods=(), batch=NO_RULE)
+declare(triu, name='triu', signature='input, diagonal=0, *, out=None', methods=(), batch=NO_RULE)
+declare(tril, name='tril', signature='input, diagonal=0, *, out=None', methods=(), batch=NO_RULE)
+declare(masked_fill, name='masked_fill', signature='input, mask, value', methods=(), batch=NO_RULE)
+declare(masked_select, name='masked_select', signature='input, mask, *, out=None', methods=(), batch=NO_RULE)
+declare(diag, name='diag', signature='input, diagonal=0, *, out=None', methods=(), batch=NO_RULE)
+declare(trace, name='trace', signature='input, *, out=None', methods=(), batch=NO_RULE)

@@ -9,10 +9,12 @@ import weakref
 
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
-from tape._batched import BatchedArgumentError, batched_call
-from tape._record import record
+from tape._record import record, sum_to
 from tape._registry import defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
@@ -124,18 +126,6 @@ def _scatter_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         GA[i] += G[ints[i]]
 
 
-def sum_to(g, shape):
-    """Sum `g` down to `shape`, undoing a broadcast (differentiable)."""
-    shape = tuple(shape)
-    if g.shape == shape:
-        return g
-    from ops.reduction import sum as _sum
-    lead = g.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(lead + k for k, d in enumerate(shape)
-                                      if d == 1 and g.shape[lead + k] != 1)
-    return reshape(_sum(g, dims, keepdim=True), shape)
-
-
 def _reshape_vjp(ctx, g):
     return (reshape(g, ctx.x_shape),)
 
@@ -231,82 +221,52 @@ def reshape(x, *shape):
     >>> tape.arange(6.).reshape(2, 3).shape
     (2, 3)
     """
-    try:
-        shape = _infer_shape(_shape_arg(shape), x.numel())
-        if shape == x.shape:
-            return _view_result(_VIEW, x, x._value) if x._rg else x
-        return _view_result(_VIEW, x, x._array().reshape(shape))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(reshape, x, *shape)
-
-
+    shape = _infer_shape(_shape_arg(shape), x.numel())
+    if shape == x.shape:
+        return _view_result(_VIEW, x, x._value) if x._rg else x
+    return _view_result(_VIEW, x, x._array().reshape(shape))
 def view(x, *shape):
     """Like `reshape`, but only where no copy is needed (as in PyTorch)."""
+    shape = _infer_shape(_shape_arg(shape), x.numel())
+    a = x._array().view()
     try:
-        shape = _infer_shape(_shape_arg(shape), x.numel())
-        a = x._array().view()
-        try:
-            a.shape = shape
-        except AttributeError:
-            raise RuntimeError("view size is not compatible with input tensor's size and stride (at least "
-                               "one dimension spans across two contiguous subspaces). Use .reshape(...) "
-                               "instead.") from None
-        return _view_result(_VIEW, x, a)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(view, x, *shape)
-
-
+        a.shape = shape
+    except AttributeError:
+        raise RuntimeError("view size is not compatible with input tensor's size and stride (at least "
+                           "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                           "instead.") from None
+    return _view_result(_VIEW, x, a)
 def flatten(x, start_dim=0, end_dim=-1):
-    try:
-        s, e = _norm_dim(start_dim, x.ndim), _norm_dim(end_dim, x.ndim)
-        if x.ndim == 0:
-            return reshape(x, 1)
-        if s > e:
-            raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
-        shape = x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]
-        return x if shape == x.shape else reshape(x, shape)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(flatten, x, start_dim, end_dim)
-
-
+    s, e = _norm_dim(start_dim, x.ndim), _norm_dim(end_dim, x.ndim)
+    if x.ndim == 0:
+        return reshape(x, 1)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]
+    return x if shape == x.shape else reshape(x, shape)
 def squeeze(x, dim=None):
-    try:
-        if dim is None:
-            return _view_result(_SQUEEZE_ALL, x, x._array().reshape([d for d in x.shape if d != 1]))
-        dims = (dim,) if isinstance(dim, int) else tuple(dim)
-        dims = {_norm_dim(d, x.ndim) for d in dims}
-        shape = [d for k, d in enumerate(x.shape) if not (k in dims and d == 1)]
-        return _view_result(_SQUEEZE_DIM, x, x._array().reshape(shape))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(squeeze, x, dim)
-
-
+    if dim is None:
+        return _view_result(_SQUEEZE_ALL, x, x._array().reshape([d for d in x.shape if d != 1]))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    dims = {_norm_dim(d, x.ndim) for d in dims}
+    shape = [d for k, d in enumerate(x.shape) if not (k in dims and d == 1)]
+    return _view_result(_SQUEEZE_DIM, x, x._array().reshape(shape))
 def unsqueeze(x, dim):
-    try:
-        dim = _norm_dim(dim, x.ndim + 1)
-        return _view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), dim))
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(unsqueeze, x, dim)
-
-
+    dim = _norm_dim(dim, x.ndim + 1)
+    return _view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), dim))
 def permute(x, *dims):
     """x with its dimensions reordered (a view)."""
-    try:
-        if not dims:
-            raise TypeError('permute() missing 1 required positional arguments: "dims"')
-        dims = _shape_arg(dims)
-        if len(dims) != x.ndim:
-            raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
-                               f"match the length of the desired ordering of dimensions i.e. input.dim() = "
-                               f"{x.ndim} is not equal to len(dims) = {len(dims)}")
-        dims = tuple(_norm_dim(d, x.ndim) for d in dims)
-        if len(set(dims)) != len(dims):
-            raise RuntimeError("permute(): duplicate dims are not allowed.")
-        return _view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(permute, x, *dims)
-
-
+    if not dims:
+        raise TypeError('permute() missing 1 required positional arguments: "dims"')
+    dims = _shape_arg(dims)
+    if len(dims) != x.ndim:
+        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
+                           f"match the length of the desired ordering of dimensions i.e. input.dim() = "
+                           f"{x.ndim} is not equal to len(dims) = {len(dims)}")
+    dims = tuple(_norm_dim(d, x.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return _view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims)
 def _swap(x, opdef, d0, d1):
     perm = list(range(x.ndim))
     perm[d0], perm[d1] = perm[d1], perm[d0]
@@ -315,27 +275,17 @@ def _swap(x, opdef, d0, d1):
 
 def transpose(x, dim0, dim1):
     """x with dims dim0 and dim1 swapped (a view)."""
-    try:
-        d0, d1 = _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim)
-        if x.ndim == 0:
-            return _view_result(_TRANSPOSE, x, x._value, ints=())
-        return _swap(x, _TRANSPOSE, d0, d1)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(transpose, x, dim0, dim1)
-
-
+    d0, d1 = _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim)
+    if x.ndim == 0:
+        return _view_result(_TRANSPOSE, x, x._value, ints=())
+    return _swap(x, _TRANSPOSE, d0, d1)
 def t(x):
     """The transpose of a tensor of at most 2 dimensions."""
-    try:
-        if x.ndim > 2:
-            raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
-        if x.ndim < 2:
-            return _view_result(_T, x, x._value, ints=tuple(range(x.ndim)))
-        return _swap(x, _T, 0, 1)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(t, x)
-
-
+    if x.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+    if x.ndim < 2:
+        return _view_result(_T, x, x._value, ints=tuple(range(x.ndim)))
+    return _swap(x, _T, 0, 1)
 # PyTorch's deprecation warnings for x.T off matrices (0-D, and the other
 # dims), each given once per process as PyTorch gives them
 _T_DEPRECATED = (
@@ -364,47 +314,37 @@ def _mT_property(x):
 
 def expand(x, *sizes):
     """x broadcast to `sizes` (-1 keeps a dim) without copying."""
-    try:
-        sizes = _shape_arg(sizes)
-        lead = len(sizes) - x.ndim
-        if lead < 0:
-            raise RuntimeError(f"expand({x.dtype}{list(x.shape)}, size={list(sizes)}): the number of sizes "
-                               f"provided ({len(sizes)}) must be greater or equal to the number of "
-                               f"dimensions in the tensor ({x.ndim})")
-        shape = []
-        for k, s in enumerate(sizes):
-            have = x.shape[k - lead] if k >= lead else None
-            if s == -1:
-                if have is None:
-                    raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
-                                       f"non-existing dimension {k}")
-                s = have
-            elif have is not None and have != 1 and have != s:
-                raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
-                                   f"({have}) at non-singleton dimension {k}.  Target sizes: {list(sizes)}.  "
-                                   f"Tensor sizes: {list(x.shape)}")
-            shape.append(s)
-        shape = tuple(shape)
-        if shape == x.shape and not x._rg:
-            return x
-        # writable, as PyTorch's expanded storage is: a write through a part
-        # without repeated elements reaches x (_check_overlap refuses the rest)
-        value = x._array()
-        strides = np.broadcast_to(value, shape).strides
-        return _view_result(_EXPAND, x, np.lib.stride_tricks.as_strided(value, shape, strides, writeable=True),
-                            ints=shape)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(expand, x, *sizes)
-
-
+    sizes = _shape_arg(sizes)
+    lead = len(sizes) - x.ndim
+    if lead < 0:
+        raise RuntimeError(f"expand({x.dtype}{list(x.shape)}, size={list(sizes)}): the number of sizes "
+                           f"provided ({len(sizes)}) must be greater or equal to the number of "
+                           f"dimensions in the tensor ({x.ndim})")
+    shape = []
+    for k, s in enumerate(sizes):
+        have = x.shape[k - lead] if k >= lead else None
+        if s == -1:
+            if have is None:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
+                                   f"non-existing dimension {k}")
+            s = have
+        elif have is not None and have != 1 and have != s:
+            raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
+                               f"({have}) at non-singleton dimension {k}.  Target sizes: {list(sizes)}.  "
+                               f"Tensor sizes: {list(x.shape)}")
+        shape.append(s)
+    shape = tuple(shape)
+    if shape == x.shape and not x._rg:
+        return x
+    # writable, as PyTorch's expanded storage is: a write through a part
+    # without repeated elements reaches x (_check_overlap refuses the rest)
+    value = x._array()
+    strides = np.broadcast_to(value, shape).strides
+    return _view_result(_EXPAND, x, np.lib.stride_tricks.as_strided(value, shape, strides, writeable=True),
+                        ints=shape)
 def broadcast_to(x, *shape):
     """x broadcast to `shape` (a tuple, or the sizes as arguments), a view."""
-    try:
-        return expand(x, *shape)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(broadcast_to, x, *shape)
-
-
+    return expand(x, *shape)
 def _index_key(key):
     if isinstance(key, tuple):
         return tuple(_index_key(k) for k in key)
@@ -724,61 +664,51 @@ def cat(tensors, dim=0):
     >>> tape.cat([tape.ones(1, 2), tape.zeros(1, 2)]).tolist()
     [[1.0, 1.0], [0.0, 0.0]]
     """
-    try:
-        tensors = _tensor_list("cat", tensors)
-        if not tensors:
-            raise ValueError("torch.cat(): expected a non-empty list of Tensors")
-        # PyTorch's legacy rule: empty 1-D tensors are skipped (acc = cat([acc, x]) from tensor([]))
-        # in the checks of shapes; they still count in the dtype and the graph
-        given = tensors
-        joined = [t for t in tensors if t.shape != (0,)]
-        tensors = joined or tensors[:1]
-        for i, t in enumerate(tensors):
-            if t.ndim == 0:
-                raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-        first = tensors[0]
-        d = _norm_dim(dim, first.ndim)
-        for i, t in enumerate(tensors[1:], 1):
-            if t.ndim != first.ndim:
-                raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
-            for k in range(first.ndim):
-                if k != d and t.shape[k] != first.shape[k]:
-                    raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
-                                       f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in "
-                                       f"the list.")
-        if len(joined) < len(given) and joined:
-            empty = first.shape[:d] + (0,) + first.shape[d + 1:]
-            tensors = [reshape(t, empty) if t.shape == (0,) else t for t in given]
-        if len(tensors) == 1:  # a copy, still PyTorch's CatBackward0
-            x = first
-            value = wrap_value(np.array(x._array(), copy=True))
-            if x._rg and state.tape.grad_enabled:
-                return record(_CAT, value, (x, None), ints=(d, x.shape[d]))
-            return new_tensor(value)
-        return _join(tensors, d, _CAT)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(cat, tensors, dim)
-
-
+    tensors = _tensor_list("cat", tensors)
+    if not tensors:
+        raise ValueError("torch.cat(): expected a non-empty list of Tensors")
+    # PyTorch's legacy rule: empty 1-D tensors are skipped (acc = cat([acc, x]) from tensor([]))
+    # in the checks of shapes; they still count in the dtype and the graph
+    given = tensors
+    joined = [t for t in tensors if t.shape != (0,)]
+    tensors = joined or tensors[:1]
+    for i, t in enumerate(tensors):
+        if t.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+    first = tensors[0]
+    d = _norm_dim(dim, first.ndim)
+    for i, t in enumerate(tensors[1:], 1):
+        if t.ndim != first.ndim:
+            raise RuntimeError(f"Tensors must have same number of dimensions: got {first.ndim} and {t.ndim}")
+        for k in range(first.ndim):
+            if k != d and t.shape[k] != first.shape[k]:
+                raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
+                                   f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in "
+                                   f"the list.")
+    if len(joined) < len(given) and joined:
+        empty = first.shape[:d] + (0,) + first.shape[d + 1:]
+        tensors = [reshape(t, empty) if t.shape == (0,) else t for t in given]
+    if len(tensors) == 1:  # a copy, still PyTorch's CatBackward0
+        x = first
+        value = wrap_value(np.array(x._array(), copy=True))
+        if x._rg and state.tape.grad_enabled:
+            return record(_CAT, value, (x, None), ints=(d, x.shape[d]))
+        return new_tensor(value)
+    return _join(tensors, d, _CAT)
 def stack(tensors, dim=0):
     """The tensors, all of one shape, joined along a new dim `dim`."""
-    try:
-        tensors = _tensor_list("stack", tensors)
-        if not tensors:
-            raise RuntimeError("stack expects a non-empty TensorList")
-        for i, t in enumerate(tensors[1:], 1):
-            if t.shape != tensors[0].shape:
-                raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
-                                   f"at entry 0 and {list(t.shape)} at entry {i}")
-        d = _norm_dim(dim, tensors[0].ndim + 1)
-        parts = [unsqueeze(t, d) for t in tensors]
-        if len(parts) == 1:
-            return parts[0]
-        return _join(parts, d, _STACK)
-    except BatchedArgumentError:  # Note [Batched tape functions]
-        return batched_call(stack, tensors, dim)
-
-
+    tensors = _tensor_list("stack", tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, t in enumerate(tensors[1:], 1):
+        if t.shape != tensors[0].shape:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
+                               f"at entry 0 and {list(t.shape)} at entry {i}")
+    d = _norm_dim(dim, tensors[0].ndim + 1)
+    parts = [unsqueeze(t, d) for t in tensors]
+    if len(parts) == 1:
+        return parts[0]
+    return _join(parts, d, _STACK)
 swapaxes = swapdims = transpose
 
 
@@ -986,3 +916,30 @@ for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeez
     setattr(Tensor, _name, _fn)
 Tensor.T = property(_T_property)
 Tensor.mT = property(_mT_property)
+
+
+# transitional declarations (issue 19 in progress)
+declare(expand, name='expand', signature=None, methods=(), batch=NO_RULE)
+declare(broadcast_to, name='broadcast_to', signature='input, size', methods=(), batch=NO_RULE)
+declare(reshape, name='reshape', signature='input, shape', methods=(), batch=NO_RULE)
+declare(view, name='view', signature=None, methods=(), batch=NO_RULE)
+declare(flatten, name='flatten', signature='input, start_dim=0, end_dim=-1', methods=(), batch=NO_RULE)
+declare(squeeze, name='squeeze', signature='input, dim=None', methods=(), batch=NO_RULE)
+declare(unsqueeze, name='unsqueeze', signature='input, dim', methods=(), batch=NO_RULE)
+declare(permute, name='permute', signature='input, dims', methods=(), batch=NO_RULE)
+declare(transpose, name='transpose', signature='input, dim0, dim1', methods=(), batch=NO_RULE)
+declare(t, name='t', signature='input', methods=(), batch=NO_RULE)
+declare(cat, name='cat', signature='tensors, dim=0, *, out=None', methods=(), batch=NO_RULE)
+declare(stack, name='stack', signature='tensors, dim=0, *, out=None', methods=(), batch=NO_RULE)
+declare(swapaxes, name='swapaxes', signature='input, axis0, axis1', methods=(), batch=NO_RULE)
+declare(swapdims, name='swapdims', signature='input, dim0, dim1', methods=(), batch=NO_RULE)
+declare(movedim, name='movedim', signature='input, source, destination', methods=(), batch=NO_RULE)
+declare(moveaxis, name='moveaxis', signature='input, source, destination', methods=(), batch=NO_RULE)
+declare(ravel, name='ravel', signature='input', methods=(), batch=NO_RULE)
+declare(narrow, name='narrow', signature='input, dim, start, length', methods=(), batch=NO_RULE)
+declare(select, name='select', signature='input, dim, index', methods=(), batch=NO_RULE)
+declare(repeat, name='repeat', signature=None, methods=(), batch=NO_RULE)
+declare(tile, name='tile', signature='input, dims', methods=(), batch=NO_RULE)
+declare(roll, name='roll', signature='input, shifts, dims=()', methods=(), batch=NO_RULE)
+declare(hstack, name='hstack', signature='tensors, *, out=None', methods=(), batch=NO_RULE)
+declare(vstack, name='vstack', signature='tensors, *, out=None', methods=(), batch=NO_RULE)

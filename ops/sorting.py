@@ -6,6 +6,9 @@ import collections
 
 import numpy as np
 
+from ops._declare import declare
+from tape._batched import NO_RULE
+
 from tape._registry import defop
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
@@ -139,3 +142,12 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
 for _name in __all__:
     setattr(Tensor, _name, globals()[_name])
+
+
+# transitional declarations (issue 19 in progress)
+declare(argmax, name='argmax', signature='input, dim=None, keepdim=False, *, out=None', methods=(), batch=NO_RULE)
+declare(argmin, name='argmin', signature='input, dim=None, keepdim=False, *, out=None', methods=(), batch=NO_RULE)
+declare(sort, name='sort', signature='input, dim=-1, descending=False, *, stable=False, out=None', methods=(), batch=NO_RULE)
+declare(argsort, name='argsort', signature='input, dim=-1, descending=False, *, stable=False, out=None', methods=(), batch=NO_RULE)
+declare(msort, name='msort', signature='input, *, out=None', methods=(), batch=NO_RULE)
+declare(topk, name='topk', signature='input, k, dim=-1, largest=True, sorted=True, *, out=None', methods=(), batch=NO_RULE)

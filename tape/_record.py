@@ -6,14 +6,13 @@ import math
 import numpy as np
 
 from ._dtypes import float16, float32, float64, get_default_dtype, promoted
-from ._registry import SAVES_OUT, SAVES_X, SAVES_Y, lookup
+from ._registry import PARTIAL_FUNCTIONS, SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
-from ._batched import BatchedArgumentError, BatchedTensor, batched_call
 from ._tensor import Tensor, new_tensor, wrap_value
 
 __all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
-           "operand_value", "python_number"]
+           "operand_value", "python_number", "sum_to"]
 
 _NUMBER = (float, int)
 _FLOATING = (float64, float32, float16)
@@ -33,7 +32,9 @@ def python_number(v):
 
 
 def operand_value(v):
-    return value_of(v) if type(v) is Tensor else v
+    # a Tensor subclass's value is read too: a BatchedTensor's read raises
+    # (Note [Batched tensors])
+    return value_of(v) if isinstance(v, Tensor) else v
 
 
 def broadcast_shapes(sa, sb):
@@ -238,10 +239,7 @@ def unary(opdef, scalar_fn, array_fn):
     code = opdef.code
 
     def op(x):
-        try:
-            xv = x._value
-        except BatchedArgumentError:  # Note [Batched tape functions]
-            return batched_call(op, x)
+        xv = x._value
         if type(xv) is float:
             try:
                 out = scalar_fn(xv)
@@ -259,6 +257,7 @@ def unary(opdef, scalar_fn, array_fn):
             return record(opdef, out, (x,))
         return new_tensor(out)
     op.__name__ = opdef.name
+    opdef.function, opdef.number = op, scalar_fn
     return op
 
 
@@ -268,10 +267,7 @@ def with_constant(opdef, scalar_fn, array_fn):
     code = opdef.code
 
     def op(x, c):
-        try:
-            xv = x._value
-        except BatchedArgumentError:  # Note [Batched tape functions]
-            return batched_call(op, x, c)
+        xv = x._value
         if type(xv) is float:
             try:
                 out = scalar_fn(xv, c)
@@ -341,10 +337,10 @@ def binary(opdef, scalar_fn, array_fn):
         return _general(x, y)
 
     def _general(x, y):
-        tx, ty = type(x) is Tensor, type(y) is Tensor
+        # a Tensor subclass's value is read too: a BatchedTensor's read
+        # raises (Note [Batched tensors])
+        tx, ty = isinstance(x, Tensor), isinstance(y, Tensor)
         if not (tx or ty):
-            if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
-                return batched_call(op, x, y)  # Note [Batched tape functions]
             raise TypeError(f"{opdef.name}(): expected a Tensor, got {type(x).__name__} and "
                             f"{type(y).__name__}")
         return _arrays(x, y, value_of(x) if tx else x, value_of(y) if ty else y, tx, ty)
@@ -362,11 +358,6 @@ def binary(opdef, scalar_fn, array_fn):
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
             raise
-        except (TypeError, BatchedArgumentError):
-            # a batched operand: NumPy refuses it (it has no __array_ufunc__)
-            if isinstance(x, BatchedTensor) or isinstance(y, BatchedTensor):
-                return batched_call(op, x, y)  # Note [Batched tape functions]
-            raise
         rgx = tx and x._rg
         rgy = ty and y._rg
         if not ((rgx or rgy) and state.tape.grad_enabled):
@@ -382,6 +373,7 @@ def binary(opdef, scalar_fn, array_fn):
     reads_y = saves_for[0] & SAVES_Y
     reads_x = saves_for[1] & SAVES_X
     op.__name__ = opdef.name
+    opdef.function, opdef.number = op, scalar_fn
     return op
 
 
@@ -405,30 +397,32 @@ _within = _constant_mask(lambda x, lo, hi: (x >= lo) & (x <= hi))
 # log(base + zero_base) makes it so
 _zero_base = _constant_mask(lambda base, exponent: (base == 0) & (exponent >= 0))
 _is_zero = _constant_mask(lambda v: v == 0)
+_CONSTANT_MASKS = {"within": _within, "zero_base": _zero_base, "is_zero": _is_zero}
 
 
-def _on_tensor_or_number(op, math_fn):
+def _on_tensor_or_number(opdef):
     """A partial may apply a function to a constant operand, a Python float."""
-    return lambda v: op(v) if type(v) is Tensor else math_fn(v)
+    op, number = opdef.function, opdef.number
+    return lambda *v: op(*v) if Tensor in map(type, v) else number(*v)
+
+
+def sum_to(g, shape):
+    """Sum `g` down to `shape`, undoing a broadcast (differentiable)."""
+    shape = tuple(shape)
+    if g.shape == shape:
+        return g
+    lead = g.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + k for k, d in enumerate(shape)
+                                      if d == 1 and g.shape[lead + k] != 1)
+    return g.sum(dims, keepdim=True).reshape(shape)
 
 
 def elementwise_vjp(opdef):
     """The differentiable VJP of an elementwise op: g times each partial,
     evaluated with tape ops so it records when create_graph is on."""
-    # the ops themselves, not tape.<name> (their PyTorch-signature wrappers)
-    from ops import elementwise
-    from ops.selection import where
-    from ops.shape import sum_to
-    functions = {name: _on_tensor_or_number(getattr(elementwise, name), getattr(math, name))
-                 for name in ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf")}
-    # a constant operand is a float: its step, sign and floor are floats
-    functions.update(step=_on_tensor_or_number(elementwise.step, lambda v: float(not v <= 0)),
-                     sign=_on_tensor_or_number(elementwise.sign, lambda v: float((v > 0) - (v < 0))),
-                     floor=_on_tensor_or_number(elementwise.floor, lambda v: float(math.floor(v))),
-                     sigmoid=_on_tensor_or_number(elementwise.sigmoid, elementwise.sigmoid_of_number),
-                     within=_within, zero_base=_zero_base, is_zero=_is_zero,
-                     floor_div=lambda x, y: (elementwise.floor_div_op(x, y) if Tensor in (type(x), type(y))
-                                             else elementwise.floor_div(x, y)))
+    # the vocabulary's functions are the ops of their names, but the constant masks
+    functions = {name: _CONSTANT_MASKS.get(name) or _on_tensor_or_number(lookup(name))
+                 for name in PARTIAL_FUNCTIONS}
 
     # each partial is evaluated with just the operands it names: making a
     # Tensor for x, y or out costs microseconds
@@ -466,7 +460,7 @@ def elementwise_vjp(opdef):
                 mask = eval(selection, env)
                 kept = mask._array() != 0 if type(mask) is Tensor else mask != 0
                 if not (type(kept) is bool and kept):
-                    gi = where(kept, gi, 0.0)
+                    gi = gi.where(kept, 0.0)
             # an input that broadcast to the output gets its gradient summed back
             grads.append(sum_to(gi, getattr(ctx, shape)))
         return tuple(grads)

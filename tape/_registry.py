@@ -14,9 +14,12 @@ __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "NATIVE_HELPERS", "sea
 
 SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
 
-# Functions that may appear in a partial-derivative expression. Natively each
-# is `math.<name>` (or a helper in the generated sweep); differentiably it is
-# the op of the same name, looked up when the VJP runs.
+# The vocabulary of partials: the functions that may appear in a
+# partial-derivative expression. Natively each is `math.<name>` (or a helper
+# in the generated sweep); differentiably it is the op of the same name (its
+# `function`, and its scalar forward `number` on a constant operand), looked
+# up here when the VJP runs; within, zero_base and is_zero are the engine's
+# constant masks (tape/_record.py).
 PARTIAL_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf", "sigmoid", "step", "sign", "floor",
                      "floor_div", "within", "zero_base", "is_zero")
 _PARTIAL_NAMES = {"x", "y", "out", "p"}
@@ -100,6 +103,10 @@ class OpDef:
     saves_for: tuple = (0, 0)
     not_differentiable: str = None
     python_only: bool = False
+    # an elementwise op's function and scalar forward, set by tape/_record.py's
+    # factories: the vocabulary of partials reaches them here
+    function: object = field(default=None, repr=False)
+    number: object = field(default=None, repr=False)
 
     @property
     def elementwise(self):
@@ -211,6 +218,10 @@ def seal():
     """Freeze the registry into the `Op` IntEnum; called once all ops are defined."""
     global Op
     if Op is None:
+        missing = [name for name in PARTIAL_FUNCTIONS if name not in ("within", "zero_base", "is_zero")
+                   and (name not in _BY_NAME or _BY_NAME[name].function is None)]
+        if missing:
+            raise RuntimeError(f"the partials' vocabulary names no elementwise op {missing}")
         Op = enum.IntEnum("Op", {d.name.upper(): d.code for d in REGISTRY})
     return Op
 

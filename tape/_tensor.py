@@ -13,7 +13,7 @@ from ._registry import LEAF
 from . import _format
 
 __all__ = ["Tensor", "device", "check_device", "is_tensor", "numel", "is_floating_point",
-           "new_tensor", "refuse_half_grad", "wrap_value", "tensor_to"]
+           "new_tensor", "refuse_half_grad", "wrap_value"]
 
 # the device types PyTorch's device strings may name
 _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga",
@@ -682,35 +682,6 @@ def refuse_half_grad(dtype):
     computes in float32 and float64): refuse to make one that requires grad."""
     if dtype == float16:
         raise RuntimeError("tape cannot differentiate float16 (Half) tensors; use float32 or float64")
-
-
-def tensor_to(self, *args, device=None, dtype=None, non_blocking=False, copy=False,
-              memory_format=None):
-    """`Tensor.to` with PyTorch's three forms: `to(dtype)`, `to(device=None,
-    dtype=None)` and `to(other)` (other's dtype and device); `copy=True`
-    copies even when nothing changes.
-
-    >>> import tape
-    >>> tape.ones(2).to("cpu", tape.float32)
-    tensor([1., 1.], dtype=tape.float32)
-    """
-    from ops.elementwise import to
-    where = device
-    if args and isinstance(args[0], Tensor):
-        where, dtype = args[0].device, args[0].dtype
-    elif args and isinstance(args[0], (str, _Device, int)):
-        where = args[0]
-        dtype = args[1] if len(args) > 1 else dtype
-    elif args:
-        dtype = args[0]
-    check_device(where)
-    if dtype is None:
-        return self.clone() if copy else self
-    dtype = as_dtype(dtype)
-    if self._rg and state.tape.grad_enabled:
-        refuse_half_grad(dtype)
-    out = to(self, dtype)
-    return self.clone() if copy and out is self else out
 
 
 def _shape_dim(dim, ndim):

@@ -10,7 +10,7 @@ import numpy as np
 
 from .._grad_mode import no_grad
 from .._node import Node
-from .._record import record
+from .._record import broadcast_shapes, record, sum_to
 from .._registry import defop
 from .._saved import pack, unpacked
 from .._tape import HIDDEN, RETAIN, RG, anomaly, current_row, keep_trace, state, where
@@ -353,7 +353,6 @@ def _fit(g, shape, i, name):
     back (PyTorch's validate_outputs), another is an error."""
     if g.shape == shape:
         return g
-    from .._record import broadcast_shapes
     try:
         compatible = broadcast_shapes(shape, g.shape) == g.shape
     except RuntimeError:
@@ -361,7 +360,6 @@ def _fit(g, shape, i, name):
     if not compatible:
         raise RuntimeError(f"Function {name} returned an invalid gradient at index {i} - got "
                            f"{list(g.shape)} but expected shape compatible with {list(shape)}")
-    from ops.shape import sum_to
     return sum_to(g, shape)
 
 
