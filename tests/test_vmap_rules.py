@@ -24,7 +24,7 @@ NO_RULE_YET = {
     "error-add_-plain-self", "error-allclose", "error-equal", "error-fill_-plain-self", "error-masked_select",
     "error-mul_-plain-self", "error-nonzero", "error-pow_-plain-self", "error-setitem-plain-self",
     "error-sub_-plain-self", "error-where-one-argument", "exp2_", "exp_", "expm1_", "fill_",
-    "fill_-batched-value", "floor_", "floor_divide_-batched-other", "gather", "gather-batched-index", "hypot",
+    "fill_-batched-value", "floor_", "floor_divide_-batched-other", "gather", "gather-batched-index", "gather-kw", "hypot",
     "iadd", "isclose", "isclose-plain", "isfinite", "isinf", "isnan", "lerp", "lerp-method", "linalg.cholesky",
     "linalg.det", "linalg.det-in1", "linalg.inv", "linalg.slogdet", "linalg.solve", "linalg.solve-plain-A",
     "log10_", "log1p_", "log2_", "log_", "logaddexp", "logaddexp-in1", "masked_fill", "masked_fill-batched-mask",
@@ -164,6 +164,7 @@ def _elementwise_cases():
 def _reduction_cases():
     return [
         case("sum", "sum", tape.sum, real(B, 2, 3)),
+        case("sum-0d-sample", "sum", lambda x: tape.sum(x, dim=0), real(B)),
         case("sum-dim-kw", "sum", lambda x: tape.sum(x, dim=-1, keepdim=True), real(B, 2, 3)),
         case("mean-dims", "mean", lambda x: tape.mean(x, (0, 1)), real(2, B, 3), in_dims=1),
         case("prod", "prod", lambda x: tape.prod(x, 1), real(B, 2, 3)),
@@ -234,6 +235,7 @@ def _shape_cases():
         case("unbind", "unbind", lambda x: tape.unbind(x, dim=-1), real(B, 2, 3)),
         case("index_select", "index_select", lambda x: tape.index_select(x, 1, IDX_SELECT), real(B, 2, 4)),
         case("gather", "gather", lambda x: tape.gather(x, 1, IDX), real(B, 2, 4)),
+        case("gather-kw", "gather", lambda x: tape.gather(input=x, dim=-1, index=IDX), real(2, 4, B), in_dims=-1),
         case("gather-batched-index", "gather", lambda x, i: tape.gather(x, dim=1, index=i), real(B, 2, 4),
              ints(4, B, 2, 3)),
         case("diagonal", "diagonal", lambda x: tape.diagonal(x, offset=1), real(B, 3, 4)),
