@@ -893,8 +893,6 @@ def _by_code(value, hole):
 
 def _body():
     ops = [d for d in opdefs() if d.arity > 0]
-    elementwise = [d for d in ops if d.elementwise]
-    structural = [d for d in ops if not d.elementwise and d.refusal == REFUSES_NEVER]
     parts = []
     tables = ["LEAF, CONST = 0, 1",
               f"SAVES_A = np.array({_by_code(lambda d: d.saves_for[0], 0)}, np.int64)",
@@ -918,6 +916,8 @@ def _body():
     kernels = {}  # body lines -> kernel name
     by_op = [["None", "None", "None"] for _ in REGISTRY]  # a hole keeps "no kernel"
     ew_params = _c_parameters(_ELEMENTWISE_ARRAYS, ("pp", "into_g"))
+    st_params = _c_parameters(_STRUCTURAL_ARRAYS, ("pp",))
+    wrappers = {}  # native VJP -> the kernel that calls it
 
     def add(kind, name, params, lines, signature):
         lines = tuple(lines)
@@ -925,19 +925,21 @@ def _body():
             kernels[lines] = name
             parts.append(_kernel_function(name, params, lines))
         by_op[d.code][kind] = f"({kernels[lines]}, {signature})"
-    for d in elementwise:
-        add(0, f"_k_{d.name}", ew_params, _elementwise_kernel(d), "ELEMENTWISE_KERNEL")
-        for k, expr in enumerate(d.partials):
-            if not _unit_partial(d, k):
-                add(1 + k, f"_s{k}_{d.name}", "g, x, y, out, pp", _scalar_kernel(expr), "SCALAR_KERNEL")
-    st_params = _c_parameters(_STRUCTURAL_ARRAYS, ("pp",))
-    wrappers = {}  # native VJP -> the kernel that calls it
-    for d in structural:
-        if d.native not in wrappers:
-            wrappers[d.native] = f"_k_{d.name}"
-            parts.append(_structural_kernel(d))
-            parts.append(_kernel_function(wrappers[d.native], st_params, _structural_wrapper(_native_name(d))))
-        by_op[d.code][0] = f"({wrappers[d.native]}, STRUCTURAL_KERNEL)"
+    # by opcode, so a new op's kernels follow every other op's, which keep
+    # their text and lines (Note [Stable opcodes])
+    for d in ops:
+        if d.elementwise:
+            add(0, f"_k_{d.name}", ew_params, _elementwise_kernel(d), "ELEMENTWISE_KERNEL")
+            for k, expr in enumerate(d.partials):
+                if not _unit_partial(d, k):
+                    add(1 + k, f"_s{k}_{d.name}", "g, x, y, out, pp", _scalar_kernel(expr), "SCALAR_KERNEL")
+        elif d.refusal == REFUSES_NEVER:
+            if d.native not in wrappers:
+                wrappers[d.native] = f"_k_{d.name}"
+                parts.append(_structural_kernel(d))
+                parts.append(_kernel_function(wrappers[d.native], st_params,
+                                              _structural_wrapper(_native_name(d))))
+            by_op[d.code][0] = f"({wrappers[d.native]}, STRUCTURAL_KERNEL)"
     entries = "".join(f"    ({', '.join(kinds)}),  # {name or 'no op'}\n"
                       for kinds, name in zip(by_op, _by_code(lambda d: d.name, None)))
     parts.append("# each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B): the function\n"
