@@ -34,7 +34,7 @@ class force_retaped:
 
 def _check_sweep_module():
     if not _SWEEP_CHECKED:
-        names = tuple(d.name for d in REGISTRY)
+        names = tuple(None if d is None else d.name for d in REGISTRY)
         if getattr(_sweep, "OPCODES", None) != names:
             raise RuntimeError("tape/_sweep.py does not match the op registry; regenerate it with "
                                "`python -m tape._gen`")

@@ -8,7 +8,9 @@ import ast
 import enum
 from dataclasses import dataclass, field
 
-__all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "NATIVE_HELPERS", "seal", "Op",
+from ._opcodes import NEXT_OPCODE, OPCODES
+
+__all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
            "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
            "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE"]
 
@@ -126,7 +128,22 @@ class OpDef:
 REFUSES_NEVER, REFUSES_ALWAYS, REFUSES_NATIVE = 0, 1, 2
 
 
-REGISTRY = []
+# Note [Stable opcodes]
+# ~~~~~~~~~~~~~~~~~~~~~
+# An op's opcode is its number in the committed table tape/_opcodes.py, not
+# its place in import order: defining an op between two others renumbers
+# nothing, so the generated sweep's tables and kernels of every other op stay
+# as they were. `python -m tape._gen` keeps each tabled number, gives a new op
+# the next free one, and never reuses a removed op's number (its opcode stays
+# a hole: None in REGISTRY, a "no kernel" entry in the sweep's tables, never
+# the opcode of a row). An op defined but not yet tabled still works in
+# Python: it takes the next number above the table at import, which is the
+# number the generator will give it, and the sweep module is stale until it
+# is regenerated (the engine refuses a backward through a stale sweep and
+# test_sweep_module_is_up_to_date fails, both naming the generator).
+
+# Each op's OpDef, at its opcode; None at an opcode that no defined op holds
+REGISTRY = [None] * NEXT_OPCODE
 NATIVE_HELPERS = []
 _BY_NAME = {}
 Op = None
@@ -184,7 +201,7 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
             raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
         saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
-                  saves or 0, vjp, native, code=len(REGISTRY), saves_for=saves_for,
+                  saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
                   not_differentiable=not_differentiable, python_only=python_only)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
@@ -192,7 +209,10 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
         opdef.compiled_selections = tuple(
             None if (m := selecting_factor(e)) is None else compile(m, f"<mask of partial {i} of {name}>", "eval")
             for i, e in enumerate(partials))
-    REGISTRY.append(opdef)
+    if opdef.code == len(REGISTRY):
+        REGISTRY.append(opdef)
+    else:
+        REGISTRY[opdef.code] = opdef
     _BY_NAME[name] = opdef
     return opdef
 
@@ -214,6 +234,11 @@ def lookup(name):
     return _BY_NAME[name]
 
 
+def opdefs():
+    """Every defined op's OpDef, by opcode (REGISTRY without its holes)."""
+    return [d for d in REGISTRY if d is not None]
+
+
 def seal():
     """Freeze the registry into the `Op` IntEnum; called once all ops are defined."""
     global Op
@@ -222,7 +247,7 @@ def seal():
                    and (name not in _BY_NAME or _BY_NAME[name].function is None)]
         if missing:
             raise RuntimeError(f"the partials' vocabulary names no elementwise op {missing}")
-        Op = enum.IntEnum("Op", {d.name.upper(): d.code for d in REGISTRY})
+        Op = enum.IntEnum("Op", {d.name.upper(): d.code for d in opdefs()})
     return Op
 
 

@@ -18,7 +18,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "c7155c558eefad08"
+REGISTRY_DIGEST = "f0d8327e388ddf60"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -3537,28 +3537,6 @@ def _s1_clamp_tensor_upper(g, x, y, out, pp):
     return (g * (within(x, y, 1e309) - within(x, y, y)) if (within(x, y, 1e309) - within(x, y, y)) != 0 else 0.0)
 
 
-def _k_copy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
-    G = carray(G_p, (G_n,))
-    X = carray(X_p, (X_n,))
-    Y = carray(Y_p, (Y_n,))
-    O = carray(O_p, (O_n,))
-    GA = carray(GA_p, (GA_n,))
-    GB = carray(GB_p, (GB_n,))
-    n = G.size
-    sx = 1 if X.size == n else 0
-    sy = 1 if Y.size == n else 0
-    p = pp
-    if GB.size:
-        for i in range(n):
-            GB[i] += G[i] * (1)
-    if into_g:
-        for i in range(n):
-            G[i] = (G[i] * (0) if (0) != 0 else 0.0)
-    elif GA.size:
-        for i in range(n):
-            GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
-
-
 @_jit
 def _vjp_expand(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     reduce_broadcast(G, GA, osh, xsh, 1.0)
@@ -4036,6 +4014,28 @@ def _vjp_cholesky(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 def _k_cholesky(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
     _vjp_cholesky(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
+def _k_copy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    G = carray(G_p, (G_n,))
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    GA = carray(GA_p, (GA_n,))
+    GB = carray(GB_p, (GB_n,))
+    n = G.size
+    sx = 1 if X.size == n else 0
+    sy = 1 if Y.size == n else 0
+    p = pp
+    if GB.size:
+        for i in range(n):
+            GB[i] += G[i] * (1)
+    if into_g:
+        for i in range(n):
+            G[i] = (G[i] * (0) if (0) != 0 else 0.0)
+    elif GA.size:
+        for i in range(n):
+            GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
 
 
 @_jit
