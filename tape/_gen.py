@@ -909,7 +909,8 @@ def _body():
     parts.append(_ENGINE % {})
     for name, variant in _SWEEP_VARIANTS.items():
         parts.append(_SWEEP % dict(variant, name=name))
-    for fn in NATIVE_HELPERS:
+    # by name, so that the order ops' modules import in changes nothing
+    for fn in sorted(NATIVE_HELPERS, key=lambda f: (f.__module__, f.__name__)):
         parts.append(_helper_source(fn))
     # Note [Kernels by opcode]: one C kernel per distinct body; ops whose
     # bodies are the same (clamp's forms, say) share it

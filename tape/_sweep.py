@@ -18,7 +18,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "f0d8327e388ddf60"
+REGISTRY_DIGEST = "c789d1fa7cb46b8f"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -904,70 +904,119 @@ def floor_div(x, y):
 
 
 @_jit
-def bcast_index(i, full, reduced):
-    """Flat index into `reduced` of element i of `full`, where `reduced`
-    broadcasts to `full` (right-aligned, size-1 dims repeat)."""
-    j = 0
-    stride = 1
-    nf = full.size
-    lead = nf - reduced.size
-    for k in range(nf - 1, -1, -1):
-        d = full[k]
-        q = i % d
-        i //= d
-        if k >= lead:
-            dr = reduced[k - lead]
-            if dr != 1:
-                j += q * stride
-            stride *= dr
-    return j
-
-
-@_jit
-def trailing_block(full, reduced):
-    """When `reduced` broadcasts to `full` along leading dims only (a bias
-    over a batch), the number of elements of `reduced`; otherwise -1."""
-    k = 0
-    while k < reduced.size and reduced[k] == 1:
-        k += 1
-    lead = full.size - (reduced.size - k)
-    block = 1
-    for j in range(k, reduced.size):
-        if reduced[j] != full[lead + j - k]:
-            return -1
-        block *= reduced[j]
-    return block
-
-
-@_jit
-def reduce_broadcast(G, GA, full, reduced, scale):
-    """GA (shape `reduced`) += scale * G (shape `full`) summed over the broadcast dims."""
-    block = trailing_block(full, reduced)
-    if block > 0:
-        for o in range(0, G.size, block):
-            for j in range(block):
-                GA[j] += G[o + j] * scale
-    else:
+def put_vjp(G, GA, GB, offs):
+    if GA.size:
+        overwritten = np.zeros(G.size, np.bool_)
+        for k in range(offs.size):
+            overwritten[offs[k]] = True
         for i in range(G.size):
-            GA[bcast_index(i, full, reduced)] += G[i] * scale
+            if not overwritten[i]:
+                GA[i] += G[i]
+    for k in range(GB.size):
+        GB[k] += G[offs[k]]
 
 
 @_jit
-def expand_flat(X, reduced, full):
-    """X (shape `reduced`) broadcast to shape `full`, as a new flat buffer."""
-    n = 1
-    for d in full:
-        n *= d
-    out = np.empty(n)
-    block = trailing_block(full, reduced)
-    if block > 0:
-        for o in range(0, n, block):
-            for j in range(block):
-                out[o + j] = X[j]
-    else:
-        for i in range(n):
-            out[i] = X[bcast_index(i, full, reduced)]
+def cholesky_middle(L, g, n):
+    """P of the Cholesky VJP for one matrix: tril(L^T g), symmetrized with
+    its diagonal halved."""
+    M = np.zeros((n, n))
+    add_product(M, L, True, g, False)
+    P = np.zeros((n, n))
+    for i in range(n):
+        P[i, i] = 0.5 * M[i, i]
+        for j in range(i):
+            P[i, j] = 0.5 * M[i, j]
+            P[j, i] = 0.5 * M[i, j]
+    return P
+
+
+@_jit
+def cofactor(M, n, i, j):
+    """The (i, j) cofactor of the n x n matrix M (flat, C order): the signed
+    determinant of M without row i and column j, by Gaussian elimination with
+    partial pivoting."""
+    m = n - 1
+    a = np.empty((m, m))
+    for r in range(m):
+        for k in range(m):
+            a[r, k] = M[(r + (r >= i)) * n + k + (k >= j)]
+    d = 1.0 if (i + j) % 2 == 0 else -1.0
+    for c in range(m):
+        p = c
+        for r in range(c + 1, m):
+            if abs(a[r, c]) > abs(a[p, c]):
+                p = r
+        if p != c:
+            d = -d
+            for k in range(m):
+                a[c, k], a[p, k] = a[p, k], a[c, k]
+        d *= a[c, c]
+        if a[c, c] != 0.0:
+            for r in range(c + 1, m):
+                f = a[r, c] / a[c, c]
+                for k in range(c, m):
+                    a[r, k] -= f * a[c, k]
+    return d
+
+
+@_jit
+def inverse(M, n):
+    """The inverse of the n x n matrix M (flat, C order), by Gauss-Jordan
+    elimination with partial pivoting; inf or nan where M is singular."""
+    a = M.reshape((n, n)).copy()
+    out = np.eye(n)
+    for c in range(n):
+        p = c
+        for r in range(c + 1, n):
+            if abs(a[r, c]) > abs(a[p, c]):
+                p = r
+        if p != c:
+            for k in range(n):
+                a[c, k], a[p, k] = a[p, k], a[c, k]
+                out[c, k], out[p, k] = out[p, k], out[c, k]
+        d = a[c, c]
+        for k in range(n):
+            a[c, k] /= d
+            out[c, k] /= d
+        for r in range(n):
+            f = a[r, c]
+            if r != c and f != 0.0:
+                for k in range(n):
+                    a[r, k] -= f * a[c, k]
+                    out[r, k] -= f * out[c, k]
     return out
+
+
+@_jit
+def group_means(X, xsh, kept):
+    """The mean of X over each group of elements that broadcast from one
+    element of shape `kept`."""
+    n = 1
+    for d in kept:
+        n *= d
+    means = np.zeros(n)
+    for i in range(X.size):
+        means[bcast_index(i, xsh, kept)] += X[i]
+    if n:
+        means /= X.size // n if X.size else 1
+    return means
+
+
+@_jit
+def lines_along(shape, d):
+    """(outer, n, inner) of the lines along dim d of a C-ordered shape: element
+    t of line (o, k) is at (o * n + t) * inner + k. A 0-d shape is one line
+    of one element."""
+    if shape.size == 0:
+        return 1, 1, 1
+    outer = 1
+    for k in range(d):
+        outer *= shape[k]
+    inner = 1
+    for k in range(d + 1, shape.size):
+        inner *= shape[k]
+    return outer, shape[d], inner
 
 
 @_jit
@@ -1014,119 +1063,70 @@ def strided_offsets(shape, ints):
 
 
 @_jit
-def lines_along(shape, d):
-    """(outer, n, inner) of the lines along dim d of a C-ordered shape: element
-    t of line (o, k) is at (o * n + t) * inner + k. A 0-d shape is one line
-    of one element."""
-    if shape.size == 0:
-        return 1, 1, 1
-    outer = 1
-    for k in range(d):
-        outer *= shape[k]
-    inner = 1
-    for k in range(d + 1, shape.size):
-        inner *= shape[k]
-    return outer, shape[d], inner
+def bcast_index(i, full, reduced):
+    """Flat index into `reduced` of element i of `full`, where `reduced`
+    broadcasts to `full` (right-aligned, size-1 dims repeat)."""
+    j = 0
+    stride = 1
+    nf = full.size
+    lead = nf - reduced.size
+    for k in range(nf - 1, -1, -1):
+        d = full[k]
+        q = i % d
+        i //= d
+        if k >= lead:
+            dr = reduced[k - lead]
+            if dr != 1:
+                j += q * stride
+            stride *= dr
+    return j
 
 
 @_jit
-def group_means(X, xsh, kept):
-    """The mean of X over each group of elements that broadcast from one
-    element of shape `kept`."""
+def expand_flat(X, reduced, full):
+    """X (shape `reduced`) broadcast to shape `full`, as a new flat buffer."""
     n = 1
-    for d in kept:
+    for d in full:
         n *= d
-    means = np.zeros(n)
-    for i in range(X.size):
-        means[bcast_index(i, xsh, kept)] += X[i]
-    if n:
-        means /= X.size // n if X.size else 1
-    return means
-
-
-@_jit
-def inverse(M, n):
-    """The inverse of the n x n matrix M (flat, C order), by Gauss-Jordan
-    elimination with partial pivoting; inf or nan where M is singular."""
-    a = M.reshape((n, n)).copy()
-    out = np.eye(n)
-    for c in range(n):
-        p = c
-        for r in range(c + 1, n):
-            if abs(a[r, c]) > abs(a[p, c]):
-                p = r
-        if p != c:
-            for k in range(n):
-                a[c, k], a[p, k] = a[p, k], a[c, k]
-                out[c, k], out[p, k] = out[p, k], out[c, k]
-        d = a[c, c]
-        for k in range(n):
-            a[c, k] /= d
-            out[c, k] /= d
-        for r in range(n):
-            f = a[r, c]
-            if r != c and f != 0.0:
-                for k in range(n):
-                    a[r, k] -= f * a[c, k]
-                    out[r, k] -= f * out[c, k]
+    out = np.empty(n)
+    block = trailing_block(full, reduced)
+    if block > 0:
+        for o in range(0, n, block):
+            for j in range(block):
+                out[o + j] = X[j]
+    else:
+        for i in range(n):
+            out[i] = X[bcast_index(i, full, reduced)]
     return out
 
 
 @_jit
-def cofactor(M, n, i, j):
-    """The (i, j) cofactor of the n x n matrix M (flat, C order): the signed
-    determinant of M without row i and column j, by Gaussian elimination with
-    partial pivoting."""
-    m = n - 1
-    a = np.empty((m, m))
-    for r in range(m):
-        for k in range(m):
-            a[r, k] = M[(r + (r >= i)) * n + k + (k >= j)]
-    d = 1.0 if (i + j) % 2 == 0 else -1.0
-    for c in range(m):
-        p = c
-        for r in range(c + 1, m):
-            if abs(a[r, c]) > abs(a[p, c]):
-                p = r
-        if p != c:
-            d = -d
-            for k in range(m):
-                a[c, k], a[p, k] = a[p, k], a[c, k]
-        d *= a[c, c]
-        if a[c, c] != 0.0:
-            for r in range(c + 1, m):
-                f = a[r, c] / a[c, c]
-                for k in range(c, m):
-                    a[r, k] -= f * a[c, k]
-    return d
-
-
-@_jit
-def cholesky_middle(L, g, n):
-    """P of the Cholesky VJP for one matrix: tril(L^T g), symmetrized with
-    its diagonal halved."""
-    M = np.zeros((n, n))
-    add_product(M, L, True, g, False)
-    P = np.zeros((n, n))
-    for i in range(n):
-        P[i, i] = 0.5 * M[i, i]
-        for j in range(i):
-            P[i, j] = 0.5 * M[i, j]
-            P[j, i] = 0.5 * M[i, j]
-    return P
-
-
-@_jit
-def put_vjp(G, GA, GB, offs):
-    if GA.size:
-        overwritten = np.zeros(G.size, np.bool_)
-        for k in range(offs.size):
-            overwritten[offs[k]] = True
+def reduce_broadcast(G, GA, full, reduced, scale):
+    """GA (shape `reduced`) += scale * G (shape `full`) summed over the broadcast dims."""
+    block = trailing_block(full, reduced)
+    if block > 0:
+        for o in range(0, G.size, block):
+            for j in range(block):
+                GA[j] += G[o + j] * scale
+    else:
         for i in range(G.size):
-            if not overwritten[i]:
-                GA[i] += G[i]
-    for k in range(GB.size):
-        GB[k] += G[offs[k]]
+            GA[bcast_index(i, full, reduced)] += G[i] * scale
+
+
+@_jit
+def trailing_block(full, reduced):
+    """When `reduced` broadcasts to `full` along leading dims only (a bias
+    over a batch), the number of elements of `reduced`; otherwise -1."""
+    k = 0
+    while k < reduced.size and reduced[k] == 1:
+        k += 1
+    lead = full.size - (reduced.size - k)
+    block = 1
+    for j in range(k, reduced.size):
+        if reduced[j] != full[lead + j - k]:
+            return -1
+        block *= reduced[j]
+    return block
 
 
 def _k_add(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
