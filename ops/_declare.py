@@ -109,20 +109,23 @@ def export_all():
     """Make every declaration's public function, Tensor methods and
     BatchedTensor methods; then BatchedTensor refuses the Tensor methods
     that no declaration batches. Returns the names of tape's functions."""
-    seen = {}
+    owners = {}  # each exported name, and the declaration that has it
     for decl in DECLARATIONS:
-        for module, key in [(decl.module, n) for n in ((decl.name,) if decl.function else ()) + decl.aliases
-                            if decl.function] + [("method", n) for n in decl.methods + _method_aliases(decl)]:
-            if (module, key) in seen:
-                raise ValueError(f"{module}.{key} is declared by {seen[module, key]!r} and {decl.name!r}")
-            seen[module, key] = decl.name
+        functions = [(decl.module, n) for n in (decl.name,) + decl.aliases] if decl.function else []
+        for key in functions + [("Tensor", n) for n in decl.methods + _method_aliases(decl)]:
+            if key in owners:
+                raise ValueError(f"{'.'.join(key)} is declared by {owners[key]!r} and by {decl.name!r}")
+            owners[key] = decl.name
         batched = _batched_form(decl)
         if decl.function:
             decl.public = with_signature(decl.op, decl.name, decl.signature, batched=batched)
             for public_name in (decl.name,) + decl.aliases:
                 PUBLIC[decl.module][public_name] = decl.public
+        method_names = decl.methods + _method_aliases(decl)
+        if not method_names:
+            continue
         method = decl.op if decl.operands == 1 else with_signature(decl.op, decl.name, None, batched=batched)
-        for method_name in decl.methods + _method_aliases(decl):
+        for method_name in method_names:
             setattr(Tensor, method_name, method)
             setattr(BatchedTensor, method_name, _batched_method(batched, method_name))
     refuse_the_rest()
