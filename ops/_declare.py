@@ -5,6 +5,7 @@ makes each declaration's public function (PyTorch's signature, `out=`, vmap's
 batching rule), its Tensor methods and aliases, and BatchedTensor's methods.
 """
 import inspect
+import sys
 import warnings
 from dataclasses import dataclass
 
@@ -30,8 +31,9 @@ __all__ = ["declare", "exports", "DECLARATIONS", "PUBLIC", "export_all", "with_s
 #   signature (Note [PyTorch's signatures]), in `PUBLIC`, which the face reads;
 #   `__all__` of ops and of the face are its keys.
 # - each of `methods` is a Tensor method: fn itself where self is the only
-#   tensor operand (x.sin() costs what sin does), else fn behind a dispatch
-#   to its batching rule, as tape.<name> is (x.add(batched)).
+#   tensor operand (x.sin() costs what sin does) and for Python's binary
+#   operators (x + y: Python asks a batched operand first), else fn behind a
+#   dispatch to its batching rule, as tape.<name> is (x.add(batched)).
 # - BatchedTensor gets each method as the batching rule `batch` applied to
 #   fn: a family rule of tape/_batched.py (elementwise, over dims, ...) or the
 #   op's own; `NO_RULE` or `no_rule(text)` declares that vmap refuses it,
@@ -71,6 +73,7 @@ class Declaration:
     operands: int = 1
     module: str = "tape"
     inplace: bool = False
+    home: str = None  # the module that declares it
     public: object = None
 
 
@@ -93,15 +96,22 @@ def declare(op=None, *, batch, name=None, signature=None, function=True, methods
         if not callable(batch):
             raise TypeError(f"op {decl_name!r}: batch must be a batching rule or NO_RULE, not {batch!r}")
         DECLARATIONS.append(Declaration(decl_name, fn, batch, signature, function, tuple(decl_methods),
-                                        tuple(aliases), operands, module, inplace))
+                                        tuple(aliases), operands, module, inplace, _declaring_module()))
         return fn
     return declared if op is None else declared(op)
+
+
+def _declaring_module():
+    frame = sys._getframe(1)
+    while frame.f_globals["__name__"] == __name__:
+        frame = frame.f_back
+    return frame.f_globals["__name__"]
 
 
 def exports(namespace):
     """The names in a module's namespace of the functions declared there:
     the module's __all__."""
-    functions = {id(d.op) for d in DECLARATIONS if d.function}
+    functions = {id(d.op) for d in DECLARATIONS if d.function and d.home == namespace["__name__"]}
     return sorted(name for name, v in namespace.items() if id(v) in functions and not name.startswith("_"))
 
 
@@ -126,10 +136,18 @@ def export_all():
             continue
         method = decl.op if decl.operands == 1 else with_signature(decl.op, decl.name, None, batched=batched)
         for method_name in method_names:
-            setattr(Tensor, method_name, method)
+            setattr(Tensor, method_name, decl.op if method_name in _BINARY_OPERATORS else method)
             setattr(BatchedTensor, method_name, _batched_method(batched, method_name))
     refuse_the_rest()
     return sorted(PUBLIC["tape"])
+
+
+# Python asks a BatchedTensor operand's reflected operator first, before a
+# plain Tensor's (`plain * batched` is batched.__rmul__(plain)): a Tensor's
+# operator is the op itself, and x + y costs what the op does
+_BINARY_OPERATORS = {f"__{r}{name}__" for name in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                                                    "matmul", "and", "or", "xor") for r in ("", "r")}
+_BINARY_OPERATORS |= {f"__{name}__" for name in ("eq", "ne", "lt", "le", "gt", "ge")}
 
 
 def _method_aliases(decl):
