@@ -4,17 +4,33 @@ results are bool or int64 tensors (allclose and equal: Python bools), which
 are constants: nothing is recorded."""
 import numpy as np
 
-from ops._declare import declare
-from tape._batched import NO_RULE
-
+from ops._declare import declare, exports
+from tape._batched import NO_RULE, elementwise, no_rule, over_dims
 from tape._dtypes import promoted, scalar_type_name
 from tape._record import broadcast_shapes, operand_value
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops.reduction import _dims
 
-__all__ = ["eq", "ne", "lt", "le", "gt", "ge", "isnan", "isinf", "isfinite", "isclose", "allclose", "equal",
-           "nonzero", "count_nonzero"]
+_OPERANDS = (Tensor, int, float, bool, np.ndarray, np.generic)
+
+
+def _operator_rule(op, args):
+    # a foreign operand gives NotImplemented, as the operator does on plain tensors
+    if not isinstance(args.arguments["y"], _OPERANDS):
+        return NotImplemented
+    return elementwise(op, args)
+
+
+def declare_operator(compare, *methods):
+    """Declare the operator forms `methods` of compare (of comparisons, and
+    of ops.logical's `& | ^`): other operands (None, strings, lists) are not
+    ours, so Python decides (x == None is False, x < None a TypeError), as in
+    PyTorch."""
+    def operator(x, y):
+        return compare(x, y) if isinstance(y, _OPERANDS) else NotImplemented
+    operator.__name__ = methods[0]
+    declare(operator, function=False, methods=methods, operands=2, batch=_operator_rule)
 
 
 def _comparison(ufunc, name):
@@ -23,6 +39,8 @@ def _comparison(ufunc, name):
             broadcast_shapes(input.shape, other.shape)  # PyTorch's error text on a mismatch
         return new_tensor(wrap_value(np.asarray(ufunc(*promoted(operand_value(input), operand_value(other))))))
     compare.__name__ = name
+    declare(compare, signature="input, other, *, out=None", operands=2, batch=elementwise)
+    declare_operator(compare, f"__{name}__")
     return compare
 
 
@@ -40,7 +58,7 @@ def _expect_tensor(name, position, arg, value):
                         f"{type(value).__name__}")
 
 
-def _test(name, ufunc, what):
+def _test(name, ufunc, what, signature):
     def test(input):
         _expect_tensor(name, 1, "input", input)
         return new_tensor(wrap_value(np.asarray(ufunc(input._array()))))
@@ -52,14 +70,17 @@ def _test(name, ufunc, what):
     >>> tape.{name}(tape.tensor([1.0, float("nan"), float("inf")])).tolist()
     {np.asarray(ufunc(np.array([1.0, np.nan, np.inf]))).tolist()}
     """
-    return test
+    return declare(test, signature=signature, batch=elementwise)
 
 
-isnan = _test("isnan", np.isnan, "nan")
-isinf = _test("isinf", np.isinf, "infinite (either sign)")
-isfinite = _test("isfinite", np.isfinite, "finite")
+isnan = _test("isnan", np.isnan, "nan", "input, *, out=None")
+isinf = _test("isinf", np.isinf, "infinite (either sign)", "input, *, out=None")
+isfinite = _test("isfinite", np.isfinite, "finite", "input")
+
+_TOLERANCES = "input, other, rtol=1e-05, atol=1e-08, equal_nan=False"
 
 
+@declare(signature=_TOLERANCES, operands=2, batch=elementwise)
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether |input - other| <= atol + rtol * |other| elementwise (equal
     infinities are close; nan only to nan, with equal_nan).
@@ -81,6 +102,9 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return new_tensor(wrap_value(np.asarray(np.isclose(a, b, rtol, atol, equal_nan))))
 
 
+@declare(signature=_TOLERANCES, operands=2,
+         batch=no_rule("vmap over torch.allclose isn't supported yet. Please file an issue at "
+                       "https://github.com/pytorch/pytorch/issues if you need this feature."))
 def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     """Whether every element of input is close to other's (isclose), as a Python bool.
 
@@ -91,6 +115,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     return bool(isclose(input, other, rtol, atol, equal_nan)._array().all())
 
 
+@declare(signature="input, other", operands=2, batch=NO_RULE)
 def equal(input, other):
     """Whether input and other have the same shape and elements (nan equals
     nothing), as a Python bool; the dtypes may differ.
@@ -103,6 +128,10 @@ def equal(input, other):
     return input.shape == other.shape and bool(np.array_equal(input._array(), other._array()))
 
 
+@declare(signature="input, *, out=None, as_tuple=False",
+         batch=no_rule("vmap: We do not support batching operators that can output dynamic shape. Attempted to "
+                       "vmap over aten::{name}. Please file an issue at https://github.com/pytorch/pytorch/issues "
+                       "if you need this feature."))
 def nonzero(input, *, as_tuple=False):
     """The indices of the nonzero elements: an int64 tensor of one row per
     element and one column per dim, or with as_tuple a tuple of one index
@@ -118,6 +147,7 @@ def nonzero(input, *, as_tuple=False):
     return new_tensor(np.argwhere(a).astype(np.int64))
 
 
+@declare(signature="input, dim=None", batch=over_dims())
 def count_nonzero(input, dim=None):
     """The number of nonzero elements, in all or over `dim` (an int or a tuple), as int64.
 
@@ -129,37 +159,4 @@ def count_nonzero(input, dim=None):
     return new_tensor(wrap_value(np.asarray(np.count_nonzero(input._array(), axis=dims or None), np.int64)))
 
 
-_OPERANDS = (Tensor, int, float, bool, np.ndarray, np.generic)
-
-
-def _operator(compare):
-    """The operator form (of comparisons, and of ops.logical's `& | ^`): other
-    operands (None, strings, lists) are not ours, so Python decides (x == None
-    is False, x < None a TypeError), as in PyTorch."""
-    def operator(x, y):
-        return compare(x, y) if isinstance(y, _OPERANDS) else NotImplemented
-    return operator
-
-
-for _name, _fn in {"eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge}.items():
-    setattr(Tensor, _name, _fn)
-    setattr(Tensor, f"__{_name}__", _operator(_fn))
-for _name in ("isnan", "isinf", "isfinite", "isclose", "allclose", "equal", "nonzero", "count_nonzero"):
-    setattr(Tensor, _name, globals()[_name])
-
-
-# transitional declarations (issue 19 in progress)
-declare(eq, name='eq', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
-declare(ne, name='ne', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
-declare(lt, name='lt', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
-declare(le, name='le', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
-declare(gt, name='gt', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
-declare(ge, name='ge', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
-declare(isnan, name='isnan', signature='input, *, out=None', methods=(), batch=NO_RULE)
-declare(isinf, name='isinf', signature='input, *, out=None', methods=(), batch=NO_RULE)
-declare(isfinite, name='isfinite', signature='input', methods=(), batch=NO_RULE)
-declare(isclose, name='isclose', signature='input, other, rtol=1e-05, atol=1e-08, equal_nan=False', methods=(), batch=NO_RULE)
-declare(allclose, name='allclose', signature='input, other, rtol=1e-05, atol=1e-08, equal_nan=False', methods=(), batch=NO_RULE)
-declare(equal, name='equal', signature='input, other', methods=(), batch=NO_RULE)
-declare(nonzero, name='nonzero', signature='input, *, out=None, as_tuple=False', methods=(), batch=NO_RULE)
-declare(count_nonzero, name='count_nonzero', signature='input, dim=None', methods=(), batch=NO_RULE)
+__all__ = exports(globals())

@@ -3,14 +3,14 @@ with `keepdim`. The native kernel broadcasts g back, scaled by p (1/n for mean).
 """
 import builtins
 import collections
+import inspect
 import math
 import warnings
 
 import numpy as np
 
-from ops._declare import declare
-from tape._batched import NO_RULE
-
+from ops._declare import declare, exports
+from tape._batched import along, elementwise, over_dims
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
 from tape._record import op_result, quiet, record
@@ -22,8 +22,10 @@ from ops.elementwise import maximum, minimum
 from ops.shape import (_gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand, getitem,
                        reshape)
 
-__all__ = ["sum", "mean", "prod", "amax", "amin", "max", "min", "logsumexp", "softmax", "log_softmax", "var", "std",
-           "norm", "cumsum", "cumprod"]
+# the batching rules of reductions over dims given as an int or a tuple, and
+# over one int dim (every dim of a sample flattened into one for "all")
+_over_dims = over_dims()
+_over_one_dim = over_dims(tuple_dims=False)
 
 
 def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -113,6 +115,18 @@ def _numpy_names(dim, keepdim, axis, keepdims):
     return (dim if axis is None else axis), (keepdim if keepdims is None else keepdims)
 
 
+def _numpy_named_rule(op, args):
+    """The rule of sum and mean: over_dims', once NumPy's names are PyTorch's."""
+    a = args.arguments
+    a["dim"], a["keepdim"] = _numpy_names(a["dim"], a["keepdim"], a["axis"], a["keepdims"])
+    a["axis"] = a["keepdims"] = None
+    return _over_dims(op, args)
+
+
+_REDUCTION = "input, dim=None, keepdim=False, *, dtype=None, out=None"
+
+
+@declare(signature=_REDUCTION, batch=_numpy_named_rule)
 def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Sum of all elements, or over `dim` (an int or a tuple).
 
@@ -122,6 +136,9 @@ def sum(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None)
     """
     dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
     return _reduce(input, dim, keepdim, dtype, _SUM_ALL, _SUM_DIM, False)
+
+
+@declare(signature=_REDUCTION, batch=_numpy_named_rule)
 def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None):
     """Mean of all elements, or over `dim` (an int or a tuple)."""
     if input.dtype.kind not in "fc" and dtype is None:
@@ -129,6 +146,9 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
                            f"point or complex dtype. Got: {scalar_type_name(input.dtype)}")
     dim, keepdim = _numpy_names(dim, keepdim, axis, keepdims)
     return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
+
+
+@declare(signature=_REDUCTION, batch=_over_one_dim)
 def prod(input, dim=None, keepdim=False, *, dtype=None):
     """Product of all elements, or along dim (one int). Recorded as a balanced
     tree of multiplications (grad_fn MulBackward0, where PyTorch has
@@ -156,6 +176,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         x = cat([paired, getitem(x, before + (slice(2 * half, n),))], d) if n % 2 else paired
         n = half + n % 2
     return reshape(x, kept) if keepdim else reshape(x, kept[:d] + kept[d + 1:] if dim is not None else ())
+
+
 def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of each output goes in equal parts to the inputs that attain it
     count = np.zeros(O.size)
@@ -201,12 +223,18 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
     return record(opdef, value, (x,), ints=kshape)
 
 
+@declare(signature="input, dim=(), keepdim=False, *, out=None", batch=_over_dims)
 def amax(input, dim=(), keepdim=False):
     """The largest element over `dim` (all dims by default); ties share the gradient."""
     return _extreme(input, dim, keepdim, np.maximum, _EXTREMES["amax"], "amax")
+
+
+@declare(signature="input, dim=(), keepdim=False, *, out=None", batch=_over_dims)
 def amin(input, dim=(), keepdim=False):
     """The smallest element over `dim` (all dims by default); ties share the gradient."""
     return _extreme(input, dim, keepdim, np.minimum, _EXTREMES["amin"], "amin")
+
+
 # max(dim) and min(dim) gather the element at each index, the first that
 # attains the extreme: the gradient goes there alone, as PyTorch's
 _SELECTED = {name: defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
@@ -248,8 +276,28 @@ def _max_or_min(name, of_two, ufunc, arg):
     return op
 
 
-max = _max_or_min("max", maximum, np.maximum, np.argmax)
-min = _max_or_min("min", minimum, np.minimum, np.argmin)
+def _max_or_min_rule(extreme):
+    """The rule of max and min: elementwise's for max(other), that of
+    `extreme` (amax, amin: ties share the gradient) for the max of all, and
+    over one dim for max(dim)."""
+    def rule(op, args):
+        a = args.arguments
+        if a["other"] is not None or isinstance(a["dim"], Tensor):
+            return elementwise(op, args)
+        if a["dim"] is None:
+            over_all = inspect.signature(extreme).bind(a["input"])
+            over_all.apply_defaults()
+            return _over_dims(extreme, over_all)
+        return _over_one_dim(op, args)
+    return rule
+
+
+max = declare(_max_or_min("max", maximum, np.maximum, np.argmax),
+              signature="input, dim=None, keepdim=False, *, other=None, out=None", operands=2,
+              batch=_max_or_min_rule(amax))
+min = declare(_max_or_min("min", minimum, np.minimum, np.argmin),
+              signature="input, dim=None, keepdim=False, *, other=None, out=None", operands=2,
+              batch=_max_or_min_rule(amin))
 
 
 def _one_dim(name, dim):
@@ -283,6 +331,7 @@ _LOGSUMEXP = defop("logsumexp", "LogsumexpBackward0", 1, saves=SAVES_X | SAVES_O
                    vjp=_logsumexp_vjp, native=_logsumexp_native)
 
 
+@declare(signature="input, dim, keepdim=False, *, out=None", batch=_over_dims)
 def logsumexp(input, dim, keepdim=False):
     """log(sum(exp(input), dim)), computed without overflow."""
     x = input if input.dtype.kind in "fc" else input.to(get_default_dtype())  # as PyTorch's
@@ -295,6 +344,8 @@ def logsumexp(input, dim, keepdim=False):
     if not keepdim and x.ndim:
         value = value.reshape([d for k, d in enumerate(x.shape) if k not in reduced])
     return op_result(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
+
+
 @native_helper
 def lines_along(shape, d):
     """(outer, n, inner) of the lines along dim d of a C-ordered shape: element
@@ -357,12 +408,16 @@ def _softmax_op(opdef, x, d, value):
     return op_result(opdef, value.reshape(x.shape), (x,), p=1.0 if opdef is _SOFTMAX else 0.0, ints=(d,))
 
 
+@declare(signature="input, dim, dtype=None, *, out=None", batch=along("dim"))
 def softmax(input, dim, dtype=None):
     """exp(input) over its sum along dim."""
     x, d = _softmax_input("softmax", input, dim, dtype)
     a = x._array().reshape(x.shape or (1,))
     e = np.exp(a - _finite_max(a, d))
     return _softmax_op(_SOFTMAX, x, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
+
+
+@declare(signature="input, dim, dtype=None, *, out=None", batch=along("dim"))
 def log_softmax(input, dim, dtype=None):
     """input less its logsumexp along dim, as (input - max) - log(sum(exp(input - max))):
     adding the max back first would round large logits (1e10 + 1) to its ulp."""
@@ -372,6 +427,8 @@ def log_softmax(input, dim, dtype=None):
     # quiet: a +inf logit gives inf - inf there, nan as in PyTorch, with no NumPy warning
     log_sum = quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True))
     return _softmax_op(_LOG_SOFTMAX, x, d, quiet(np.subtract, z, log_sum))
+
+
 def _spread(name, input, dim, unbiased, correction):
     """(the dims reduced; their count of
     elements; the degrees of freedom: the count less Bessel's correction
@@ -465,13 +522,31 @@ def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
                      ints=_kept_shape(input.shape, reduced))
 
 
+def _moment_rule(op, args):
+    """The rule of var and std: over_dims', once a bool in dim's place (the
+    older signature var(input, unbiased)) is unbiased."""
+    a = args.arguments
+    if isinstance(a["dim"], bool):
+        a["dim"], a["unbiased"] = None, a["dim"]
+    return _over_dims(op, args)
+
+
+_MOMENT = "input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None"
+
+
+@declare(signature=_MOMENT, batch=_moment_rule)
 def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The variance over dim (all by default)."""
     return _moment(_VAR, "var", input, dim, unbiased, keepdim, correction)
+
+
+@declare(signature=_MOMENT, batch=_moment_rule)
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """The standard deviation over dim (all by default); its gradient is 0
     where it is 0, as PyTorch's."""
     return _moment(_STD, "std", input, dim, unbiased, keepdim, correction)
+
+
 def _norm2_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # x / |x| times g, and 0 where the norm is 0, as PyTorch's
     for i in range(X.size):
@@ -527,6 +602,14 @@ _NORMP = defop("norm_p", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_O
                native=_normp_native)
 
 
+def _norm_rule(op, args):
+    """The rule of norm: a vector norm of all dims is that of each sample
+    flattened; a matrix norm ("nuc", "fro" over more than two dims) keeps them."""
+    p = args.arguments["p"]
+    return (_over_dims if isinstance(p, str) and p != "fro" else _over_one_dim)(op, args)
+
+
+@declare(signature="input, p='fro', dim=None, keepdim=False, out=None, dtype=None", batch=_norm_rule)
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """The vector p-norm over dim (all dims by default): 2 ("fro"), 1, inf,
     -inf, 0 or any other number. The 2-norm's gradient is 0 where it is 0."""
@@ -563,6 +646,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
     return record(_NORMP, value, (x,), p=float(p), ints=_kept_shape(x.shape, range(x.ndim) if axis is None else axis))
+
+
 def _cumsum_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of a running sum is the running sum of G from the end
     outer, n, inner = lines_along(osh, ints[0])
@@ -584,6 +669,7 @@ def _cumsum_vjp(ctx, g):
 _CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native)
 
 
+@declare(signature="input, dim, *, dtype=None, out=None", batch=along("dim"))
 def cumsum(input, dim, *, dtype=None):
     """The running sum along dim."""
     _one_dim("cumsum", dim)
@@ -594,6 +680,8 @@ def cumsum(input, dim, *, dtype=None):
     a = x._array()
     return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
                      ints=(d,))
+
+
 def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # PyTorch's gradient, exact at zeros: before a line's first zero z,
     # (the running sum of g * out from z back) / x; at z, the sum over j >= z
@@ -664,6 +752,7 @@ _CUMPROD = defop("cumprod", "CumprodBackward0", 1, saves=SAVES_X | SAVES_OUT, vj
                  native=_cumprod_native)
 
 
+@declare(signature="input, dim, *, dtype=None, out=None", batch=along("dim"))
 def cumprod(input, dim, *, dtype=None):
     """The running product along dim; its gradient is exact where elements are 0.
 
@@ -679,29 +768,4 @@ def cumprod(input, dim, *, dtype=None):
     return op_result(_CUMPROD, value.reshape(x.shape), (x,), ints=(d,))
 
 
-Tensor.sum = sum
-Tensor.mean = mean
-Tensor.amax = amax
-Tensor.amin = amin
-Tensor.max = max
-Tensor.min = min
-for _name in ("prod", "logsumexp", "softmax", "log_softmax", "var", "std", "norm", "cumsum", "cumprod"):
-    setattr(Tensor, _name, globals()[_name])
-
-
-# transitional declarations (issue 19 in progress)
-declare(sum, name='sum', signature='input, dim=None, keepdim=False, *, dtype=None, out=None', methods=(), batch=NO_RULE)
-declare(mean, name='mean', signature='input, dim=None, keepdim=False, *, dtype=None, out=None', methods=(), batch=NO_RULE)
-declare(prod, name='prod', signature='input, dim=None, keepdim=False, *, dtype=None, out=None', methods=(), batch=NO_RULE)
-declare(amax, name='amax', signature='input, dim=(), keepdim=False, *, out=None', methods=(), batch=NO_RULE)
-declare(amin, name='amin', signature='input, dim=(), keepdim=False, *, out=None', methods=(), batch=NO_RULE)
-declare(max, name='max', signature='input, dim=None, keepdim=False, *, other=None, out=None', methods=(), batch=NO_RULE)
-declare(min, name='min', signature='input, dim=None, keepdim=False, *, other=None, out=None', methods=(), batch=NO_RULE)
-declare(logsumexp, name='logsumexp', signature='input, dim, keepdim=False, *, out=None', methods=(), batch=NO_RULE)
-declare(softmax, name='softmax', signature='input, dim, dtype=None, *, out=None', methods=(), batch=NO_RULE)
-declare(log_softmax, name='log_softmax', signature='input, dim, dtype=None, *, out=None', methods=(), batch=NO_RULE)
-declare(var, name='var', signature='input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None', methods=(), batch=NO_RULE)
-declare(std, name='std', signature='input, dim=None, unbiased=None, keepdim=False, *, correction=None, out=None', methods=(), batch=NO_RULE)
-declare(norm, name='norm', signature="input, p='fro', dim=None, keepdim=False, out=None, dtype=None", methods=(), batch=NO_RULE)
-declare(cumsum, name='cumsum', signature='input, dim, *, dtype=None, out=None', methods=(), batch=NO_RULE)
-declare(cumprod, name='cumprod', signature='input, dim, *, dtype=None, out=None', methods=(), batch=NO_RULE)
+__all__ = exports(globals())

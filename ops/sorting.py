@@ -6,15 +6,12 @@ import collections
 
 import numpy as np
 
-from ops._declare import declare
-from tape._batched import NO_RULE
-
+from ops._declare import declare, exports
+from tape._batched import along, over_dims
 from tape._registry import defop
-from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
+from tape._tensor import _norm_dim, new_tensor, wrap_value
 
 from ops.shape import _flat_positions, _gather, _gather_native, _index_vjp
-
-__all__ = ["argmax", "argmin", "sort", "argsort", "msort", "topk"]
 
 
 def _arg_extreme(name, arg):
@@ -49,8 +46,11 @@ def _arg_extreme(name, arg):
     return op
 
 
-argmax = _arg_extreme("argmax", np.argmax)
-argmin = _arg_extreme("argmin", np.argmin)
+# the index over all dims is that into each sample flattened
+argmax = declare(_arg_extreme("argmax", np.argmax), signature="input, dim=None, keepdim=False, *, out=None",
+                 batch=over_dims(tuple_dims=False))
+argmin = declare(_arg_extreme("argmin", np.argmin), signature="input, dim=None, keepdim=False, *, out=None",
+                 batch=over_dims(tuple_dims=False))
 
 # named tuples, as torch.return_types.sort and torch.return_types.topk
 _SortResult = collections.namedtuple("sort", ["values", "indices"])
@@ -77,6 +77,7 @@ def _selected(opdef, input, d, order, result):
     return result(values, new_tensor(wrap_value(order.astype(np.int64))))
 
 
+@declare(signature="input, dim=-1, descending=False, *, stable=False, out=None", batch=along("dim"))
 def sort(input, dim=-1, descending=False, *, stable=False):
     """The elements of `input` sorted along `dim`, and their indices there.
 
@@ -95,6 +96,7 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     return _selected(_SORT, input, d, _sorted_order(input._array(), d, descending), _SortResult)
 
 
+@declare(signature="input, dim=-1, descending=False, *, stable=False, out=None", batch=along("dim"))
 def argsort(input, dim=-1, descending=False, *, stable=False):
     """The indices that sort `input` along `dim` (`sort(...).indices`).
 
@@ -108,6 +110,13 @@ def argsort(input, dim=-1, descending=False, *, stable=False):
     return new_tensor(_sorted_order(input._array(), d, descending).astype(np.int64))
 
 
+def _msort_rule(op, args):
+    """msort's rule: sort's along dim 0 of each sample (the method of a
+    batched tensor is its rule)."""
+    return args.arguments["input"].sort(0).values
+
+
+@declare(signature="input, *, out=None", batch=_msort_rule)
 def msort(input):
     """`input` sorted along its first dim (`sort(input, dim=0).values`).
 
@@ -118,6 +127,7 @@ def msort(input):
     return sort(input, 0).values
 
 
+@declare(signature="input, k, dim=-1, largest=True, sorted=True, *, out=None", batch=along("dim"))
 def topk(input, k, dim=-1, largest=True, sorted=True):
     """The `k` largest (or smallest) elements of `input` along `dim`, and
     their indices, largest first (smallest first for largest=False).
@@ -140,14 +150,4 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     return _selected(_TOPK, input, d, np.take(order, np.arange(k), axis=d), _TopkResult)
 
 
-for _name in __all__:
-    setattr(Tensor, _name, globals()[_name])
-
-
-# transitional declarations (issue 19 in progress)
-declare(argmax, name='argmax', signature='input, dim=None, keepdim=False, *, out=None', methods=(), batch=NO_RULE)
-declare(argmin, name='argmin', signature='input, dim=None, keepdim=False, *, out=None', methods=(), batch=NO_RULE)
-declare(sort, name='sort', signature='input, dim=-1, descending=False, *, stable=False, out=None', methods=(), batch=NO_RULE)
-declare(argsort, name='argsort', signature='input, dim=-1, descending=False, *, stable=False, out=None', methods=(), batch=NO_RULE)
-declare(msort, name='msort', signature='input, *, out=None', methods=(), batch=NO_RULE)
-declare(topk, name='topk', signature='input, k, dim=-1, largest=True, sorted=True, *, out=None', methods=(), batch=NO_RULE)
+__all__ = exports(globals())
