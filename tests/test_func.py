@@ -689,23 +689,6 @@ def test_vmap_jacrev_of_a_stack():
     close(jac.numpy(), np.stack([np.ones_like(XB), 2 * XB], 1))
 
 
-# functions without a batching rule: each still raises rather than compute on the whole batch
-WITHOUT_RULE = [
-    lambda x: tape.gather(x, 0, tape.tensor([0])), lambda x: tape.argmax(x), lambda x: tape.sort(x),
-    lambda x: tape.topk(x, 1), lambda x: tape.cumprod(x, 0), lambda x: tape.roll(x, 1),
-    lambda x: tape.repeat(x, 2), lambda x: tape.diag(x), lambda x: tape.isnan(x),
-    lambda x: tape.masked_fill(x, tape.tensor(MASK), 0.0), lambda x: tape.xlogy(x, x),
-    lambda x: tape.hypot(x, x), lambda x: tape.lerp(x, x, 0.5), lambda x: tape.narrow(x, 0, 0, 1),
-    lambda x: tape.where(x > 0), lambda x: tape.trace(tape.outer(x, x)),
-]
-
-
-@pytest.mark.parametrize("fn", WITHOUT_RULE)
-def test_vmap_of_a_tape_function_without_a_rule_raises(fn):
-    with pytest.raises(RuntimeError, match="has no batching rule"):
-        func.vmap(fn)(tape.tensor(XB))
-
-
 def test_vmap_of_jacrev_gives_per_sample_jacobians():
     # d/dx (x sin x0) = diag(x0 cos x) + e0-column sin x
     jac = func.vmap(func.jacrev(lambda x: x.sin() * x[0]))(tape.tensor(XB))
