@@ -6,7 +6,7 @@ the Tensor methods and vmap's batching rules.
 from tape import _registry
 
 # in this order, which numbers the ops' rows
-from ops import elementwise, shape, reduction, linalg, matrix, sorting, selection, inplace, comparison, logical  # noqa: F401,E501
+from ops import elementwise, shape, reduction, linalg, matrix, sorting, selection, inplace, comparison, logical, creation  # noqa: F401,E501
 from ops._declare import PUBLIC, export_all
 
 _registry.seal()
