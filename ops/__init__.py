@@ -5,7 +5,8 @@ the Tensor methods and vmap's batching rules.
 """
 from tape import _registry
 
-from ops import comparison, elementwise, inplace, linalg, logical, matrix, reduction, selection, shape, sorting  # noqa: F401,E501
+from ops import (comparison, creation, elementwise, inplace, linalg, logical, matrix, reduction, selection,  # noqa: F401
+                 shape, sorting)
 from ops._declare import PUBLIC, export_all
 
 _registry.seal()

@@ -8,8 +8,8 @@ import sys
 
 import numpy as np
 
-from ops._declare import declare
-from tape._batched import NO_RULE
+from ops._declare import DECLARATIONS, declare, exports
+from tape._batched import BatchedTensor, in_place, in_place_as, levels_of, no_rule, refuse_batched_other, with_levels
 
 from tape._dtypes import scalar_type_name
 from tape._factories import rand, randn
@@ -24,11 +24,6 @@ from ops.selection import masked_fill
 from ops.elementwise import add, div, mul, requires_grad, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _no_gradient, _no_gradient_native, _indexed, _region, _strided_gather, _strided_view,
                        register_copy, reshape, strided_offsets)
-
-__all__ = ["add_", "sub_", "mul_", "div_", "pow_", "remainder_", "floor_divide_", "clamp_", "neg_", "exp_", "log_", "sin_", "cos_",
-           "tanh_", "sigmoid_", "relu_", "abs_", "sqrt_", "copy_", "zero_", "fill_", "masked_fill_", "uniform_",
-           "normal_", "setitem"]
-
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 _FILL = defop("fill_", "FillBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
@@ -234,36 +229,55 @@ def _apply_here(t, compute, args, saves_self):
             _rebind(v, record(lookup("clone"), v._value, (v,), hidden=True))
 
 
+# PyTorch's refusals of another tensor batched where self is not (Note
+# [Batched tensors]) name the op in one of three ways
+_ARITHMETIC = in_place_as("inplace arithmetic")
+
+
+def _at_level(name):
+    return in_place_as(f"aten::{name}", at_level=True)
+
+
+@declare(methods=("add_", "__iadd__"), operands=2, batch=in_place_as(None))
 def add_(t, other, *, alpha=1):
     return _apply(t, lambda x, y: add(x, y, alpha=alpha), other)
 
 
+@declare(methods=("sub_", "__isub__", "subtract_"), operands=2, batch=_ARITHMETIC)
 def sub_(t, other, *, alpha=1):
     return _apply(t, lambda x, y: sub(x, y, alpha=alpha), other)
 
 
+@declare(methods=("mul_", "__imul__", "multiply_"), operands=2, batch=_ARITHMETIC)
 def mul_(t, other):
     return _apply(t, mul, other, saves_self=_saves_self("mul", other))
 
 
+@declare(methods=("div_", "__itruediv__", "divide_"), operands=2, batch=_ARITHMETIC)
 def div_(t, other):
     return _apply(t, div, other, saves_self=_saves_self("div", other))
 
 
+@declare(function=False, methods=("pow_", "__ipow__"), operands=2, batch=_at_level("pow_"))
 def pow_(t, exponent):
     saves_self = _saves_self("pow" if isinstance(exponent, Tensor) else "pow_scalar", exponent)
     return _apply(t, elementwise.pow, exponent, saves_self=saves_self)
 
 
+@declare(function=False, methods=("remainder_", "__imod__"), operands=2, batch=_at_level("remainder_"))
 def remainder_(t, other):
     saves_self = isinstance(other, Tensor) and _saves_self("remainder", other)
     return _apply(t, elementwise.remainder, other, saves_self=saves_self)
 
 
+@declare(function=False, operands=3, batch=_at_level("clamp_"))
+@declare(name="clip_", function=False, operands=3, batch=_at_level("clip_"))
 def clamp_(t, min=None, max=None):
     return _apply(t, lambda x: elementwise.clamp(x, min, max), saves_self=_saves_self("clamp"))
 
 
+@declare(function=False, methods=("floor_divide_", "__ifloordiv__"), operands=2,
+         batch=_at_level("floor_divide_"))
 def floor_divide_(t, other):
     # recorded as PyTorch records it: a node whose backward raises
     return _apply(t, elementwise.floor_divide, other)
@@ -278,20 +292,16 @@ def _inplace_unary(op):
     return inplace
 
 
-neg_, exp_, log_, sin_, cos_, tanh_, sigmoid_, relu_, abs_, sqrt_ = (
-    _inplace_unary(getattr(elementwise, name))
-    for name in ("neg", "exp", "log", "sin", "cos", "tanh", "sigmoid", "relu", "abs", "sqrt"))
-# the rest of the unary ops' in-place forms, as Tensor methods only
-for _name in ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "exp2", "expm1",
-              "log2", "log10", "log1p", "rsqrt", "sign", "floor", "ceil", "trunc", "reciprocal", "square"):
-    setattr(Tensor, _name + "_", _inplace_unary(getattr(elementwise, _name)))
+# the in-place forms of the elementwise ops that have one, under their
+# names and aliases (abs_, absolute_), as Tensor methods
+for _decl in [d for d in DECLARATIONS if d.inplace]:
+    declare(_inplace_unary(_decl.op), function=False, aliases=tuple(f"{a}_" for a in _decl.aliases),
+            batch=in_place)
 
 
+@declare(name="round_", function=False, batch=in_place)
 def _round_(t, *, decimals=0):
     return _apply(t, lambda x: elementwise.round(x, decimals=decimals))
-
-
-Tensor.round_ = _round_
 
 
 def _copy_array(x, src):
@@ -306,6 +316,7 @@ _copy = binary(defop("copy", "CopyBackwards", 2, partials=("0", "1")), lambda x,
                _copy_array)
 
 
+@declare(function=False, operands=2, batch=_ARITHMETIC)
 def copy_(t, other):
     """Write other (broadcast, cast to t's dtype) into t; differentiable in other."""
     src = other
@@ -335,6 +346,12 @@ def _random_op(opdef, draw):
     return compute
 
 
+# PyTorch's text under vmap's default randomness="error", the only one its rules see
+_RANDOM = no_rule("vmap: called random operation while in randomness error mode. Please either use the 'same' or "
+                  "'different' randomness flags on vmap or perform the randomness operation out of vmap")
+
+
+@declare(function=False, batch=_RANDOM)
 def uniform_(t, from_=0, to=1):
     """Fill t with numbers drawn uniformly from [a, b), in place: weight
     initialisation, reproducible after tape.manual_seed.
@@ -355,6 +372,7 @@ def uniform_(t, from_=0, to=1):
     return _apply(t, _random_op(_UNIFORM, draw))
 
 
+@declare(function=False, batch=_RANDOM)
 def normal_(t, mean=0, std=1):
     """Fill t with numbers drawn from the normal distribution of `mean` and
     `std`, in place: weight initialisation, reproducible after tape.manual_seed.
@@ -372,21 +390,53 @@ def normal_(t, mean=0, std=1):
     return _apply(t, _random_op(_NORMAL, draw))
 
 
+@declare(signature="input", batch=in_place)
 def zero_(t):
     return _apply(t, _constant_op(_ZERO, 0))
 
 
+def _check_fill_value(value):
+    if value.ndim != 0:
+        raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
+                           f"{value.ndim} dimensions.")
+
+
+_FILL_IN_PLACE = in_place_as("fill_")
+
+
+def _batched_fill(op, args):
+    """fill_ inside vmap; a batched value (0-d in each sample) is copied,
+    aligned to self, as one value per sample."""
+    value = args.arguments["value"]
+    if isinstance(value, BatchedTensor):
+        _check_fill_value(value)
+        return _FILL_IN_PLACE(copy_, args)
+    return _FILL_IN_PLACE(op, args)
+
+
+@declare(signature="input, value", operands=2, batch=_batched_fill)
 def fill_(t, value):
     if isinstance(value, Tensor):
-        if value.ndim != 0:
-            raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with "
-                               f"{value.ndim} dimensions.")
+        _check_fill_value(value)
         if value._rg:  # differentiable in the value: a copy of it, broadcast
             return _apply(t, _copy, value)
         value = value.item()
     return _apply(t, _constant_op(_FILL, value))
 
 
+def _batched_masked_fill(op, args):
+    """masked_fill_ inside vmap: PyTorch names its refusal of a batched mask
+    as arithmetic's, of a batched value by the op."""
+    t, mask = args.arguments["t"], args.arguments["mask"]
+    own = t.levels if isinstance(t, BatchedTensor) else ()
+    mask_beyond = any(lv not in own for lv in levels_of([mask]))
+    return (_ARITHMETIC if mask_beyond else _MASKED_FILL_AT_LEVEL)(op, args)
+
+
+_MASKED_FILL_AT_LEVEL = _at_level("masked_fill_")
+
+
+@declare(operands=3, batch=_batched_masked_fill)
 def masked_fill_(t, mask, value):
     """Fill t where `mask` (a bool tensor that broadcasts to t) holds with
     `value` (a number or a 0-d tensor), in place; differentiable in both.
@@ -491,6 +541,27 @@ def _fit(v, shape):
     return v
 
 
+def _batched_setitem(op, args):
+    """t[key] = value inside vmap: the key indexes each sample (after a
+    full slice of each vmap dim); a batched value takes t's vmap dims and,
+    after them, the dims it broadcasts over in the region."""
+    t, key, value = args.arguments["t"], args.arguments["key"], args.arguments["value"]
+    refuse_batched_other(t, [value], "inplace arithmetic")
+    nb = len(t.levels)
+    phys_key = _batched_key(key, nb)
+    if isinstance(value, BatchedTensor):
+        region = t.phys[phys_key].ndim - nb
+        shape = value.shape[max(0, value.ndim - region):]
+        v = with_levels(value, t.levels)
+        value = v.reshape(v.shape[:nb] + (1,) * (region - len(shape)) + shape)
+    op(t.phys, phys_key, value)
+
+
+def _batched_key(key, nb):
+    return (slice(None),) * nb + (key if isinstance(key, tuple) else (key,))
+
+
+@declare(function=False, methods=("__setitem__",), operands=2, batch=_batched_setitem)
 def setitem(t, key, value):
     """t[key] = value: an in-place op, differentiable in both t and value."""
     key, selected, opdef = _indexed(t, key)
@@ -514,29 +585,4 @@ def setitem(t, key, value):
     _apply(t, lambda x, v: _put(x, where_, shape, v), value)
 
 
-# the in-place forms of the other names (PyTorch's aliases)
-for _name, _fn in {"absolute_": abs_, "negative_": neg_, "subtract_": sub_, "multiply_": mul_, "divide_": div_,
-                   "clip_": clamp_}.items():
-    setattr(Tensor, _name, _fn)
-for _alias, _name in (("arccos_", "acos_"), ("arcsin_", "asin_"), ("arctan_", "atan_")):
-    setattr(Tensor, _alias, getattr(Tensor, _name))
-for _name, _fn in {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "pow_": pow_,
-                   "remainder_": remainder_, "neg_": neg_, "exp_": exp_, "log_": log_, "sin_": sin_,
-                   "cos_": cos_, "tanh_": tanh_, "sigmoid_": sigmoid_, "relu_": relu_, "abs_": abs_,
-                   "sqrt_": sqrt_, "copy_": copy_, "zero_": zero_, "fill_": fill_, "masked_fill_": masked_fill_,
-                   "uniform_": uniform_, "normal_": normal_,
-                   "__iadd__": add_,
-                   "__isub__": sub_, "__imul__": mul_, "__itruediv__": div_, "__ipow__": pow_,
-                   "__imod__": remainder_, "floor_divide_": floor_divide_, "clamp_": clamp_,
-                   "__ifloordiv__": floor_divide_, "__setitem__": setitem}.items():
-    setattr(Tensor, _name, _fn)
-
-
-# transitional declarations (issue 19 in progress)
-declare(add_, name='add_', signature=None, methods=(), batch=NO_RULE)
-declare(sub_, name='sub_', signature=None, methods=(), batch=NO_RULE)
-declare(mul_, name='mul_', signature=None, methods=(), batch=NO_RULE)
-declare(div_, name='div_', signature=None, methods=(), batch=NO_RULE)
-declare(zero_, name='zero_', signature='input', methods=(), batch=NO_RULE)
-declare(fill_, name='fill_', signature='input, value', methods=(), batch=NO_RULE)
-declare(masked_fill_, name='masked_fill_', signature=None, methods=(), batch=NO_RULE)
+__all__ = exports(globals())

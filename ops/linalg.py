@@ -5,11 +5,12 @@ Native kernels call BLAS through Numba's np.dot.
 import builtins
 import collections
 import math
+import string
 
 import numpy as np
 
-from ops._declare import declare
-from tape._batched import NO_RULE
+from ops._declare import declare, exports
+from tape._batched import BatchedTensor, aligned, batched, levels_of, physical
 
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._record import broadcast_shapes, record
@@ -20,9 +21,6 @@ from tape._tensor import Tensor, new_tensor, wrap_value
 from ops.reduction import sum as _sum
 from ops.selection import diagonal
 from ops.shape import expand, permute, reshape, squeeze, transpose, unsqueeze
-
-__all__ = ["dot", "mv", "mm", "bmm", "matmul", "outer", "einsum"]
-
 
 # The forward products call np.dot, not @: the same BLAS call and result,
 # 0.7 us sooner on small matrices (np.matmul's ufunc machinery). The native
@@ -108,9 +106,10 @@ def _check_float(name, x, y):
                        f"{cpp_type_name(y.dtype)}")
 
 
-def dot(input, tensor):
-    """Inner product of two 1-D tensors."""
-    x, y = input, tensor  # PyTorch's names, the formulas' short ones
+# The checks read only shapes and dtypes, so that the products' batching
+# rule runs them on one sample's (a batched tensor's logical ones).
+
+def _check_dot(x, y):
     if x.ndim != 1 or y.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {x.ndim}D and {y.ndim}D tensors")
     if x.shape != y.shape:
@@ -118,20 +117,18 @@ def dot(input, tensor):
                            "same number of elements, but got %d and %d elements respectively"
                            % (x.shape[0], y.shape[0], x.shape[0], y.shape[0]))
     _check_float("dot", x, y)
-    return _product(_DOT, x, y, wrap_value(np.dot(x._value, y._value)))
-def mv(input, vec):
-    """Matrix (m, k) times vector (k,)."""
-    x, y = input, vec  # PyTorch's names, the formulas' short ones
+
+
+def _check_mv(x, y):
     if x.ndim != 2 or y.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got 1, {x.ndim}, {y.ndim}")
     if x.shape[1] != y.shape[0]:
         raise RuntimeError(f"size mismatch, got input ({x.shape[0]}), mat ({x.shape[0]}x{x.shape[1]}), "
                            f"vec ({y.shape[0]})")
     _check_float("mv", x, y)
-    return _product(_MV, x, y, np.dot(x._value, y._value))
-def mm(input, mat2):
-    """Matrix (m, k) times matrix (k, n)."""
-    x, y = input, mat2  # PyTorch's names, the formulas' short ones
+
+
+def _check_mm(x, y):
     if x.ndim != 2:
         raise RuntimeError("self must be a matrix")
     if y.ndim != 2:
@@ -140,24 +137,134 @@ def mm(input, mat2):
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({x.shape[0]}x{x.shape[1]} and "
                            f"{y.shape[0]}x{y.shape[1]})")
     _check_float("mm", x, y)
-    return _product(_MM, x, y, np.dot(x._value, y._value))
-def bmm(input, mat2):
-    """Batched (b, m, k) times (b, k, n)."""
-    x, y = input, mat2  # PyTorch's names, the formulas' short ones
+
+
+def _check_bmm(x, y):
     if x.ndim != 3 or y.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if x.ndim != 3 else "batch2 must be a 3D tensor")
     if x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
         raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
                            f"[{x.shape[0]}, {x.shape[2]}] but got: [{y.shape[0]}, {y.shape[1]}].")
     _check_float("bmm", x, y)
-    return _product(_BMM, x, y, np.matmul(x._value, y._value))
-def outer(input, vec2):
-    """Outer product of two 1-D tensors."""
-    x, y = input, vec2  # PyTorch's names, the formulas' short ones
+
+
+def _check_matmul(x, y):
+    if not isinstance(y, Tensor) or not isinstance(x, Tensor):
+        raise TypeError("matmul(): argument 'other' must be Tensor")
+    if x.ndim == 0 or y.ndim == 0:
+        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
+                           f"and {y.ndim}D")
+
+
+def _check_outer(x, y):
     for name, t in (("self", x), ("vec2", y)):
         if t.ndim != 1:
             raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {t.ndim}-D")
+
+
+def _matmul_operand(o, levels, rank, vector_at):
+    """A batched operand's physical value for matmul: a dim for each of
+    `levels` (size 1 where it has none), its matrices' batch dims padded to
+    `rank` dims, a vector promoted to a matrix by a size-1 dim at
+    `vector_at` (0: a row, -1: a column). A plain one stays: matmul
+    broadcasts it from the right."""
+    if not isinstance(o, BatchedTensor):
+        return o
+    shape = o.shape
+    if len(shape) == 1:
+        shape = (1,) + shape if vector_at == 0 else shape + (1,)
+    have = dict(zip(o.levels, o.phys.shape[:len(o.levels)]))
+    shape = tuple(have.get(lv, 1) for lv in levels) + (1,) * (rank - len(shape)) + shape
+    return o.phys if shape == o.phys.shape else reshape(o.phys, shape)
+
+
+def _batched_matmul(a, b):
+    """a @ b of samples, one at least batched: one matmul of the physical
+    values (a batched vector promoted to a matrix, the promoted dims dropped
+    from the product)."""
+    va, vb = a.ndim == 1 and isinstance(a, BatchedTensor), b.ndim == 1 and isinstance(b, BatchedTensor)
+    rank = builtins.max(builtins.max(a.ndim, 2) if isinstance(a, BatchedTensor) else a.ndim,
+                        builtins.max(b.ndim, 2) if isinstance(b, BatchedTensor) else b.ndim)
+    levels = levels_of((a, b))
+    out = matmul(_matmul_operand(a, levels, rank, 0), _matmul_operand(b, levels, rank, -1))
+    if va or vb:
+        shape = list(out.shape)
+        if vb:
+            shape.pop(-1)
+        if va:  # its size-1 row dim is last unless b left a column dim after it
+            shape.pop(-1 if vb or b.ndim == 1 else -2)
+        out = reshape(out, tuple(shape))
+    return batched(out, levels)
+
+
+def _batched_product(check):
+    """The batching rule of a product: its checks on one sample, then matmul's."""
+    def rule(op, args):
+        a, b = args.args[:2]
+        check(a, b)
+        return _batched_matmul(a, b)
+    return rule
+
+
+def _batched_rmatmul(op, args):
+    x, y = args.args
+    _check_matmul(y, x)
+    return _batched_matmul(y, x)
+
+
+@declare(signature="input, tensor, *, out=None", operands=2, batch=_batched_product(_check_dot))
+def dot(input, tensor):
+    """Inner product of two 1-D tensors."""
+    x, y = input, tensor  # PyTorch's names, the formulas' short ones
+    _check_dot(x, y)
+    return _product(_DOT, x, y, wrap_value(np.dot(x._value, y._value)))
+
+
+@declare(signature="input, vec, *, out=None", operands=2, batch=_batched_product(_check_mv))
+def mv(input, vec):
+    """Matrix (m, k) times vector (k,)."""
+    x, y = input, vec  # PyTorch's names, the formulas' short ones
+    _check_mv(x, y)
+    return _product(_MV, x, y, np.dot(x._value, y._value))
+
+
+@declare(signature="input, mat2, *, out=None", operands=2, batch=_batched_product(_check_mm))
+def mm(input, mat2):
+    """Matrix (m, k) times matrix (k, n)."""
+    x, y = input, mat2  # PyTorch's names, the formulas' short ones
+    _check_mm(x, y)
+    return _product(_MM, x, y, np.dot(x._value, y._value))
+
+
+@declare(signature="input, mat2, *, out=None", operands=2, batch=_batched_product(_check_bmm))
+def bmm(input, mat2):
+    """Batched (b, m, k) times (b, k, n)."""
+    x, y = input, mat2  # PyTorch's names, the formulas' short ones
+    _check_bmm(x, y)
+    return _product(_BMM, x, y, np.matmul(x._value, y._value))
+
+
+def _batched_outer(op, args):
+    """outer of samples: the column x times the row y, aligned as an
+    elementwise product's operands."""
+    x, y = args.args
+    _check_outer(x, y)
+    column = batched(unsqueeze(x.phys, -1), x.levels) if isinstance(x, BatchedTensor) else unsqueeze(x, 1)
+    row = batched(unsqueeze(y.phys, -2), y.levels) if isinstance(y, BatchedTensor) else unsqueeze(y, 0)
+    levels, (c, r) = aligned([column, row])
+    return batched(c * r, levels)
+
+
+@declare(signature="input, vec2, *, out=None", operands=2, batch=_batched_outer)
+def outer(input, vec2):
+    """Outer product of two 1-D tensors."""
+    x, y = input, vec2  # PyTorch's names, the formulas' short ones
+    _check_outer(x, y)
     return unsqueeze(x, 1) * unsqueeze(y, 0)
+
+
+@declare(signature="input, other, *, out=None", methods=("matmul", "__matmul__"), operands=2,
+         batch=_batched_product(_check_matmul))
 def matmul(input, other):
     """Matrix product with NumPy's rules: 1-D operands are promoted, batch
     dims broadcast.
@@ -174,9 +281,7 @@ def matmul(input, other):
     if (type(xv) is np.ndarray and type(yv) is np.ndarray and xv.ndim == 2 and yv.ndim == 2
             and xv.shape[1] == yv.shape[0] and xv.dtype == yv.dtype):
         return _product(_MM, x, y, np.dot(xv, yv))
-    if x.ndim == 0 or y.ndim == 0:
-        raise RuntimeError(f"both arguments to matmul need to be at least 1D, but they are {x.ndim}D "
-                           f"and {y.ndim}D")
+    _check_matmul(x, y)
     if x.ndim == 1 and y.ndim == 1:
         return dot(x, y)
     if x.ndim == 2 and y.ndim == 1:
@@ -201,13 +306,39 @@ def matmul(input, other):
     if y.ndim == 1:
         out = squeeze(out, -1)
     return out
+
+
+@declare(function=False, methods=("__rmatmul__",), operands=2, batch=_batched_rmatmul)
+def _rmatmul(x, y):
+    return matmul(y, x)
+
+
+def _batched_einsum(op, args):
+    """einsum of samples: the same equation with a label of its own for
+    each vmap level in front of each batched operand's, and of the output."""
+    equation, operands = args.args[0], args.args[1:]
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    lhs, arrow, rhs = equation.replace(" ", "").partition("->")
+    if not arrow:  # PyTorch's implicit output, written out before labels join
+        counts = collections.Counter(lhs.replace("...", "").replace(",", ""))
+        rhs = ("..." if "..." in lhs else "") + "".join(sorted(l for l, n in counts.items() if n == 1))
+    levels = levels_of(operands)
+    free = [l for l in string.ascii_letters if l not in equation]
+    label = dict(zip(levels, free))
+    terms = [("".join(label[lv] for lv in t.levels) if isinstance(t, BatchedTensor) else "") + term
+             for term, t in zip(lhs.split(","), operands)]
+    batched_equation = ",".join(terms) + "->" + "".join(label[lv] for lv in levels) + rhs
+    return batched(op(batched_equation, *(physical(t) for t in operands)), levels)
+
+
+@declare(methods=(), operands=2, batch=_batched_einsum)
 def einsum(equation, *operands):
     """Einstein summation (`"ij,jk->ik"`, `"bij,bjk->bik"`, `"ii->i"`,
     `"...ij->...ji"`), as PyTorch's: repeated labels of one operand take the
     diagonal, labels of one operand only that the output lacks are summed, and
     the operands are contracted left to right, each pair by one bmm, so it is
-    differentiable to any order as its parts are. Inside vmap it needs no
-    rule of its own: each of its parts has one (Note [Batched tape functions])."""
+    differentiable to any order as its parts are."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     lhs, arrow, rhs = equation.replace(" ", "").partition("->")
@@ -311,21 +442,5 @@ def _contract(x, lx, y, ly, needed):
     return reshape(product, tuple(size[l] for l in batch + own_x + own_y)), batch + own_x + own_y
 
 
-def _rmatmul(x, y):
-    return matmul(y, x)
 
-
-Tensor.__matmul__ = matmul
-Tensor.__rmatmul__ = _rmatmul
-for _name, _fn in {"dot": dot, "mv": mv, "mm": mm, "bmm": bmm, "matmul": matmul, "outer": outer}.items():
-    setattr(Tensor, _name, _fn)
-
-
-# transitional declarations (issue 19 in progress)
-declare(dot, name='dot', signature='input, tensor, *, out=None', methods=(), batch=NO_RULE)
-declare(mv, name='mv', signature='input, vec, *, out=None', methods=(), batch=NO_RULE)
-declare(mm, name='mm', signature='input, mat2, *, out=None', methods=(), batch=NO_RULE)
-declare(bmm, name='bmm', signature='input, mat2, *, out=None', methods=(), batch=NO_RULE)
-declare(matmul, name='matmul', signature='input, other, *, out=None', methods=(), batch=NO_RULE)
-declare(outer, name='outer', signature='input, vec2, *, out=None', methods=(), batch=NO_RULE)
-declare(einsum, name='einsum', signature=None, methods=(), batch=NO_RULE)
+__all__ = exports(globals())

@@ -10,8 +10,8 @@ import collections
 
 import numpy as np
 
-from ops._declare import declare
-from tape._batched import NO_RULE
+from ops._declare import declare, exports
+from tape._batched import BatchedTensor, batched, leading, levels_of, over_dims
 
 from tape._dtypes import scalar_type_name
 from tape._record import broadcast_shapes, op_result, quiet
@@ -22,9 +22,6 @@ from ops.linalg import matmul
 from ops.reduction import amax, amin, norm as _vector_norm, sum as _sum
 from ops.selection import tril
 from ops.shape import _no_gradient, _no_gradient_native, expand, squeeze, unsqueeze
-
-__all__ = ["inv", "det", "slogdet", "solve", "cholesky", "norm", "vector_norm", "matrix_norm", "LinAlgError"]
-
 
 class LinAlgError(RuntimeError):
     """A matrix function's input is singular or not positive-definite
@@ -72,6 +69,16 @@ def _square(name, A):
     return A.shape[-1]
 
 
+def _square_matrices(name):
+    """The batching rule of a function of each square matrix of its input:
+    its checks on one sample, then the op on the physical value, whose
+    batch dims are matrices' batch dims to it (`leading`)."""
+    def rule(op, args):
+        _square(name, args.args[0])
+        return leading(op, args)
+    return rule
+
+
 def _first_zero_pivot(a):
     """LAPACK getrf's info for one matrix: the 1-based column of the first
     zero pivot of its LU factorization with partial pivoting, or 0."""
@@ -117,6 +124,7 @@ def _inv_vjp(ctx, g):
 _INV = defop("inv", "LinalgInvExBackward0", 1, saves=SAVES_OUT, vjp=_inv_vjp, native=_inv_native)
 
 
+@declare(signature="A, *, out=None", methods=("inverse",), module="linalg", batch=_square_matrices("inv"))
 def inv(A):
     """The inverse of each square matrix of A; LinAlgError where one is singular.
 
@@ -215,6 +223,7 @@ _SLOGDET = defop("slogdet", "LinalgSlogdetBackward0", 1, saves=SAVES_X, vjp=_slo
 _SLOGDET_SIGN = defop("slogdet_sign", "LinalgSlogdetBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
+@declare(signature="A, *, out=None", methods=("det",), module="linalg", batch=_square_matrices("det"))
 def det(A):
     """The determinant of each square matrix of A.
 
@@ -229,6 +238,7 @@ def det(A):
 _SlogdetResult = collections.namedtuple("linalg_slogdet", ["sign", "logabsdet"])
 
 
+@declare(signature="A, *, out=None", methods=("slogdet",), module="linalg", batch=_square_matrices("slogdet"))
 def slogdet(A):
     """(sign, logabsdet): the sign and the log of the absolute value of the
     determinant of each square matrix of A. The sign requires grad with A and
@@ -272,6 +282,37 @@ def _solve(A, B):
     return op_result(_SOLVE, value, (A, B))
 
 
+def _is_vector(A, B):
+    """Whether solve takes B as a vector (or a batch of them) for A."""
+    return B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+
+
+def _solve_operand(t, levels, rank):
+    """t's physical value for solve inside vmap: a dim for each of `levels`
+    (size 1 where it has none; solve broadcasts it), its matrices' batch
+    dims padded to `rank` dims, so that the two operands have as many dims
+    and solve takes neither for a batch of vectors."""
+    have = dict(zip(t.levels, t.phys.shape[:len(t.levels)])) if isinstance(t, BatchedTensor) else {}
+    value = t.phys if isinstance(t, BatchedTensor) else t
+    shape = tuple(have.get(lv, 1) for lv in levels) + (1,) * (rank - t.ndim) + t.shape
+    return value if shape == value.shape else value.reshape(shape)
+
+
+def _batched_solve(op, args):
+    """solve of samples: B taken as a vector by one sample's shapes, then
+    solve of the physical matrices, their vmap dims broadcast as batch dims."""
+    A, B, left = args.arguments["A"], args.arguments["B"], args.arguments["left"]
+    _square("solve", A)
+    vector = left and isinstance(B, Tensor) and _is_vector(A, B)
+    if vector:
+        B = batched(unsqueeze(B.phys, -1), B.levels) if isinstance(B, BatchedTensor) else unsqueeze(B, -1)
+    levels = levels_of((A, B))
+    rank = max(A.ndim, B.ndim)
+    X = op(_solve_operand(A, levels, rank), _solve_operand(B, levels, rank), left=left)
+    return batched(squeeze(X, -1) if vector else X, levels)
+
+
+@declare(signature="A, B, *, left=True, out=None", operands=2, module="linalg", batch=_batched_solve)
 def solve(A, B, *, left=True):
     """The solution X of A X = B (X A = B where left=False) for square A; B
     may be a vector (or a batch of vectors) and broadcasts with A.
@@ -288,7 +329,7 @@ def solve(A, B, *, left=True):
                            f"{scalar_type_name(A.dtype)} and B of type {scalar_type_name(B.dtype)} instead")
     if not left:
         return solve(A.mT, B.mT).mT
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and B.shape == A.shape[:-1])
+    vector = _is_vector(A, B)
     M = unsqueeze(B, -1) if vector else B
     if M.shape[-2] != n:
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation AX = B "
@@ -357,6 +398,7 @@ def _failing_minor(a):
     return 0
 
 
+@declare(signature="input, *, upper=False, out=None", module="linalg", batch=_square_matrices("cholesky"))
 def cholesky(A, *, upper=False):
     """L, lower triangular, with A = L L^T for each symmetric positive-definite
     matrix of A (its lower triangle is read); L^T where upper=True."""
@@ -381,18 +423,36 @@ def cholesky(A, *, upper=False):
     return L.mT if upper else L
 
 
+@declare(signature="input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None", module="linalg",
+         batch=over_dims())
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     """The vector ord-norm of x over dim (all of it by default)."""
     return _vector_norm(x, ord, dim, keepdim, dtype)
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """The Frobenius norm ("fro"), or the max (1, inf) or min (-1, -inf) of
-    the absolute column (1) or row (inf) sums, of the matrices over `dim`."""
+def _check_matrix_norm(A, dim):
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 dimensions.")
     if len(dim) != 2:
         raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple. Got {' '.join(str(d) for d in dim)}")
+
+
+def _checked_over_dims(check):
+    """The rule `over_dims`, after the op's checks on one sample."""
+    reduce = over_dims()
+
+    def rule(op, args):
+        check(*args.args[:3])
+        return reduce(op, args)
+    return rule
+
+
+@declare(signature="input, ord='fro', dim=(-2, -1), keepdim=False, *, dtype=None, out=None", module="linalg",
+         batch=_checked_over_dims(lambda A, ord, dim: _check_matrix_norm(A, dim)))
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
+    """The Frobenius norm ("fro"), or the max (1, inf) or min (-1, -inf) of
+    the absolute column (1) or row (inf) sums, of the matrices over `dim`."""
+    _check_matrix_norm(A, dim)
     d0, d1 = (d % A.ndim for d in dim)
     if ord == "fro":
         return _vector_norm(A, 2, (d0, d1), keepdim, dtype)
@@ -407,16 +467,22 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
     return (amax if ord > 0 else amin)(totals, over - (not keepdim and summed < over), keepdim=keepdim)
 
 
+def _check_norm(A, ord, dim):
+    if dim is None and ord is not None and A.ndim not in (1, 2):
+        raise RuntimeError("linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
+                           f"Got {A.ndim}D.")
+
+
+@declare(signature="input, ord=None, dim=None, keepdim=False, *, dtype=None, out=None", module="linalg",
+         batch=_checked_over_dims(_check_norm))
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """torch.linalg.norm: the vector 2-norm of all of A when ord and dim are
     None; a vector norm over one dim; a matrix norm over two (or of a 2-D A
     when only ord is given)."""
     if isinstance(dim, int):
         dim = (dim,)
+    _check_norm(A, ord, dim)
     if dim is None and ord is not None:
-        if A.ndim not in (1, 2):
-            raise RuntimeError("linalg.norm: If dim is not specified but ord is, the input must be 1D or 2D. "
-                               f"Got {A.ndim}D.")
         dim = tuple(range(A.ndim))
     if dim is not None and len(dim) == 2:
         return matrix_norm(A, "fro" if ord is None else ord, dim, keepdim, dtype=dtype)
@@ -425,17 +491,4 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     return _vector_norm(A, 2 if ord is None else ord, dim, keepdim, dtype)
 
 
-Tensor.inverse = inv
-Tensor.det = det
-Tensor.slogdet = slogdet
-
-
-# transitional declarations (issue 19 in progress)
-declare(cholesky, name='cholesky', signature='input, *, upper=False, out=None', module='linalg', batch=NO_RULE)
-declare(det, name='det', signature='A, *, out=None', module='linalg', batch=NO_RULE)
-declare(inv, name='inv', signature='A, *, out=None', module='linalg', batch=NO_RULE)
-declare(slogdet, name='slogdet', signature='A, *, out=None', module='linalg', batch=NO_RULE)
-declare(solve, name='solve', signature='A, B, *, left=True, out=None', module='linalg', batch=NO_RULE)
-declare(norm, name='norm', signature='input, ord=None, dim=None, keepdim=False, *, dtype=None, out=None', module='linalg', batch=NO_RULE)
-declare(vector_norm, name='vector_norm', signature='input, ord=2, dim=None, keepdim=False, *, dtype=None, out=None', module='linalg', batch=NO_RULE)
-declare(matrix_norm, name='matrix_norm', signature="input, ord='fro', dim=(-2, -1), keepdim=False, *, dtype=None, out=None", module='linalg', batch=NO_RULE)
+__all__ = exports(globals()) + ["LinAlgError"]

@@ -380,6 +380,11 @@ def in_place(op, args):
     own = x.levels if isinstance(x, BatchedTensor) else ()
     if not set(levels_of([args.arguments[n] for n in others])) <= set(own):
         raise RuntimeError(_IN_PLACE_BATCHED_OTHER.format(name=op.__name__))
+    return _written_in_place(op, args, name, x, others)
+
+
+def _written_in_place(op, args, name, x, others):
+    """op on self's physical value, its other tensors aligned to it: x, written."""
     levels, values = aligned([x] + [args.arguments[n] for n in others])
     args.arguments.update(zip([name] + others, values))
     _call(op, args)
@@ -449,3 +454,39 @@ def remove_batch_dim(t, level, batch_size, out_dim):
     order = tuple(others) + tuple(logical[:d]) + (k,) + tuple(logical[d:])
     phys = t.phys.permute(order) if order != tuple(range(t.phys.ndim)) else t.phys
     return batched(phys, rest)
+
+
+_IN_PLACE_AT_LEVEL = (
+    "vmap: {name}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args that "
+    "has more elements than `self`. This happened due to `other` being vmapped over but `self` not being vmapped "
+    "over at level {level}. Please try to use out-of-place operators instead of {name}. If said operator is being "
+    "called inside the PyTorch framework, please file a bug report instead.")
+
+
+def in_place_as(what, *, at_level=False):
+    """The rule `in_place`, its refusal of another tensor batched at a level
+    self is not in PyTorch's words for the op (`refuse_batched_other`).
+    `what` None refuses nothing: the op meets the physical values and fails
+    as PyTorch's add_ does, in its broadcast."""
+    def rule(op, args):
+        name, x = _first(args)
+        others = [n for n in _tensor_arguments(args) if n != name]
+        if what is not None:
+            refuse_batched_other(x, [args.arguments[n] for n in others], what, at_level=at_level)
+        return _written_in_place(op, args, name, x, others)
+    return rule
+
+
+def refuse_batched_other(x, others, what, *, at_level=False):
+    """PyTorch's refusal of an in-place op on x when one of `others` is
+    batched at a level x is not: the op named `what` ("inplace arithmetic",
+    "fill_", "aten::pow_"), with that vmap level (1 the outermost) where
+    `at_level`."""
+    own = x.levels if isinstance(x, BatchedTensor) else ()
+    beyond = [lv for lv in levels_of(others) if lv not in own]
+    if not beyond:
+        return
+    if at_level:
+        depth = 1 + [lv for lv, _ in _LEVELS.stack].index(beyond[0])
+        raise RuntimeError(_IN_PLACE_AT_LEVEL.format(name=what, level=depth))
+    raise RuntimeError(_IN_PLACE_BATCHED_OTHER.format(name=what))

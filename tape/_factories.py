@@ -249,27 +249,3 @@ randn_like = _like(randn)
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):
     return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
 
-
-# Tensor.new_*: as the factories, in the tensor's dtype unless told
-def _new(fn):
-    def new(self, *dims, size=None, dtype=None, device=None, requires_grad=False):
-        return fn(*dims, size=size, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
-    new.__name__ = f"new_{fn.__name__}"
-    return new
-
-
-def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
-    return full(size, fill_value, dtype=dtype or self.dtype, device=device, requires_grad=requires_grad)
-
-
-def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    if isinstance(data, Tensor):
-        _warn_copy_construct("tensor.new_tensor")
-    return _tensor_of(data, dtype or self.dtype, device, requires_grad)
-
-
-Tensor.new_zeros = _new(zeros)
-Tensor.new_ones = _new(ones)
-Tensor.new_empty = _new(empty)
-Tensor.new_full = _new_full
-Tensor.new_tensor = _new_tensor
