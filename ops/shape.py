@@ -373,13 +373,13 @@ _T_DEPRECATED = (
     "or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.")
 
 
+# through Tensor methods, so that a batched tensor's properties batch
 def _T_property(x):
     if x.ndim != 2:
         warn_once(_T_DEPRECATED[int(x.ndim != 0)], stacklevel=2)
     return x.permute(tuple(range(x.ndim - 1, -1, -1)))
 
 
-# through Tensor methods, so that a batched tensor's properties batch
 def _mT_property(x):
     if x.ndim == 0:  # PyTorch 2.13's identity, deprecated
         warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
@@ -401,7 +401,7 @@ def _enough_sizes(x, sizes):
 def _expand_rule(op, args):
     """expand and broadcast_to of each sample: its new leading dims placed
     after the batch dims, which keep their sizes."""
-    x, name = args.arguments["x"], list(args.arguments)[1]
+    x, name = args.arguments["x"], list(args.arguments)[1]  # expand's sizes, broadcast_to's shape
     sizes = _shape_arg(args.arguments[name])
     _enough_sizes(x, sizes)
     padded = x.phys.reshape(x._batch_shape() + (1,) * (len(sizes) - x.ndim) + x.shape)
@@ -705,10 +705,9 @@ def _getitem_rule(op, args):
     a["x"], a["key"] = x.phys, (slice(None),) * nb + parts
     out = op(*args.args)
     unselected = [k for k in parts if not _is_int(k)]
-    arrays = [i for i, k in enumerate(unselected) if _is_index_array(k)]
-    if arrays and arrays[-1] - arrays[0] + 1 != len(arrays):
-        k = len(np.broadcast_shapes(*(tuple(np.shape(unselected[i]) if not isinstance(unselected[i], Tensor)
-                                            else unselected[i].shape) for i in arrays)))
+    at = [i for i, k in enumerate(unselected) if _is_index_array(k)]
+    if at and at[-1] - at[0] + 1 != len(at):
+        k = len(np.broadcast_shapes(*(tuple(np.shape(unselected[i])) for i in at)))
         out = out.permute(tuple(range(k, k + nb)) + tuple(range(k)) + tuple(range(k + nb, out.ndim)))
     return batched_result(out, x.levels)
 
@@ -1021,6 +1020,9 @@ def _roll_arguments(shifts, dims):
     return shifts, dims
 
 
+_along_dims = along("dims")
+
+
 def _roll_rule(op, args):
     """roll of each sample: along its dims shifted past the batch dims, or,
     without dims, along the flattened sample."""
@@ -1028,7 +1030,7 @@ def _roll_rule(op, args):
     x = a["input"]
     shifts, dims = _roll_arguments(a["shifts"], a["dims"])
     if dims:
-        return along("dims")(op, args)
+        return _along_dims(op, args)
     flat = op(x.phys.reshape(x._batch_shape() + (-1,)), shifts, len(x.levels))
     return batched(flat.reshape(x.phys.shape), x.levels)
 
