@@ -11,7 +11,7 @@ import numpy as np
 
 from ops._declare import declare, exports
 from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched_result, composite, dim_index,
-                           levels_of, refusal, with_levels)
+                           levels_of, with_levels)
 
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
@@ -700,7 +700,7 @@ def _getitem_rule(op, args):
     if any(map(_is_mask, parts)):
         DYNAMIC_SHAPE(op, args)
     if any(isinstance(k, BatchedTensor) for k in parts):
-        raise refusal("indexing with a batched index")
+        return _getitem_by_batched_index(op, args, parts)
     nb = len(x.levels)
     a["x"], a["key"] = x.phys, (slice(None),) * nb + parts
     out = op(*args.args)
@@ -712,7 +712,38 @@ def _getitem_rule(op, args):
     return batched_result(out, x.levels)
 
 
-@declare(function=False, methods=("__getitem__",), batch=_getitem_rule)
+def _getitem_by_batched_index(op, args, parts):
+    """x[key] of each sample where some of key's index arrays (or ints) are
+    batched: each batch dim indexed by its positions (an arange), an index
+    array among the others, so that the arrays give each sample its own
+    positions. The arrays' dims come first, after the batch dims; where the
+    sample's arrays are adjacent after other dims, they move there."""
+    a = args.arguments
+    x = a["x"]
+    levels = levels_of((x,) + parts)
+    nb = len(levels)
+    values = with_levels(x, levels)
+    at = [i for i, k in enumerate(parts) if isinstance(k, BatchedTensor) or _is_index_array(k)]
+    shape = np.broadcast_shapes(*(tuple(np.shape(parts[i])) for i in at))
+    r = len(shape)
+    positions = [np.arange(n).reshape((1,) * j + (n,) + (1,) * (nb - j - 1 + r))
+                 for j, n in enumerate(values.shape[:nb])]
+    key = tuple(with_levels(k, levels).reshape(values.shape[:nb] + (1,) * (r - k.ndim) + k.shape)
+                if isinstance(k, BatchedTensor) else k for k in parts)
+    a["x"], a["key"] = values, tuple(positions) + key
+    out = op(*args.args)
+    unselected = [k for k in parts if isinstance(k, BatchedTensor) or not _is_int(k)]
+    arrays = [i for i, k in enumerate(unselected) if isinstance(k, BatchedTensor) or _is_index_array(k)]
+    if arrays[-1] - arrays[0] + 1 == len(arrays) and arrays[0]:
+        # the sample's arrays stand in place, after the dims of what precedes them
+        consumed = len([k for k in parts if k is not None and k is not Ellipsis])
+        before = sum(x.ndim - consumed if k is Ellipsis else 1 for k in unselected[:arrays[0]])
+        out = out.permute(tuple(range(nb)) + tuple(range(nb + r, nb + r + before)) + tuple(range(nb, nb + r))
+                          + tuple(range(nb + r + before, out.ndim)))
+    return batched_result(out, levels)
+
+
+@declare(function=False, methods=("__getitem__",), operands=2, batch=_getitem_rule)
 def getitem(x, key, recorded_as=None):
     """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays.
     `recorded_as` is the strided op that records a part of split or unbind,
