@@ -14,7 +14,7 @@ from ._tensor import Tensor
 __all__ = ["BatchedTensor", "BatchedArgumentError", "active_levels", "push_level", "pop_level", "add_batch_dim",
            "remove_batch_dim", "batched", "physical", "with_levels", "aligned", "levels_of", "dim_index",
            "refuse_the_rest", "elementwise", "over_dims", "along", "leading", "in_place", "no_rule", "NO_RULE",
-           "DYNAMIC_SHAPE", "composite", "refusal", "DYNAMIC_OUTPUT"]
+           "DYNAMIC_SHAPE", "composite", "DYNAMIC_OUTPUT"]
 
 # Note [Batched tensors]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -455,12 +455,6 @@ def composite(op, args):
     """The rule of an op written with Tensor methods (x.reshape(...), x[...])
     that have rules of their own: op itself, on the batched arguments."""
     return _call(op, args)
-
-
-def refusal(what):
-    """The error for an argument that an op's rule cannot batch (`what` names
-    the op and the argument: "indexing with a batched index")."""
-    return RuntimeError(_NO_RULE.format(what=what))
 
 
 # PyTorch's text for an op whose result's shape depends on the values
