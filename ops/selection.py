@@ -8,8 +8,9 @@ import builtins
 
 import numpy as np
 
-from ops._declare import declare
-from tape._batched import NO_RULE
+from ops._declare import declare, exports
+from tape._batched import (DYNAMIC_OUTPUT, BatchedTensor, aligned, along, batched, batched_result, elementwise,
+                           leading, levels_of, no_rule, with_levels)
 
 from tape._broadcast import bcast_index
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
@@ -21,10 +22,6 @@ from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 from ops.reduction import _dims
 from ops.shape import (_flat_positions, _gather, _gather_native, _index_vjp, _scatter, _scatter_native, _scatter_vjp,
                        _strided_gather_native, _strided_vjp, expand, getitem, indexed_result, sum_to)
-
-__all__ = ["where", "split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
-           "masked_fill", "masked_select", "diag", "trace"]
-
 
 def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
@@ -45,6 +42,15 @@ def _where_vjp(ctx, g):
 _WHERE = defop("where", "WhereBackward0", 2, vjp=_where_vjp, native=_where_native)
 
 
+def _where_rule(op, args):
+    """where of each sample, its operands broadcast; where(condition) alone,
+    the indices, has a shape that depends on the values."""
+    if args.arguments["input"] is None and args.arguments["other"] is None:
+        return DYNAMIC_OUTPUT(op, args)
+    return elementwise(op, args)
+
+
+@declare(signature="condition, input=None, other=None, *, out=None", methods=(), operands=3, batch=_where_rule)
 def where(condition, input=None, other=None):
     """input where condition holds, else other (tensors or numbers, broadcast);
     where(condition) alone is the tuple of the indices where it holds."""
@@ -64,6 +70,13 @@ def where(condition, input=None, other=None):
         return new_tensor(value)
     held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
     return record(_WHERE, value, inputs, ints=held)
+
+
+@declare(function=False, methods=("where",), operands=3, batch=elementwise)
+def _where_method(self, condition, other):
+    return where(condition, self, other)
+
+
 # masked_fill is where(mask, value, input) with the condition turned round, so
 # that input is the row's first input, as in PyTorch's next_functions; of a
 # number value (MaskedFillBackward0) it is the only one
@@ -84,6 +97,17 @@ def _bool_mask(mask, error):
     return m
 
 
+def _masked_fill_rule(op, args):
+    """masked_fill of each sample: of a batched value (a 0-d sample), where
+    with the value in input's dtype; else masked_fill on the operands aligned."""
+    a = args.arguments
+    if not isinstance(a["value"], BatchedTensor):
+        return elementwise(op, args)
+    levels, (mask, value, input) = aligned([a["mask"], a["value"], a["input"]])
+    return batched(where(mask, value.to(a["input"].dtype), input), levels)
+
+
+@declare(signature="input, mask, value", operands=3, batch=_masked_fill_rule)
 def masked_fill(input, mask, value):
     """input with the elements where `mask` (a bool tensor, broadcast) holds
     replaced by `value`, a number or a 0-d tensor. A value that requires
@@ -114,6 +138,29 @@ def masked_fill(input, mask, value):
 _MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, vjp=_index_vjp, native=_gather_native)
 
 
+def _masked_select_rule(op, args):
+    """masked_select of each sample by a mask that every sample shares (the
+    same number of elements each); a batched mask selects a different number."""
+    a = args.arguments
+    if isinstance(a["mask"], BatchedTensor):
+        return _MASKED_SELECT_BATCHED_MASK(op, args)
+    m = _bool_mask(a["mask"], _masked_select_mask_error)
+    x = a["input"].expand(broadcast_shapes(m.shape, a["input"].shape))
+    count = int(np.broadcast_to(m, x.shape).sum())
+    return batched(op(x.phys, a["mask"]).reshape(x._batch_shape() + (count,)), x.levels)
+
+
+def _masked_select_mask_error(dtype):
+    return "masked_select: expected BoolTensor for mask"
+
+
+_MASKED_SELECT_BATCHED_MASK = no_rule(
+    "vmap: Attempted to vmap over `mask` in torch.masked_select(self, mask) We cannot support this because for "
+    "each batch this would return a differently shaped Tensor. Please file an issue at "
+    "https://github.com/pytorch/pytorch/issues if you need this feature.")
+
+
+@declare(signature="input, mask, *, out=None", operands=2, batch=_masked_select_rule)
 def masked_select(input, mask):
     """The elements of input (broadcast with `mask`, a bool tensor) where mask
     holds, as a 1-D tensor; their gradient goes back to where they came from.
@@ -122,7 +169,7 @@ def masked_select(input, mask):
     >>> tape.masked_select(tape.tensor([[1., 2.], [3., 4.]]), tape.tensor([True, False])).tolist()
     [1.0, 3.0]
     """
-    m = _bool_mask(mask, lambda dtype: "masked_select: expected BoolTensor for mask")
+    m = _bool_mask(mask, _masked_select_mask_error)
     shape = broadcast_shapes(m.shape, input.shape)
     positions = np.broadcast_to(_flat_positions(input), shape)[np.broadcast_to(m, shape)]
     return _gather(_MASKED_SELECT, input, positions.astype(np.int64), positions.shape)
@@ -135,6 +182,7 @@ _SPLIT_WITH_SIZES = defop("split_with_sizes", "SplitWithSizesBackward0", 1, vjp=
 _UNBIND = defop("unbind", "UnbindBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
 
 
+@declare(signature="tensor, split_size_or_sections, dim=0", batch=along("dim"))
 def split(tensor, split_size, dim=0):
     """Slices of `tensor` along dim: of split_size each (the last may be
     smaller), or of the given sizes."""
@@ -155,6 +203,8 @@ def split(tensor, split_size, dim=0):
     op = _SPLIT_WITH_SIZES if isinstance(split_size, (list, tuple)) else _SPLIT
     return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
                                for start, k in zip(starts, sizes)])
+
+
 def _views_of(name, outputs):
     """The outputs of a function that returns several views, marked so that an
     in-place op on one that requires grad raises, as in PyTorch."""
@@ -166,6 +216,7 @@ def _views_of(name, outputs):
     return tuple(outputs)
 
 
+@declare(signature="input, chunks, dim=0", batch=along("dim"))
 def chunk(input, chunks, dim=0):
     """input split into `chunks` slices of equal size along dim (the last may be smaller)."""
     if chunks <= 0:
@@ -174,11 +225,16 @@ def chunk(input, chunks, dim=0):
     if n == 0:  # PyTorch's `chunks` empty pieces
         return split(input, [0] * chunks, dim)
     return split(input, -(-n // chunks), dim)
+
+
+@declare(signature="input, dim=0", batch=along("dim"))
 def unbind(input, dim=0):
     """The slices of input at each index along dim, without that dim."""
     d = _norm_dim(dim, input.ndim)
     return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,), recorded_as=_UNBIND)
                                 for i in range(input.shape[d])])
+
+
 def _taken(name, grad_fn):
     return defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
 
@@ -195,11 +251,14 @@ def _take(opdef, x, positions):
     return _gather(opdef, x, np.asarray(positions, np.int64).reshape(-1), np.shape(positions))
 
 
+@declare(signature="input, dims, *, out=None", batch=along("dims"))
 def flip(input, *dims):
     """input reversed along dims."""
     dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
     positions = _flat_positions(input)
     return _take(_FLIP, input, np.asarray(np.flip(positions, _dims(input, dims))) if dims else positions)
+
+
 def _index_array(name, index):
     a = index._array() if isinstance(index, Tensor) else np.asarray(index)
     if a.dtype.kind not in "iu":
@@ -207,6 +266,30 @@ def _index_array(name, index):
     return a
 
 
+def _index_select_rule(op, args):
+    """index_select of each sample: by a shared index, along the sample's dim
+    shifted past the batch dims (a 0-d sample as one element along a dim of
+    its own); by a batched index, a gather of each sample's positions, the
+    index expanded along the other dims."""
+    a = args.arguments
+    x, index = a["input"], a["index"]
+    levels = levels_of([x, index])
+    nb = len(levels)
+    if not isinstance(index, BatchedTensor):
+        if not x.ndim:
+            _norm_dim(a["dim"], 0)
+            return batched(op(x.phys.unsqueeze(-1), nb, index).squeeze(-1), levels)
+        a["input"], a["dim"] = x.phys, x._pdim(a["dim"])
+        return batched_result(op(*args.args), levels)
+    d = _norm_dim(a["dim"], x.ndim)
+    values = with_levels(x, levels)
+    k = index.numel()
+    positions = with_levels(index, levels).reshape(values.shape[:nb] + (1,) * d + (k,) + (1,) * (x.ndim - d - 1))
+    return batched(gather(values, nb + d, positions.expand(values.shape[:nb + d] + (k,) + values.shape[nb + d + 1:])),
+                   levels)
+
+
+@declare(signature="input, dim, index, *, out=None", operands=2, batch=_index_select_rule)
 def index_select(input, dim, index):
     """The slices of input at `index` (a vector of ints) along dim."""
     a = _index_array("index_select", index)
@@ -219,6 +302,7 @@ def index_select(input, dim, index):
         raise IndexError("index out of range in self")
     return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
                  if input.ndim else _flat_positions(input))
+@declare(signature="input, dim, index, *, out=None", operands=2, batch=along("dim"))
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] for dim 0, and so on: index has
     input's number of dims, and sets the result's shape."""
@@ -234,6 +318,7 @@ def gather(input, dim, index):
     return _take(_GATHER, input, _flat_positions(input)[tuple(grid)])
 
 
+@declare(signature="input, offset=0, dim1=0, dim2=1", batch=along("dim1", "dim2"))
 def diagonal(input, offset=0, dim1=0, dim2=1):
     """The diagonal (above it for offset > 0) of the planes of dims dim1 and dim2, as the last dim."""
     d1, d2 = _norm_dim(dim1, input.ndim), _norm_dim(dim2, input.ndim)
@@ -242,6 +327,8 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     positions = np.diagonal(_flat_positions(input), offset, d1, d2)
     return indexed_result(_take(_DIAGONAL, input, positions), input,
                           np.unravel_index(positions, input.shape))
+
+
 # diag of a vector places it on a diagonal of zeros: the gradient gathers g
 # from there (the index_put kernel); diag of a matrix gathers a diagonal, a
 # copy, which PyTorch records as DiagonalBackward0_copy
@@ -249,6 +336,30 @@ _DIAG_EMBED = defop("diag_embed", "DiagEmbedBackward0", 1, vjp=_scatter_vjp, nat
 _DIAG_COPY = _taken("diag_copy", "DiagonalBackward0_copy")
 
 
+def _diag(input, diagonal, ndim):
+    """diag of input's last `ndim` dims, a vector or a matrix; the dims before
+    them are batch dims (vmap's)."""
+    if ndim == 2:
+        return _take(_DIAG_COPY, input, np.diagonal(_flat_positions(input), diagonal, -2, -1))
+    if ndim != 1:
+        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D")
+    k = int(diagonal)
+    n = input.shape[-1] + builtins.abs(k)
+    lead = input.shape[:-1]
+    count = int(np.prod(lead, dtype=np.int64))
+    diagonal_at = np.diagonal(np.arange(n * n).reshape(n, n), k).astype(np.int64)
+    positions = (np.arange(count, dtype=np.int64)[:, None] * (n * n) + diagonal_at).reshape(-1)
+    value = np.zeros(count * n * n, input.dtype)
+    value[positions] = input._array().reshape(-1)
+    return op_result(_DIAG_EMBED, value.reshape(lead + (n, n)), (input,), ints=positions)
+
+
+def _diag_rule(op, args):
+    x = args.arguments["input"]
+    return batched(_diag(x.phys, args.arguments["diagonal"], x.ndim), x.levels)
+
+
+@declare(signature="input, diagonal=0, *, out=None", batch=_diag_rule)
 def diag(input, diagonal=0):
     """Of a vector, the square matrix with it on the `diagonal`-th diagonal
     (above the main one for diagonal > 0); of a matrix, that diagonal, a copy.
@@ -259,16 +370,7 @@ def diag(input, diagonal=0):
     >>> tape.diag(tape.tensor([[1., 2.], [3., 4.]]), 1).tolist()
     [2.0]
     """
-    if input.ndim == 2:
-        return _take(_DIAG_COPY, input, np.diagonal(_flat_positions(input), diagonal))
-    if input.ndim != 1:
-        raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
-    k = int(diagonal)
-    n = input.shape[0] + builtins.abs(k)
-    positions = np.diagonal(np.arange(n * n).reshape(n, n), k).astype(np.int64)
-    value = np.zeros(n * n, input.dtype)
-    value[positions] = input._array()
-    return op_result(_DIAG_EMBED, value.reshape(n, n), (input,), ints=positions)
+    return _diag(input, diagonal, input.ndim)
 
 
 def _trace_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -283,6 +385,21 @@ def _trace_vjp(ctx, g):
 _TRACE = defop("trace", "TraceBackward0", 1, vjp=_trace_vjp, native=_trace_native)
 
 
+def _a_matrix(input):
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    if input.dtype == np.bool_:
+        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+
+
+def _trace_rule(op, args):
+    """trace of each sample: the sum of its diagonal."""
+    x = args.arguments["input"]
+    _a_matrix(x)
+    return x.diagonal(0, -2, -1).sum(-1)
+
+
+@declare(signature="input, *, out=None", batch=_trace_rule)
 def trace(input):
     """The sum of the main diagonal of a matrix (int64 for integer matrices).
 
@@ -290,11 +407,8 @@ def trace(input):
     >>> tape.trace(tape.tensor([[1., 2.], [3., 4.]])).item()
     5.0
     """
-    if input.ndim != 2:
-        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    _a_matrix(input)
     a = input._array()
-    if a.dtype == np.bool_:
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
     positions = np.diagonal(_flat_positions(input)).astype(np.int64)
     value = np.trace(a, dtype=np.int64 if a.dtype.kind in "iu" else None)
     return op_result(_TRACE, value, (input,), ints=positions)
@@ -317,38 +431,28 @@ _TRIU = defop("triu", "TriuBackward0", 1, vjp=_triangle_vjp, native=_triangle_na
 _TRIL = defop("tril", "TrilBackward0", 1, vjp=_triangle_vjp, native=_triangle_native)
 
 
+def _matrices(name, input):
+    if input.ndim < 2:
+        raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+
+
+def _triangle_rule(op, args):
+    """triu and tril of each sample: of the last two dims, the batch dims in front."""
+    _matrices(op.__name__, args.arguments["input"])
+    return leading(op, args)
+
+
 def _triangle(name, opdef, keep, side):
     def op(input, diagonal=0):
-        if input.ndim < 2:
-            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        _matrices(name, input)
         return op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),))
     op.__name__ = name
     op.__doc__ = f"input with the elements {'below' if name == 'triu' else 'above'} the diagonal zeroed."
-    return op
+    return declare(op, signature="input, diagonal=0, *, out=None", batch=_triangle_rule)
 
 
 triu = _triangle("triu", _TRIU, np.triu, 1.0)
 tril = _triangle("tril", _TRIL, np.tril, -1.0)
 
 
-Tensor.where = lambda self, condition, other: where(condition, self, other)
-for _name in ("split", "chunk", "unbind", "flip", "index_select", "gather", "diagonal", "triu", "tril",
-              "masked_fill", "masked_select", "diag", "trace"):
-    setattr(Tensor, _name, globals()[_name])
-
-
-# transitional declarations (issue 19 in progress)
-declare(where, name='where', signature='condition, input=None, other=None, *, out=None', methods=(), batch=NO_RULE)
-declare(split, name='split', signature='tensor, split_size_or_sections, dim=0', methods=(), batch=NO_RULE)
-declare(chunk, name='chunk', signature='input, chunks, dim=0', methods=(), batch=NO_RULE)
-declare(unbind, name='unbind', signature='input, dim=0', methods=(), batch=NO_RULE)
-declare(flip, name='flip', signature='input, dims, *, out=None', methods=(), batch=NO_RULE)
-declare(index_select, name='index_select', signature='input, dim, index, *, out=None', methods=(), batch=NO_RULE)
-declare(gather, name='gather', signature='input, dim, index, *, out=None', methods=(), batch=NO_RULE)
-declare(diagonal, name='diagonal', signature='input, offset=0, dim1=0, dim2=1', methods=(), batch=NO_RULE)
-declare(triu, name='triu', signature='input, diagonal=0, *, out=None', methods=(), batch=NO_RULE)
-declare(tril, name='tril', signature='input, diagonal=0, *, out=None', methods=(), batch=NO_RULE)
-declare(masked_fill, name='masked_fill', signature='input, mask, value', methods=(), batch=NO_RULE)
-declare(masked_select, name='masked_select', signature='input, mask, *, out=None', methods=(), batch=NO_RULE)
-declare(diag, name='diag', signature='input, diagonal=0, *, out=None', methods=(), batch=NO_RULE)
-declare(trace, name='trace', signature='input, *, out=None', methods=(), batch=NO_RULE)
+__all__ = exports(globals())

@@ -9,8 +9,9 @@ import weakref
 
 import numpy as np
 
-from ops._declare import declare
-from tape._batched import NO_RULE
+from ops._declare import declare, exports
+from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched_result, composite, dim_index,
+                           levels_of, with_levels)
 
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
@@ -18,11 +19,6 @@ from tape._record import record, sum_to
 from tape._registry import defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
-
-__all__ = ["expand", "broadcast_to", "reshape", "view", "flatten", "squeeze", "unsqueeze", "permute",
-           "transpose", "t", "getitem", "sum_to", "cat", "stack", "swapaxes", "swapdims", "movedim", "moveaxis",
-           "ravel", "narrow", "select", "repeat", "tile", "roll", "hstack", "vstack"]
-
 
 def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     reduce_broadcast(G, GA, osh, xsh, 1.0)
@@ -214,6 +210,15 @@ def _infer_shape(shape, numel):
     return tuple(shape)
 
 
+def _reshape_rule(op, args):
+    """reshape and view of each sample: its shape after the batch dims."""
+    x = args.arguments["x"]
+    shape = _infer_shape(_shape_arg(args.arguments["shape"]), x.numel())
+    args.arguments["x"], args.arguments["shape"] = x.phys, (x._batch_shape() + shape,)
+    return batched_result(op(*args.args), x.levels)
+
+
+@declare(signature="input, shape", batch=_reshape_rule)
 def reshape(x, *shape):
     """x with a new shape of the same number of elements (-1 is inferred).
 
@@ -225,6 +230,9 @@ def reshape(x, *shape):
     if shape == x.shape:
         return _view_result(_VIEW, x, x._value) if x._rg else x
     return _view_result(_VIEW, x, x._array().reshape(shape))
+
+
+@declare(batch=_reshape_rule)
 def view(x, *shape):
     """Like `reshape`, but only where no copy is needed (as in PyTorch)."""
     shape = _infer_shape(_shape_arg(shape), x.numel())
@@ -236,6 +244,23 @@ def view(x, *shape):
                            "one dimension spans across two contiguous subspaces). Use .reshape(...) "
                            "instead.") from None
     return _view_result(_VIEW, x, a)
+
+
+def _flatten_rule(op, args):
+    """flatten of each sample: its dims shifted past the batch dims; a 0-d
+    sample is one element along a dim of its own, which the result keeps."""
+    a = args.arguments
+    x, nb = a["x"], len(a["x"].levels)
+    if x.ndim:
+        a["x"], a["start_dim"], a["end_dim"] = x.phys, x._pdim(a["start_dim"]), x._pdim(a["end_dim"])
+    else:
+        dim_index(a["start_dim"], 0)
+        dim_index(a["end_dim"], 0)
+        a["x"], a["start_dim"], a["end_dim"] = x.phys.unsqueeze(-1), nb, nb
+    return batched_result(op(*args.args), x.levels)
+
+
+@declare(signature="input, start_dim=0, end_dim=-1", batch=_flatten_rule)
 def flatten(x, start_dim=0, end_dim=-1):
     s, e = _norm_dim(start_dim, x.ndim), _norm_dim(end_dim, x.ndim)
     if x.ndim == 0:
@@ -244,6 +269,19 @@ def flatten(x, start_dim=0, end_dim=-1):
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = x.shape[:s] + (int(np.prod(x.shape[s:e + 1])),) + x.shape[e + 1:]
     return x if shape == x.shape else reshape(x, shape)
+
+
+def _squeeze_rule(op, args):
+    """squeeze of each sample: its size-1 dims among `dim` (all of them for
+    None), never a batch dim."""
+    x, dim = args.arguments["x"], args.arguments["dim"]
+    dims = range(x.ndim) if dim is None else {dim_index(d, x.ndim) for d in _dim_list(dim)}
+    args.arguments["x"] = x.phys
+    args.arguments["dim"] = tuple(d + len(x.levels) for d in dims if d < x.ndim and x.shape[d] == 1)
+    return batched_result(op(*args.args), x.levels)
+
+
+@declare(signature="input, dim=None", batch=_squeeze_rule)
 def squeeze(x, dim=None):
     if dim is None:
         return _view_result(_SQUEEZE_ALL, x, x._array().reshape([d for d in x.shape if d != 1]))
@@ -251,41 +289,81 @@ def squeeze(x, dim=None):
     dims = {_norm_dim(d, x.ndim) for d in dims}
     shape = [d for k, d in enumerate(x.shape) if not (k in dims and d == 1)]
     return _view_result(_SQUEEZE_DIM, x, x._array().reshape(shape))
+
+
+@declare(signature="input, dim", batch=along("dim", new=1))
 def unsqueeze(x, dim):
     dim = _norm_dim(dim, x.ndim + 1)
     return _view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), dim))
+
+
+def _permute_rule(op, args):
+    """permute of each sample: the batch dims first, in place."""
+    x = args.arguments["x"]
+    dims = _shape_arg(args.arguments["dims"])
+    if len(dims) != x.ndim:
+        raise _permute_length_error(x.ndim, dims)
+    nb = len(x.levels)
+    args.arguments["x"], args.arguments["dims"] = x.phys, (tuple(range(nb)) + tuple(x._pdim(d) for d in dims),)
+    return batched_result(op(*args.args), x.levels)
+
+
+def _permute_length_error(ndim, dims):
+    return RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not match the "
+                        f"length of the desired ordering of dimensions i.e. input.dim() = {ndim} is not equal to "
+                        f"len(dims) = {len(dims)}")
+
+
+@declare(signature="input, dims", batch=_permute_rule)
 def permute(x, *dims):
     """x with its dimensions reordered (a view)."""
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
     dims = _shape_arg(dims)
     if len(dims) != x.ndim:
-        raise RuntimeError(f"permute(sparse_coo): number of dimensions in the tensor input does not "
-                           f"match the length of the desired ordering of dimensions i.e. input.dim() = "
-                           f"{x.ndim} is not equal to len(dims) = {len(dims)}")
+        raise _permute_length_error(x.ndim, dims)
     dims = tuple(_norm_dim(d, x.ndim) for d in dims)
     if len(set(dims)) != len(dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
     return _view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims)
+
+
 def _swap(x, opdef, d0, d1):
     perm = list(range(x.ndim))
     perm[d0], perm[d1] = perm[d1], perm[d0]
     return _view_result(opdef, x, x._array().transpose(perm), ints=perm)
 
 
+@declare(signature="input, dim0, dim1", batch=along("dim0", "dim1"))
 def transpose(x, dim0, dim1):
     """x with dims dim0 and dim1 swapped (a view)."""
     d0, d1 = _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim)
     if x.ndim == 0:
         return _view_result(_TRANSPOSE, x, x._value, ints=())
     return _swap(x, _TRANSPOSE, d0, d1)
-def t(x):
-    """The transpose of a tensor of at most 2 dimensions."""
+
+
+def _at_most_2d(x):
     if x.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {x.ndim}D")
+
+
+def _t_rule(op, args):
+    """t of each sample: a transpose of its first and last dims (itself when it has fewer than 2)."""
+    x = args.arguments["x"]
+    _at_most_2d(x)
+    return x.transpose(0, -1)
+
+
+@declare(signature="input", batch=_t_rule)
+def t(x):
+    """The transpose of a tensor of at most 2 dimensions."""
+    _at_most_2d(x)
     if x.ndim < 2:
         return _view_result(_T, x, x._value, ints=tuple(range(x.ndim)))
     return _swap(x, _T, 0, 1)
+
+
 # PyTorch's deprecation warnings for x.T off matrices (0-D, and the other
 # dims), each given once per process as PyTorch gives them
 _T_DEPRECATED = (
@@ -295,31 +373,48 @@ _T_DEPRECATED = (
     "or `x.permute(*torch.arange(x.ndim - 1, -1, -1))` to reverse the dimensions of a tensor.")
 
 
+# through Tensor methods, so that a batched tensor's properties batch
 def _T_property(x):
     if x.ndim != 2:
         warn_once(_T_DEPRECATED[int(x.ndim != 0)], stacklevel=2)
-    return permute(x, tuple(range(x.ndim - 1, -1, -1)))
+    return x.permute(tuple(range(x.ndim - 1, -1, -1)))
 
 
 def _mT_property(x):
     if x.ndim == 0:  # PyTorch 2.13's identity, deprecated
         warn_once("Tensor.mT is deprecated on 0-D tensors. This function is the identity in these cases.",
                   stacklevel=2)
-        return permute(x, ())
+        return x.permute(())
     if x.ndim < 2:
         raise RuntimeError("tensor.mT is only supported on matrices or batches of matrices. Got "
                            f"{x.ndim}-D tensor.")
-    return _swap(x, _TRANSPOSE, x.ndim - 2, x.ndim - 1)
+    return x.transpose(-2, -1)
 
 
-def expand(x, *sizes):
-    """x broadcast to `sizes` (-1 keeps a dim) without copying."""
-    sizes = _shape_arg(sizes)
-    lead = len(sizes) - x.ndim
-    if lead < 0:
+def _enough_sizes(x, sizes):
+    if len(sizes) < x.ndim:
         raise RuntimeError(f"expand({x.dtype}{list(x.shape)}, size={list(sizes)}): the number of sizes "
                            f"provided ({len(sizes)}) must be greater or equal to the number of "
                            f"dimensions in the tensor ({x.ndim})")
+
+
+def _expand_rule(op, args):
+    """expand and broadcast_to of each sample: its new leading dims placed
+    after the batch dims, which keep their sizes."""
+    x, name = args.arguments["x"], list(args.arguments)[1]  # expand's sizes, broadcast_to's shape
+    sizes = _shape_arg(args.arguments[name])
+    _enough_sizes(x, sizes)
+    padded = x.phys.reshape(x._batch_shape() + (1,) * (len(sizes) - x.ndim) + x.shape)
+    args.arguments["x"], args.arguments[name] = padded, (x._batch_shape() + sizes,)
+    return batched_result(op(*args.args), x.levels)
+
+
+@declare(batch=_expand_rule)
+def expand(x, *sizes):
+    """x broadcast to `sizes` (-1 keeps a dim) without copying."""
+    sizes = _shape_arg(sizes)
+    _enough_sizes(x, sizes)
+    lead = len(sizes) - x.ndim
     shape = []
     for k, s in enumerate(sizes):
         have = x.shape[k - lead] if k >= lead else None
@@ -342,9 +437,14 @@ def expand(x, *sizes):
     strides = np.broadcast_to(value, shape).strides
     return _view_result(_EXPAND, x, np.lib.stride_tricks.as_strided(value, shape, strides, writeable=True),
                         ints=shape)
+
+
+@declare(signature="input, size", batch=_expand_rule)
 def broadcast_to(x, *shape):
     """x broadcast to `shape` (a tuple, or the sizes as arguments), a view."""
     return expand(x, *shape)
+
+
 def _index_key(key):
     if isinstance(key, tuple):
         return tuple(_index_key(k) for k in key)
@@ -579,6 +679,71 @@ def register_copy(x, copy):
     copies.append(weakref.ref(copy))
 
 
+def _is_index_array(k):
+    return isinstance(k, (Tensor, np.ndarray, list)) and not (isinstance(k, Tensor) and not k.ndim
+                                                            and k.dtype.kind in "iu")
+
+
+def _is_mask(k):
+    return _is_index_array(k) and (k.dtype in (np.bool_, np.uint8) if isinstance(k, Tensor)
+                                   else np.asarray(k).dtype == np.bool_)
+
+
+def _getitem_rule(op, args):
+    """x[key] of each sample: x's physical value indexed by a full slice of
+    each batch dim, then key. Index arrays apart (after the ints, which
+    select first) put their dims first, in PyTorch as in NumPy: before the
+    batch dims here, which move back in front."""
+    a = args.arguments
+    x, key = a["x"], a["key"]
+    parts = key if isinstance(key, tuple) else (key,)
+    if any(map(_is_mask, parts)):
+        DYNAMIC_SHAPE(op, args)
+    if any(isinstance(k, BatchedTensor) for k in parts):
+        return _getitem_by_batched_index(op, args, parts)
+    nb = len(x.levels)
+    a["x"], a["key"] = x.phys, (slice(None),) * nb + parts
+    out = op(*args.args)
+    unselected = [k for k in parts if not _is_int(k)]
+    at = [i for i, k in enumerate(unselected) if _is_index_array(k)]
+    if at and at[-1] - at[0] + 1 != len(at):
+        k = len(np.broadcast_shapes(*(tuple(np.shape(unselected[i])) for i in at)))
+        out = out.permute(tuple(range(k, k + nb)) + tuple(range(k)) + tuple(range(k + nb, out.ndim)))
+    return batched_result(out, x.levels)
+
+
+def _getitem_by_batched_index(op, args, parts):
+    """x[key] of each sample where some of key's index arrays (or ints) are
+    batched: each batch dim indexed by its positions (an arange), an index
+    array among the others, so that the arrays give each sample its own
+    positions. The arrays' dims come first, after the batch dims; where the
+    sample's arrays are adjacent after other dims, they move there."""
+    a = args.arguments
+    x = a["x"]
+    levels = levels_of((x,) + parts)
+    nb = len(levels)
+    values = with_levels(x, levels)
+    at = [i for i, k in enumerate(parts) if isinstance(k, BatchedTensor) or _is_index_array(k)]
+    shape = np.broadcast_shapes(*(tuple(np.shape(parts[i])) for i in at))
+    r = len(shape)
+    positions = [np.arange(n).reshape((1,) * j + (n,) + (1,) * (nb - j - 1 + r))
+                 for j, n in enumerate(values.shape[:nb])]
+    key = tuple(with_levels(k, levels).reshape(values.shape[:nb] + (1,) * (r - k.ndim) + k.shape)
+                if isinstance(k, BatchedTensor) else k for k in parts)
+    a["x"], a["key"] = values, tuple(positions) + key
+    out = op(*args.args)
+    unselected = [k for k in parts if isinstance(k, BatchedTensor) or not _is_int(k)]
+    arrays = [i for i, k in enumerate(unselected) if isinstance(k, BatchedTensor) or _is_index_array(k)]
+    if arrays[-1] - arrays[0] + 1 == len(arrays) and arrays[0]:
+        # the sample's arrays stand in place, after the dims of what precedes them
+        consumed = len([k for k in parts if k is not None and k is not Ellipsis])
+        before = sum(x.ndim - consumed if k is Ellipsis else 1 for k in unselected[:arrays[0]])
+        out = out.permute(tuple(range(nb)) + tuple(range(nb + r, nb + r + before)) + tuple(range(nb, nb + r))
+                          + tuple(range(nb + r + before, out.ndim)))
+    return batched_result(out, levels)
+
+
+@declare(function=False, methods=("__getitem__",), operands=2, batch=_getitem_rule)
 def getitem(x, key, recorded_as=None):
     """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays.
     `recorded_as` is the strided op that records a part of split or unbind,
@@ -657,6 +822,7 @@ def _tensor_list(name, tensors):
     return tensors
 
 
+@declare(signature="tensors, dim=0, *, out=None", methods=(), batch=along("dim"))
 def cat(tensors, dim=0):
     """The tensors joined along an existing dim `dim`.
 
@@ -695,6 +861,9 @@ def cat(tensors, dim=0):
             return record(_CAT, value, (x, None), ints=(d, x.shape[d]))
         return new_tensor(value)
     return _join(tensors, d, _CAT)
+
+
+@declare(signature="tensors, dim=0, *, out=None", methods=(), batch=along("dim", new=1))
 def stack(tensors, dim=0):
     """The tensors, all of one shape, joined along a new dim `dim`."""
     tensors = _tensor_list("stack", tensors)
@@ -709,13 +878,18 @@ def stack(tensors, dim=0):
     if len(parts) == 1:
         return parts[0]
     return _join(parts, d, _STACK)
-swapaxes = swapdims = transpose
+
+
+swapaxes = declare(transpose, name="swapaxes", signature="input, axis0, axis1", methods=(),
+                   batch=along("dim0", "dim1"))
+swapdims = declare(transpose, name="swapdims", signature="input, dim0, dim1", batch=along("dim0", "dim1"))
 
 
 def _dim_list(dims):
     return [int(dims)] if isinstance(dims, (int, np.integer)) else [int(d) for d in dims]
 
 
+@declare(signature="input, source, destination", batch=composite)
 def movedim(input, source, destination):
     """input with the dims `source` (an int or a sequence) moved to the
     places `destination`, the others keeping their order (a permute).
@@ -734,17 +908,18 @@ def movedim(input, source, destination):
         if len(set(normed)) != len(normed):
             raise RuntimeError(f"movedim: repeated dim in `{name}` ({given})")
     if input.ndim == 0:  # PyTorch's alias of the tensor
-        return getitem(input, Ellipsis)
+        return input[...]
     order = [None] * input.ndim
     for s_, d_ in zip(src_n, dst_n):
         order[d_] = s_
     rest = iter(k for k in range(input.ndim) if k not in src_n)
-    return permute(input, tuple(k if k is not None else next(rest) for k in order))
+    return input.permute(tuple(k if k is not None else next(rest) for k in order))
 
 
-moveaxis = movedim
+moveaxis = declare(movedim, name="moveaxis", signature="input, source, destination", batch=composite)
 
 
+@declare(signature="input", batch=composite)
 def ravel(input):
     """input flattened to 1-D (a view where it can be one).
 
@@ -752,9 +927,10 @@ def ravel(input):
     >>> tape.ravel(tape.ones(2, 3)).shape
     (6,)
     """
-    return reshape(input, -1)
+    return input.reshape(-1)
 
 
+@declare(signature="input, dim, start, length", batch=composite)
 def narrow(input, dim, start, length):
     """The `length` elements of input along `dim` from `start` (a slice, a view).
 
@@ -773,9 +949,10 @@ def narrow(input, dim, start, length):
     start %= n if n else 1
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
+    return input[(slice(None),) * d + (slice(start, start + length),)]
 
 
+@declare(signature="input, dim, index", batch=composite)
 def select(input, dim, index):
     """The slice of input at `index` along `dim`, without that dim (a view).
 
@@ -790,7 +967,7 @@ def select(input, dim, index):
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
                          f"dimension {d}")
-    return getitem(input, (slice(None),) * d + (index,))
+    return input[(slice(None),) * d + (index,)]
 
 
 # repeat and roll gather the input's elements at computed positions
@@ -804,6 +981,17 @@ def _flat_positions(x):
     return np.arange(x.numel()).reshape(x.shape)
 
 
+def _repeat_rule(op, args):
+    """repeat of each sample: its new leading dims after the batch dims, each batch dim repeated once."""
+    x = args.arguments["input"]
+    reps = _shape_arg(args.arguments["repeats"])
+    nb, lead = len(x.levels), max(len(reps) - x.ndim, 0)
+    args.arguments["input"] = x.phys.reshape(x._batch_shape() + (1,) * lead + x.shape)
+    args.arguments["repeats"] = ((1,) * nb + reps,)
+    return batched_result(op(*args.args), x.levels)
+
+
+@declare(batch=_repeat_rule)
 def repeat(input, *repeats):
     """input repeated `repeats[k]` times along dim k; more repeats than dims
     add leading dims. Each element's gradient is the sum over its copies.
@@ -826,6 +1014,7 @@ def repeat(input, *repeats):
     return _gather(_REPEAT, input, positions.reshape(-1), positions.shape)
 
 
+@declare(signature="input, dims", methods=(), batch=composite)
 def tile(input, dims):
     """input repeated `dims[k]` times along dim k, as repeat, where fewer
     dims than input's repeat the last ones.
@@ -837,18 +1026,47 @@ def tile(input, dims):
     if isinstance(dims, (int, np.integer)):
         raise TypeError(f"tile(): argument 'dims' (position 2) must be tuple of ints, not {type(dims).__name__}")
     reps = tuple(int(k) for k in dims)
-    return repeat(input, (1,) * (input.ndim - len(reps)) + reps)
+    return input.repeat((1,) * (input.ndim - len(reps)) + reps)
 
 
+# torch's Tensor.swapaxes names its dims as NumPy does; tape.swapaxes is under its signature
+@declare(function=False, methods=("swapaxes",), batch=along("axis0", "axis1"))
 def _swapaxes_method(self, axis0, axis1):
-    # torch's Tensor.swapaxes names its dims as NumPy does; tape.swapaxes is under its signature
     return transpose(self, axis0, axis1)
 
 
+@declare(function=False, methods=("tile",), batch=composite)
 def _tile_method(self, *dims):
     return tile(self, _shape_arg(dims))
 
 
+def _roll_arguments(shifts, dims):
+    """shifts and dims (None: PyTorch's default () as NumPy writes it) as lists, with PyTorch's errors."""
+    shifts = _dim_list(shifts)
+    dims = [] if dims is None else _dim_list(dims)
+    if not shifts:
+        raise RuntimeError("`shifts` required")
+    if len(shifts) != len(dims) and (dims or len(shifts) != 1):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    return shifts, dims
+
+
+_along_dims = along("dims")
+
+
+def _roll_rule(op, args):
+    """roll of each sample: along its dims shifted past the batch dims, or,
+    without dims, along the flattened sample."""
+    a = args.arguments
+    x = a["input"]
+    shifts, dims = _roll_arguments(a["shifts"], a["dims"])
+    if dims:
+        return _along_dims(op, args)
+    flat = op(x.phys.reshape(x._batch_shape() + (-1,)), shifts, len(x.levels))
+    return batched(flat.reshape(x.phys.shape), x.levels)
+
+
+@declare(signature="input, shifts, dims=()", batch=_roll_rule)
 def roll(input, shifts, dims=()):
     """input's elements shifted by `shifts` along `dims` (ints or sequences),
     those pushed off one end coming back at the other; without dims, over the
@@ -858,25 +1076,52 @@ def roll(input, shifts, dims=()):
     >>> tape.roll(tape.tensor([1., 2., 3.]), 1).tolist()
     [3.0, 1.0, 2.0]
     """
-    shifts = _dim_list(shifts)
-    dims = [] if dims is None else _dim_list(dims)  # None: PyTorch's default () as NumPy writes it
-    if not shifts:
-        raise RuntimeError("`shifts` required")
-    if len(shifts) != len(dims) and (dims or len(shifts) != 1):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, dims:{len(dims)}")
+    shifts, dims = _roll_arguments(shifts, dims)
     axis = tuple(_shape_dim(d, input.ndim) for d in dims) if dims else None
     positions = np.roll(_flat_positions(input), shifts if dims else shifts[0], axis)
     return _gather(_ROLL, input, positions.reshape(-1), positions.shape)
 
 
-def _stacked(name, tensors, lift, dim_of):
+# hstack and vstack: each tensor's shape made that of the parts (`lifted`),
+# which are joined by cat along the dim that the first one's shape gives
+def _hstack_shape(shape):
+    return shape or (1,)
+
+
+def _hstack_dim(shape):
+    return 0 if len(shape) == 1 else 1
+
+
+def _vstack_shape(shape):
+    return shape if len(shape) >= 2 else (1, int(np.prod(shape)))
+
+
+def _vstack_dim(shape):
+    return 0
+
+
+def _stacked(name, tensors, lifted, dim_of):
     tensors = _tensor_list(name, tensors)
     if not tensors:
         raise RuntimeError(f"{name} expects a non-empty TensorList")
-    lifted = [lift(t) for t in tensors]
-    return cat(lifted, dim_of(lifted[0]))
+    parts = [t if lifted(t.shape) == t.shape else reshape(t, lifted(t.shape)) for t in tensors]
+    return cat(parts, dim_of(parts[0].shape))
 
 
+def _stacked_rule(lifted, dim_of):
+    """The rule of hstack or vstack: each sample's part made after the batch
+    dims of every level, joined along its dim shifted past them."""
+    def rule(op, args):
+        tensors = _tensor_list(op.__name__, args.arguments["tensors"])
+        levels = levels_of(tensors)
+        parts = [with_levels(t, levels) for t in tensors]
+        nb = len(levels)
+        parts = [reshape(p, p.shape[:nb] + lifted(t.shape)) for p, t in zip(parts, tensors)]
+        return batched(cat(parts, nb + dim_of(lifted(tensors[0].shape))), levels)
+    return rule
+
+
+@declare(signature="tensors, *, out=None", methods=(), batch=_stacked_rule(_hstack_shape, _hstack_dim))
 def hstack(tensors):
     """The tensors joined along dim 1 (dim 0 when they are 1-D; 0-d ones count as 1-D).
 
@@ -884,10 +1129,10 @@ def hstack(tensors):
     >>> tape.hstack([tape.ones(2, 1), tape.zeros(2, 2)]).shape
     (2, 3)
     """
-    return _stacked("hstack", tensors, lambda t: reshape(t, 1) if t.ndim == 0 else t,
-                    lambda t: 0 if t.ndim == 1 else 1)
+    return _stacked("hstack", tensors, _hstack_shape, _hstack_dim)
 
 
+@declare(signature="tensors, *, out=None", methods=(), batch=_stacked_rule(_vstack_shape, _vstack_dim))
 def vstack(tensors):
     """The tensors, made at least 2-D (a vector as a row), joined along dim 0.
 
@@ -895,51 +1140,22 @@ def vstack(tensors):
     >>> tape.vstack([tape.ones(3), tape.zeros(3)]).shape
     (2, 3)
     """
-    return _stacked("vstack", tensors, lambda t: reshape(t, (1, -1)) if t.ndim < 2 else t, lambda t: 0)
+    return _stacked("vstack", tensors, _vstack_shape, _vstack_dim)
 
 
-def _as_shape_of(name, fn):
+def _as_shape_of(name, method):
+    """The method `name`: self.<method>(other.shape), which batches as that method does."""
     def op(self, other):
-        return fn(self, other.shape)
+        return getattr(self, method)(other.shape)
     op.__name__ = name
-    op.__doc__ = f"self.{fn.__name__}(other.shape)."
-    return op
+    op.__doc__ = f"self.{method}(other.shape)."
+    return declare(op, function=False, batch=composite)
 
 
-for _name, _fn in {"reshape": reshape, "view": view, "flatten": flatten, "squeeze": squeeze,
-                   "unsqueeze": unsqueeze, "permute": permute, "transpose": transpose, "t": t,
-                   "expand": expand, "broadcast_to": broadcast_to, "__getitem__": getitem,
-                   "view_as": _as_shape_of("view_as", view), "reshape_as": _as_shape_of("reshape_as", reshape),
-                   "expand_as": _as_shape_of("expand_as", expand), "swapaxes": _swapaxes_method, "swapdims": swapdims,
-                   "movedim": movedim, "moveaxis": moveaxis, "ravel": ravel, "narrow": narrow, "select": select,
-                   "repeat": repeat, "tile": _tile_method, "roll": roll}.items():
-    setattr(Tensor, _name, _fn)
+view_as = _as_shape_of("view_as", "view")
+reshape_as = _as_shape_of("reshape_as", "reshape")
+expand_as = _as_shape_of("expand_as", "expand")
 Tensor.T = property(_T_property)
 Tensor.mT = property(_mT_property)
 
-
-# transitional declarations (issue 19 in progress)
-declare(expand, name='expand', signature=None, methods=(), batch=NO_RULE)
-declare(broadcast_to, name='broadcast_to', signature='input, size', methods=(), batch=NO_RULE)
-declare(reshape, name='reshape', signature='input, shape', methods=(), batch=NO_RULE)
-declare(view, name='view', signature=None, methods=(), batch=NO_RULE)
-declare(flatten, name='flatten', signature='input, start_dim=0, end_dim=-1', methods=(), batch=NO_RULE)
-declare(squeeze, name='squeeze', signature='input, dim=None', methods=(), batch=NO_RULE)
-declare(unsqueeze, name='unsqueeze', signature='input, dim', methods=(), batch=NO_RULE)
-declare(permute, name='permute', signature='input, dims', methods=(), batch=NO_RULE)
-declare(transpose, name='transpose', signature='input, dim0, dim1', methods=(), batch=NO_RULE)
-declare(t, name='t', signature='input', methods=(), batch=NO_RULE)
-declare(cat, name='cat', signature='tensors, dim=0, *, out=None', methods=(), batch=NO_RULE)
-declare(stack, name='stack', signature='tensors, dim=0, *, out=None', methods=(), batch=NO_RULE)
-declare(swapaxes, name='swapaxes', signature='input, axis0, axis1', methods=(), batch=NO_RULE)
-declare(swapdims, name='swapdims', signature='input, dim0, dim1', methods=(), batch=NO_RULE)
-declare(movedim, name='movedim', signature='input, source, destination', methods=(), batch=NO_RULE)
-declare(moveaxis, name='moveaxis', signature='input, source, destination', methods=(), batch=NO_RULE)
-declare(ravel, name='ravel', signature='input', methods=(), batch=NO_RULE)
-declare(narrow, name='narrow', signature='input, dim, start, length', methods=(), batch=NO_RULE)
-declare(select, name='select', signature='input, dim, index', methods=(), batch=NO_RULE)
-declare(repeat, name='repeat', signature=None, methods=(), batch=NO_RULE)
-declare(tile, name='tile', signature='input, dims', methods=(), batch=NO_RULE)
-declare(roll, name='roll', signature='input, shifts, dims=()', methods=(), batch=NO_RULE)
-declare(hstack, name='hstack', signature='tensors, *, out=None', methods=(), batch=NO_RULE)
-declare(vstack, name='vstack', signature='tensors, *, out=None', methods=(), batch=NO_RULE)
+__all__ = exports(globals())

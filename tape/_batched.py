@@ -14,7 +14,7 @@ from ._tensor import Tensor
 __all__ = ["BatchedTensor", "BatchedArgumentError", "active_levels", "push_level", "pop_level", "add_batch_dim",
            "remove_batch_dim", "batched", "physical", "with_levels", "aligned", "levels_of", "dim_index",
            "refuse_the_rest", "elementwise", "over_dims", "along", "leading", "in_place", "no_rule", "NO_RULE",
-           "DYNAMIC_SHAPE"]
+           "DYNAMIC_SHAPE", "composite", "DYNAMIC_OUTPUT", "in_place_as", "refuse_batched_other"]
 
 # Note [Batched tensors]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -490,3 +490,15 @@ def refuse_batched_other(x, others, what, *, at_level=False):
         depth = 1 + [lv for lv, _ in _LEVELS.stack].index(beyond[0])
         raise RuntimeError(_IN_PLACE_AT_LEVEL.format(name=what, level=depth))
     raise RuntimeError(_IN_PLACE_BATCHED_OTHER.format(name=what))
+
+
+def composite(op, args):
+    """The rule of an op written with Tensor methods (x.reshape(...), x[...])
+    that have rules of their own: op itself, on the batched arguments."""
+    return _call(op, args)
+
+
+# PyTorch's text for an op whose result's shape depends on the values
+DYNAMIC_OUTPUT = no_rule("vmap: We do not support batching operators that can output dynamic shape. Attempted to "
+                         "vmap over aten::{name}. Please file an issue at https://github.com/pytorch/pytorch/issues "
+                         "if you need this feature.")
