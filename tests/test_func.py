@@ -584,13 +584,14 @@ def test_vmap_errors(call, exc, text):
     assert str(info.value) == text
 
 
-@pytest.mark.parametrize("fn, what", [(lambda x: tape.cumprod(x, 0), "this operation"),
-                                      (lambda x: x.add_(1), "the in-place Tensor.add_"),
-                                      (lambda x: x.gather(0, tape.tensor([0])), "Tensor.gather")])
-def test_vmap_refuses_what_it_cannot_batch(fn, what):
+@pytest.mark.parametrize("fn, text", [
+    (lambda x: tape.equal(x, x), "Batching rule not implemented for aten::equal. We could not generate a fallback."),
+    (lambda x: x.register_hook(lambda g: g), "vmap: Tensor.register_hook has no batching rule for a batched tensor"),
+])
+def test_vmap_refuses_what_it_cannot_batch(fn, text):
     with pytest.raises(RuntimeError) as info:
         func.vmap(fn)(tape.ones(2, 3))
-    assert f"vmap: {what} has no batching rule" in str(info.value)
+    assert str(info.value).startswith(text)
 
 
 # -- tape functions inside vmap (Note [Batched tape functions])
@@ -715,7 +716,7 @@ def test_vmap_of_vjp_and_jvp():
 
 def test_tape_keeps_working_after_a_vmap_error():
     with pytest.raises(RuntimeError):
-        func.vmap(lambda x: tape.cumprod(x, 0))(tape.ones(2, 3))
+        func.vmap(lambda x: tape.equal(x, x))(tape.ones(2, 3))
     x = tape.tensor(XB, requires_grad=True)
     x.sin().sum().backward()
     close([*x.grad.numpy().ravel(), *vmapped(lambda x: x.sum(), XB)], [*np.cos(XB).ravel(), *XB.sum(1)])

@@ -13,21 +13,6 @@ import pytest
 import tape
 from tape import func
 
-# The cases without a batching rule yet. Empty it as rules land: strict, so a
-# case that starts passing fails until its id leaves this set.
-NO_RULE_YET = {
-    "abs_", "absolute_", "acos_", "acosh_", "add_-batched-other", "arccos_", "arcsin_", "arctan_", "asin_",
-    "asinh_", "atan_", "atanh_", "ceil_", "cos_", "cosh_", "diag-matrix", "diag-offset", "diag-vector",
-    "div_-batched-other", "divide_-batched-other", "error-fill_-plain-self", "error-masked_select",
-    "error-setitem-plain-self", "error-where-one-argument", "exp2_", "exp_", "expm1_", "floor_",
-    "floor_divide_-batched-other", "gather", "gather-batched-index", "gather-kw", "log10_", "log1p_", "log2_",
-    "log_", "masked_fill", "masked_fill-batched-mask", "masked_fill-method", "mul_-batched-other",
-    "multiply_-batched-other", "narrow", "narrow-method", "neg_", "negative_", "new_ones", "pow_-batched-other",
-    "reciprocal_", "relu_", "remainder_-batched-other", "repeat", "repeat-method", "roll", "roll-two-dims",
-    "round_", "rsqrt_", "select", "select-0d-sample", "sigmoid_", "sign_", "sin_", "sinh_", "sqrt_", "square_",
-    "sub_-batched-other", "subtract_-batched-other", "tan_", "tanh_", "tile", "trace", "trunc_",
-}
-
 B = 3  # the batch size of every case
 _rng = np.random.default_rng(19)
 
@@ -348,8 +333,7 @@ CASES = (_elementwise_cases() + _reduction_cases() + _sorting_cases() + _shape_c
 def _params(cases):
     ids = [c.id for c in cases]
     assert len(ids) == len(set(ids)), "case ids must be unique"
-    return [pytest.param(c, id=c.id, marks=[pytest.mark.xfail(strict=True, reason="issue 19: no batching rule yet")]
-                         if c.id in NO_RULE_YET else []) for c in cases]
+    return [pytest.param(c, id=c.id) for c in cases]
 
 
 # -- the comparison
