@@ -505,12 +505,19 @@ def xlogy(input, other):
     >>> tape.xlogy(tape.tensor([0., 2.]), tape.tensor([0., 1.])).tolist()
     [0.0, 0.0]
     """
-    input, other = python_number(input), python_number(other)
-    if isinstance(input, Tensor) and type(other) in _NUMBER:
-        return _xlogy_number(input, other)
-    if type(input) in _NUMBER and isinstance(other, Tensor):
-        return _rxlogy_number(other, input)
-    return _xlogy(input, other)
+    return _by_operands(input, other, _xlogy_number, _rxlogy_number, _xlogy)
+
+
+def _by_operands(x, y, tensor_number, number_tensor, tensors):
+    """The op of x and y by their kinds: tensor_number(x, c) for a tensor and
+    a number, number_tensor(y, c) for a number and a tensor (the number rides
+    as the constant operand), tensors(x, y) otherwise."""
+    x, y = python_number(x), python_number(y)
+    if isinstance(x, Tensor) and type(y) in _NUMBER:
+        return tensor_number(x, y)
+    if type(x) in _NUMBER and isinstance(y, Tensor):
+        return number_tensor(y, x)
+    return tensors(x, y)
 
 
 def _tensor_other(name, fn):
@@ -637,12 +644,9 @@ def pow(x, exponent):
     >>> tape.pow(tape.tensor(3.0), 2)
     tensor(9.)
     """
-    x, exponent = python_number(x), python_number(exponent)
-    if isinstance(x, Tensor) and type(exponent) in _NUMBER:
-        return _pow_number(x, exponent)
-    if type(x) in _NUMBER and isinstance(exponent, Tensor):
-        return _rpow_number(exponent, x)
-    return _pow_tensor(x, exponent)
+    return _by_operands(x, exponent, _pow_number, _rpow_number, _pow_tensor)
+
+
 # clamp's bounds are numbers: the lower rides as the constant y, the upper as
 # p (an absent one is infinite); its gradient passes where lo <= x <= hi
 _CLAMP = {kind: defop(name, grad_fn, 1, partials=("within(x, y, p)",)) for kind, name, grad_fn in (
