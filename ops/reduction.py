@@ -148,34 +148,93 @@ def mean(input, dim=None, keepdim=False, *, dtype=None, axis=None, keepdims=None
     return _reduce(input, dim, keepdim, dtype, _MEAN_ALL, _MEAN_DIM, True)
 
 
+def _prod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # PyTorch's prod_backward: g * (out / x) when no element of x is 0;
+    # else g times the product of the others, the exclusive running product
+    # from the left times that from the right (no division: exact at zeros),
+    # in PyTorch's order of rounding. ints is (dim,), or () for all of x as
+    # one line; a 0-d x passes g through.
+    if xsh.size == 0:
+        GA[0] += G[0]
+        return
+    if ints.size == 0:
+        outer, n, inner = 1, X.size, 1
+    else:
+        outer, n, inner = lines_along(xsh, ints[0])
+    zeros = False
+    for i in range(X.size):
+        if X[i] == 0:
+            zeros = True
+            break
+    right = np.empty(n)
+    for o in range(outer):
+        for k in range(inner):
+            base = o * n * inner + k
+            j = o * inner + k
+            if not zeros:
+                for t in range(n):
+                    GA[base + t * inner] += G[j] * (O[j] / X[base + t * inner])
+                continue
+            product = 1.0
+            for t in range(n - 1, -1, -1):
+                right[t] = product
+                product *= X[base + t * inner]
+            product = 1.0
+            for t in range(n):
+                i = base + t * inner
+                GA[i] += G[j] * (product * right[t])
+                product *= X[i]
+
+
+def _prod_vjp(ctx, g):
+    """PyTorch's prod_backward in tape ops, so differentiable again: g * (out
+    / x) when no element of x is 0, else g times the product of the others,
+    cumprods of x from both ends shifted by one (exact at zeros, and their
+    own gradients are cumprod's, exact there too)."""
+    from ops.selection import flip
+    from ops.shape import narrow
+    shape = ctx.x_shape
+    if not shape:  # the product of a 0-d tensor is it: g, as PyTorch's (not g * x / x)
+        return (g,)
+    x = ctx.x
+    everything = not len(ctx.ints)
+    d = 0 if everything else int(ctx.ints[0])
+    kept = (1,) * len(shape) if everything else shape[:d] + (1,) + shape[d + 1:]
+    if not (x._array() == 0).any():
+        return (reshape(g, kept) * (reshape(ctx.out, kept) / x),)
+    if everything:  # one line of every element, as PyTorch's
+        x, kept = reshape(x, (-1,)), (1,)
+    n = x.shape[d]
+    if n == 1:
+        return (reshape(g, shape),)
+    ones = new_tensor(np.ones(kept, x.dtype))
+    before = cumprod(cat([ones, narrow(x, d, 0, n - 1)], d), d)
+    after = flip(cumprod(cat([ones, flip(narrow(x, d, 1, n - 1), d)], d), d), d)
+    return (reshape(reshape(g, kept) * (before * after), shape),)
+
+
+_PROD_ALL = defop("prod", "ProdBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_prod_vjp, native=_prod_native)
+_PROD_DIM = defop("prod_dim", "ProdBackward1", 1, saves=SAVES_X | SAVES_OUT, vjp=_prod_vjp, native=_prod_native)
+
+
 @declare(signature=_REDUCTION, batch=_over_one_dim)
 def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product of all elements, or along dim (one int). Recorded as a balanced
-    tree of multiplications (grad_fn MulBackward0, where PyTorch has
-    ProdBackward0): its gradients are exact at zeros, to every order, where
-    dividing the product by each element is not."""
-    if dim is not None:
-        _one_dim("prod", dim)
-    x = input if dtype is None else input.to(dtype)
-    if x.dtype.kind in "bu" or x.dtype.kind == "i" and dtype is None:
-        x = x.to(np.int64)  # PyTorch's integer products are int64
+    """Product of all elements, or along dim (one int): one node, as
+    PyTorch's, whose gradient is exact at zeros to every order."""
+    a = input._array()
+    if dtype is not None:
+        a = a.astype(as_dtype(dtype), copy=False)
+    elif a.dtype.kind in "bui":
+        a = a.astype(np.int64, copy=False)  # PyTorch's integer products are int64
     if dim is None:
-        x, d, kept = reshape(x, (-1,)), 0, (1,) * x.ndim
+        opdef, axis, ints = _PROD_ALL, None, ()
     else:
-        d = _norm_dim(dim, x.ndim)
-        kept = x.shape[:d] + (1,) + x.shape[d + 1:] if x.ndim else ()
-    if x.ndim == 0:
-        return x.clone()
-    before = (slice(None),) * d
-    n = x.shape[d]
-    if n == 0:  # the empty product, 1, computed from x: it stays in x's graph (an empty gradient)
-        x = sum(x, d, keepdim=True) + 1
-    while n > 1:
-        half = n // 2
-        paired = getitem(x, before + (slice(0, half),)) * getitem(x, before + (slice(half, 2 * half),))
-        x = cat([paired, getitem(x, before + (slice(2 * half, n),))], d) if n % 2 else paired
-        n = half + n % 2
-    return reshape(x, kept) if keepdim else reshape(x, kept[:d] + kept[d + 1:] if dim is not None else ())
+        _one_dim("prod", dim)
+        d = _norm_dim(dim, input.ndim)
+        opdef, axis, ints = _PROD_DIM, d if input.ndim else None, (d,)
+    # inf * 0 is nan without NumPy's warning, as in PyTorch
+    value = quiet(np.multiply.reduce, a, axis, None, None, keepdim and input.ndim > 0)
+    return op_result(opdef, value, (input,), ints=ints)
 
 
 def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):

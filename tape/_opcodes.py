@@ -154,5 +154,7 @@ OPCODES = {
     "copy": 147,
     "copy_slices": 148,
     "index_put_": 149,
+    "prod": 150,
+    "prod_dim": 151,
 }
-NEXT_OPCODE = 150
+NEXT_OPCODE = 152
