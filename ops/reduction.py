@@ -232,8 +232,9 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
         _one_dim("prod", dim)
         d = _norm_dim(dim, input.ndim)
         opdef, axis, ints = _PROD_DIM, d if input.ndim else None, (d,)
-    # inf * 0 is nan without NumPy's warning, as in PyTorch
-    value = quiet(np.multiply.reduce, a, axis, None, None, keepdim and input.ndim > 0)
+    # in a's dtype (NumPy's would widen small ints); inf * 0 is nan without
+    # NumPy's warning, as in PyTorch
+    value = quiet(np.multiply.reduce, a, axis, a.dtype, None, keepdim and input.ndim > 0)
     return op_result(opdef, value, (input,), ints=ints)
 
 

@@ -24,8 +24,12 @@ class Case:
     high: tuple = (2.0,)
     seed: int = 0
     tolerance: dict = field(default_factory=dict)
+    # the inputs themselves, for an op checked at chosen points (prod at zeros)
+    values: tuple = None
 
     def inputs(self):
+        if self.values is not None:
+            return [tape.tensor(v, requires_grad=True) for v in self.values]
         rng = np.random.default_rng(self.seed)
         out = []
         for k, shape in enumerate(self.shapes):
@@ -174,6 +178,13 @@ CASES += [
          lambda a, b: np.einsum("ii,...i->...", a * a, b), ((3, 3), (2, 3))),
     Case("prod", lambda x: x.prod(), np.prod, ((2, 3),)),
     Case("prod_dim", lambda x: tape.prod(x, -1, keepdim=True), lambda a: a.prod(-1, keepdims=True), ((2, 5),)),
+    # at zeros: one, two, all of a line, and none
+    Case("prod_one_zero", lambda x: x.prod(), np.prod, ((2, 3),), values=([[1.5, 0.0, -2.0], [0.5, 3.0, 1.25]],)),
+    Case("prod_two_zeros", lambda x: x.prod(), np.prod, ((4,),), values=([0.0, 2.0, 0.0, -1.5],)),
+    Case("prod_dim_zeros", lambda x: tape.prod(x, 1), lambda a: a.prod(1), ((4, 3),),
+         values=([[1.5, 0.0, -2.0], [0.0, 0.5, 0.0], [0.0, 0.0, 0.0], [2.0, -1.0, 0.5]],)),
+    Case("prod_dim0_zeros_keepdim", lambda x: tape.prod(x, 0, keepdim=True), lambda a: a.prod(0, keepdims=True),
+         ((3, 2),), values=([[0.0, 1.5], [2.0, 0.0], [-0.5, 0.0]],)),
     Case("amax", lambda x: x.amax(1), lambda a: a.max(axis=1), ((2, 3),)),
     Case("amin_dims", lambda x: tape.amin(x, (0, 2), keepdim=True),
          lambda a: a.min(axis=(0, 2), keepdims=True), ((2, 3, 2),)),
@@ -624,17 +635,82 @@ def test_activations_match_pytorchs_figures(name, fn, values, grads, retaped):
     assert type(y.grad_fn).__name__ == {"gelu_tanh": "GeluBackward0"}.get(name, name.capitalize() + "Backward0")
 
 
-def test_prod_is_exact_at_zeros_to_second_order():
-    # PyTorch's figures for the same rows: one zero, two zeros, none
-    x = tape.tensor([[1.0, 0.0, 3.0], [0.0, 5.0, 0.0], [2.0, 4.0, 0.5]], requires_grad=True)
+nan, inf = math.nan, math.inf
+PROD_AT_ZEROS = [
+    # PyTorch's figures: (x, dim, keepdim, prod, its gradient with weights
+    # 1..n, the second and third derivatives of the sum of the one before)
+    ([2.0, 0.0, 4.0], None, False, 0.0, [0.0, 8.0, 0.0], [4.0, 6.0, 2.0], [2.0, 2.0, 2.0]),
+    ([0.0, 3.0, 0.0], None, False, 0.0, [0.0, 0.0, 0.0], [3.0, 0.0, 3.0], [2.0, 2.0, 2.0]),
+    ([0.0, 0.0, 0.0], None, False, 0.0, [0.0, 0.0, 0.0], [0.0, 0.0, 0.0], [2.0, 2.0, 2.0]),
+    ([[1.0, 0.0, 3.0], [0.0, 5.0, 0.0], [2.0, 4.0, 0.5]], 1, False, [0.0, 0.0, 4.0],
+     [[0.0, 3.0, 0.0], [0.0, 0.0, 0.0], [6.0, 3.0, 24.0]], [[3.0, 4.0, 1.0], [10.0, 0.0, 10.0], [13.5, 7.5, 18.0]],
+     [[2.0, 2.0, 2.0], [4.0, 4.0, 4.0], [6.0, 6.0, 6.0]]),
+    ([[1.0, 0.0, 3.0], [0.0, 5.0, 0.0], [2.0, 4.0, 0.5]], 0, True, [[0.0, 0.0, 0.0]],
+     [[0.0, 40.0, 0.0], [2.0, 0.0, 4.5], [0.0, 0.0, 0.0]], [[2.0, 18.0, 1.5], [3.0, 8.0, 10.5], [1.0, 10.0, 9.0]],
+     [[2.0, 4.0, 6.0], [2.0, 4.0, 6.0], [2.0, 4.0, 6.0]]),
+    ([[[1.5, 0.0], [2.0, -1.0]], [[0.5, 3.0], [0.0, 0.0]]], 1, True, [[[3.0, 0.0]], [[0.0, 0.0]]],
+     [[[2.0, -2.0], [1.5, 0.0]], [[0.0, 0.0], [1.5, 12.0]]], [[[1.0, 2.0], [1.0, 2.0]], [[3.0, 4.0], [3.0, 4.0]]],
+     [[[0.0, 0.0], [0.0, 0.0]], [[0.0, 0.0], [0.0, 0.0]]]),
+    ([[[1.5, 0.0], [2.0, -1.0]], [[0.5, 3.0], [0.0, 0.0]]], None, False, 0.0, [[[0.0] * 2] * 2] * 2,
+     [[[0.0] * 2] * 2] * 2, [[[0.0, -9.0], [0.0, 0.0]], [[0.0, 0.0], [-9.0, -9.0]]]),
+    # nan and inf, with PyTorch's branches: g * out / x where x has no zero
+    # (inf / inf is nan), else the product of the others (0 * inf is nan)
+    ([2.0, nan, 4.0], None, False, nan, [nan, nan, nan], None, None),
+    ([2.0, inf, 4.0], None, False, inf, [inf, nan, inf], None, None),
+    ([0.0, inf, 4.0], None, False, nan, [inf, 0.0, nan], None, None),
+    ([[2.0, inf, 3.0], [0.0, 1.0, 1.0]], 1, False, [inf, 0.0], [[inf, 6.0, inf], [2.0, 0.0, 0.0]], None, None),
+    ([[inf], [2.0]], 1, False, [inf, 2.0], [[nan], [2.0]], None, None),
+    ([[inf], [0.0]], 1, False, [inf, 0.0], [[1.0], [2.0]], None, None),
+    ([[2.0, inf, 0.0], [nan, 0.0, 1.0], [2.0, 4.0, 0.5]], 1, False, [nan, nan, 4.0],
+     [[nan, 0.0, inf], [0.0, nan, nan], [6.0, 3.0, 24.0]], [[inf, 2.0, inf], [2.0, nan, nan], [13.5, 7.5, 18.0]],
+     None),
+]
 
-    y = x.prod(1)
-    (g,) = tape.autograd.grad(y.sum(), x, create_graph=True)
-    (h,) = tape.autograd.grad(g.sum(), x)
 
-    assert y.tolist() == [0.0, 0.0, 4.0]
-    assert g.tolist() == [[0.0, 3.0, 0.0], [0.0, 0.0, 0.0], [2.0, 1.0, 8.0]]
-    assert h.tolist() == [[3.0, 4.0, 1.0], [5.0, 0.0, 5.0], [4.5, 2.5, 6.0]]
+@pytest.mark.parametrize("retaped", [False, True])
+@pytest.mark.parametrize("values, dim, keepdim, value, grad, second, third", PROD_AT_ZEROS)
+def test_prod_gradients_are_pytorchs_at_zeros_nan_and_inf_to_third_order(values, dim, keepdim, value, grad, second,
+                                                                          third, retaped):
+    x = tape.tensor(values, requires_grad=True)
+    y = x.prod() if dim is None else x.prod(dim, keepdim)
+    w = tape.arange(1.0, y.numel() + 1).reshape(y.shape)
+    higher = [d for d in (second, third) if d is not None]
+    with force_retaped() if retaped else contextlib.nullcontext():
+        derivatives = list(tape.autograd.grad(y, x, w, create_graph=bool(higher)))
+        for k in range(len(higher)):
+            derivatives += tape.autograd.grad(derivatives[-1].sum(), x, create_graph=k + 1 < len(higher))
+    np.testing.assert_allclose(y.detach().numpy(), value, rtol=1e-15)
+    assert len(derivatives) == 1 + len(higher)
+    for got, expected in zip(derivatives, [grad] + higher):
+        np.testing.assert_allclose(got.detach().numpy(), expected, rtol=1e-15)
+
+
+def test_prod_is_one_node_as_pytorchs():
+    x = tape.tensor([[2.0, 3.0], [4.0, 5.0]], requires_grad=True)
+    s = tape.tensor(0.5, requires_grad=True)
+    outputs = {"ProdBackward0": [x.prod(), tape.prod(x), (x * 2).prod(), x.prod(dtype=tape.float32), s.prod()],
+               "ProdBackward1": [x.prod(1), tape.prod(x, 0, keepdim=True), (x * 2).prod(-1), s.prod(0),
+                                 tape.ones(2, 0, requires_grad=True).prod(1)]}
+    assert {name: [type(t.grad_fn).__name__ for t in ts] for name, ts in outputs.items()} == {
+        name: [name] * len(ts) for name, ts in outputs.items()}
+    assert [[type(f).__name__ for f, _ in t.grad_fn.next_functions] for t in outputs["ProdBackward0"]] == [
+        ["AccumulateGrad"], ["AccumulateGrad"], ["MulBackward0"], ["AccumulateGrad"], ["AccumulateGrad"]]
+    assert x.prod(1).grad_fn.next_functions[0] == (x.prod().grad_fn.next_functions[0][0], 0)
+
+
+def test_prod_of_one_element_passes_the_gradient_through_as_pytorchs():
+    # a 0-d x: g, not g * x / x (nan at inf); prod(dtype=float32) gives x a float64 gradient
+    s = tape.tensor(inf, requires_grad=True)
+    for y in (s.prod(), s.prod(0), s.prod(-1, keepdim=True)):
+        (g,) = tape.autograd.grad(y, s, create_graph=True)
+        assert y.shape == () and g.item() == 1.0 and g.grad_fn is None
+    x = tape.tensor([2.0, 3.0], requires_grad=True)
+    y = x.prod(dtype=tape.float32)
+    y.backward()
+    assert y.dtype == tape.float32 and x.grad.dtype == tape.float64 and x.grad.tolist() == [3.0, 2.0]
+    e = tape.ones(2, 0, requires_grad=True)
+    e.prod(1).sum().backward()
+    assert e.grad.shape == (2, 0)
 
 
 def test_prod_dtypes_and_the_empty_product_as_pytorchs():
@@ -642,6 +718,10 @@ def test_prod_dtypes_and_the_empty_product_as_pytorchs():
     assert tape.tensor([True, True]).prod().tolist() == 1
     assert tape.ones(2, 0).prod(1).tolist() == [1.0, 1.0]
     assert tape.prod(tape.ones(2, 3), 1, dtype=tape.float32).dtype == tape.float32
+    # an integer dtype asked for is kept, and wraps as PyTorch's
+    u = tape.tensor([200, 2], dtype=tape.uint8)
+    assert u.prod(dtype=tape.uint8).dtype == tape.uint8 and u.prod(0, dtype=tape.uint8).item() == 144
+    assert tape.tensor([True, False]).prod(dtype=tape.bool).tolist() is False
 
 
 EINSUMS = [("ij,jk->ik", [(3, 4), (4, 5)]), ("i,j->ij", [(3,), (4,)]), ("ij->ji", [(3, 4)]), ("ii->i", [(3, 3)]),
