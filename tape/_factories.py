@@ -115,8 +115,6 @@ def from_numpy(ndarray):
         raise TypeError(f"can't convert np.ndarray of type numpy.{ndarray.dtype.type.__name__}. The "
                         "only supported types are: float64, float32, float16, int64, int32, int16, "
                         "int8, uint64, uint32, uint16, uint8, and bool.")
-    if ndarray.ndim == 0 and ndarray.dtype == np.float64:
-        return new_tensor(float(ndarray))
     return new_tensor(ndarray)
 
 

@@ -587,12 +587,26 @@ class Tensor:
     def numpy(self, *, force=False):
         if not force:
             self._refuse_if_grad("numpy")
-        return self._array()
+        return self._memory()
 
     def __array__(self, dtype=None, copy=None):
         self._refuse_if_grad("numpy")
-        a = self._array()
+        a = self._memory()
         return a if dtype is None else a.astype(dtype)
+
+    def _memory(self):
+        """The value as the array that is this tensor's memory, which NumPy
+        shares (`t.numpy()`), as PyTorch's. A 0-d float64 tensor holds a
+        Python float until then (Note [Tape layout]), and an array from then
+        on: its row's liveness token, the float, becomes the tensor."""
+        v = self._value
+        if type(v) is not float:
+            return v
+        tp, r = where(self)
+        if tp is not None and tp.owners[r] is v:
+            tp.owners[r] = self
+        self._value = a = np.array(v)
+        return a
 
     def item(self):
         if self.numel() != 1:

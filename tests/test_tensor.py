@@ -309,3 +309,30 @@ def test_integer_and_bool_casts_truncate_and_do_not_require_grad():
     assert x.int().dtype == tape.int32 and x.int().tolist() == [1, -2, 0]
     assert x.bool().tolist() == [True, True, False] and x.bool().dtype == tape.bool
     assert not x.long().requires_grad
+
+
+def test_a_0d_tensor_shares_memory_with_numpy_as_pytorchs():
+    """t.numpy(), np.asarray(t) and from_numpy share a 0-d float64 tensor's
+    memory (the tensor holds a Python float until then)."""
+    t = tape.tensor(1.0)
+    n = t.numpy()
+    n += 1
+    assert t.item() == 2.0 and t.sin().item() == np.sin(2.0)
+    np.asarray(t)[()] = 5.0
+    assert t.item() == 5.0
+    a = np.array(2.0)
+    u = tape.from_numpy(a)
+    a += 1
+    assert u.item() == 3.0
+    u.add_(1)
+    assert a == 4.0
+
+
+def test_a_0d_result_whose_memory_numpy_shares_keeps_its_graph():
+    x = tape.tensor(0.5, requires_grad=True)
+    y = x * 3.0
+    y.numpy(force=True)
+    for _ in range(70_000):  # past a compaction of the tape's garbage
+        x * 2.0
+    y.backward()
+    assert y.grad_fn.name() == "MulBackward0" and x.grad.item() == 3.0
