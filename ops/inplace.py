@@ -321,7 +321,9 @@ def _product_written_rule(op, name):
     def rule(_, args):
         t, a, b = args.args
         refuse_batched_other(t, [a, b], f"aten::{name}", at_level=True)
-        return t.copy_(_same_shape(t, op(*args.args, **args.kwargs)))
+        # op reads a copy of self: its views of self (input expanded) would
+        # make the write into self a write into a viewed tensor
+        return t.copy_(_same_shape(t, op(t.clone(), a, b, **args.kwargs)))
     return rule
 
 
