@@ -579,9 +579,9 @@ _LERP = defop("lerp", "LerpBackward0", 2, partials=("1 - p", "p"))
 def lerp(input, end, weight):
     """input + weight * (end - input), computed from the nearer end.
 
-    A number weight is PyTorch's LerpBackward0. A tensor weight is computed
-    too, but not recorded: PyTorch's LerpBackward1 has three inputs and a
-    tape row has two, so with grad it raises.
+    A number weight is PyTorch's LerpBackward0. PyTorch's LerpBackward1, of a
+    tensor weight, has three inputs and a tape row two (Note [Tape layout]):
+    it is recorded as `_lerp_composite`.
 
     >>> import tape
     >>> tape.lerp(tape.tensor([0., 1.]), tape.tensor([10., 10.]), 0.5).tolist()
@@ -605,9 +605,78 @@ def lerp(input, end, weight):
     if not recording:
         return new_tensor(out)
     if isinstance(weight, Tensor):
-        raise RuntimeError("lerp() with a tensor weight is not supported while recording for autograd (PyTorch's "
-                           "LerpBackward1 has three inputs); use input + weight * (end - input)")
+        return _lerp_composite(input, end, to(weight, input.dtype))
     return record(_LERP, out, (input if rgx else None, end if rgy else None), p=w)
+
+
+def _lerp_composite(input, end, weight):
+    """lerp of a tensor weight, recorded as base + s * (end - input): from
+    the nearer end, base and s are (input, weight) or (end, weight - 1), so
+    the value is _lerp_array's exactly and the gradients are PyTorch's:
+    grad * (1 - weight), grad * weight and grad * (end - input)."""
+    nearer_input = new_tensor(wrap_value(np.abs(weight._array()) < 0.5))
+    base = input.where(nearer_input, end)
+    s = weight.where(nearer_input, weight - 1)
+    return base + s * (end - input)
+
+
+def scalar_in(dtype, s):
+    """A scalar argument (alpha, beta, value) as PyTorch's kernels take it:
+    converted to the result's type, so that 0.5 is 0 for an integral one."""
+    return int(s) if dtype.kind in "biu" else s
+
+
+def _added_product_operands(name, input, tensor1, tensor2):
+    """addcmul's and addcdiv's operands, checked as PyTorch checks them and
+    converted to the result's dtype, which it returns too."""
+    for position, (arg, t) in enumerate((("input", input), ("tensor1", tensor1), ("tensor2", tensor2)), 1):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}(): argument '{arg}' (position {position}) must be Tensor, not {type(t).__name__}")
+    broadcast_shapes(broadcast_shapes(input.shape, tensor1.shape), tensor2.shape)  # PyTorch's error text
+    dtype = result_type(input, tensor1, tensor2)
+    if dtype == np.bool_:
+        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
+    return dtype, to(input, dtype), to(tensor1, dtype), to(tensor2, dtype)
+
+
+# addcmul and addcdiv are PyTorch's nodes of three tensor inputs
+# (AddcmulBackward0, AddcdivBackward0), composed of the tape's binary rows
+# until a row may have three (Note [Tape layout]), in the order of PyTorch's
+# kernel, input + value * tensor1 op tensor2: its values, and its gradients
+# to every order; grad_fn is AddBackward0.
+
+@declare(signature="input, tensor1, tensor2, *, value=1, out=None", operands=3, batch=elementwise)
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 * tensor2, broadcast together.
+
+    >>> import tape
+    >>> tape.addcmul(tape.ones(2), tape.tensor([1., 2.]), tape.tensor([3., 4.]), value=0.5).tolist()
+    [2.5, 5.0]
+    """
+    dtype, input, tensor1, tensor2 = _added_product_operands("addcmul", input, tensor1, tensor2)
+    value = scalar_in(dtype, value)
+    return input + (tensor1 if value == 1 else tensor1 * value) * tensor2
+
+
+@declare(signature="input, tensor1, tensor2, *, value=1, out=None", operands=3, batch=elementwise)
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """input + value * tensor1 / tensor2, broadcast together; integral
+    tensor1 and tensor2 are refused, as PyTorch refuses them.
+
+    >>> import tape
+    >>> tape.addcdiv(tape.ones(2), tape.tensor([1., 2.]), tape.tensor([4., 4.]), value=2).tolist()
+    [1.5, 2.0]
+    """
+    if all(isinstance(t, Tensor) and t.dtype.kind in "biu" for t in (tensor1, tensor2)):
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release addcdiv will perform a "
+            "true division of tensor1 and tensor2. The historic addcdiv behavior can be implemented as (input + "
+            "value * torch.trunc(tensor1 / tensor2)).to(input.dtype) for integer inputs and as (input + value * "
+            "tensor1 / tensor2) for float inputs. The future addcdiv behavior is just the latter implementation: "
+            "(input + value * tensor1 / tensor2), for all dtypes.")
+    dtype, input, tensor1, tensor2 = _added_product_operands("addcdiv", input, tensor1, tensor2)
+    value = scalar_in(dtype, value)
+    return input + (tensor1 if value == 1 else tensor1 * value) / tensor2
 
 
 def _scaled(other, alpha, tensors):

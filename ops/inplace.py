@@ -19,7 +19,7 @@ from tape._registry import SAVES_X, defop, lookup, native_helper
 from tape._tape import RETAIN, state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
-from ops import elementwise
+from ops import elementwise, linalg
 from ops.selection import masked_fill
 from ops.elementwise import add, div, mul, requires_grad, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _no_gradient, _no_gradient_native, _indexed, _region, _strided_gather, _strided_view,
@@ -281,6 +281,71 @@ def clamp_(t, min=None, max=None):
 def floor_divide_(t, other):
     # recorded as PyTorch records it: a node whose backward raises
     return _apply(t, elementwise.floor_divide, other)
+
+
+# the backwards of these read none of self's values (composites of adds and
+# products: Note [Products added to a tensor]), so self needs no saved copy
+@declare(function=False, operands=3, batch=_at_level("addcmul_"))
+def addcmul_(t, tensor1, tensor2, *, value=1):
+    return _apply(t, lambda x, a, b: elementwise.addcmul(x, a, b, value=value), tensor1, tensor2)
+
+
+@declare(function=False, operands=3, batch=_at_level("addcdiv_"))
+def addcdiv_(t, tensor1, tensor2, *, value=1):
+    return _apply(t, lambda x, a, b: elementwise.addcdiv(x, a, b, value=value), tensor1, tensor2)
+
+
+@declare(function=False, operands=3, batch=_at_level("lerp_"))
+def lerp_(t, end, weight):
+    return _apply(t, elementwise.lerp, end, weight)
+
+
+def _same_shape(t, result):
+    """result, which an in-place product writes into t, or PyTorch's error:
+    such an op does not broadcast t."""
+    if result.shape != t.shape:
+        raise RuntimeError(f"Bad in-place call: input tensor size {list(t.shape)} and output tensor size "
+                           f"{list(result.shape)} should match")
+    return result
+
+
+def _product_written(op, t, a, b, beta, alpha):
+    """An in-place product added to t (addmm_, ...): op out of place, written into t."""
+    return _apply(t, lambda x, a, b: _same_shape(x, op(x, a, b, beta=beta, alpha=alpha)), a, b)
+
+
+def _product_written_rule(op, name):
+    """The batching rule of an in-place product: op (whose rule is
+    `composite`) on the batched tensors, copied into self; refused, as
+    PyTorch refuses it, where another tensor is batched and self is not."""
+    def rule(_, args):
+        t, a, b = args.args
+        refuse_batched_other(t, [a, b], f"aten::{name}", at_level=True)
+        # op reads a copy of self: its views of self (input expanded) would
+        # make the write into self a write into a viewed tensor
+        return t.copy_(_same_shape(t, op(t.clone(), a, b, **args.kwargs)))
+    return rule
+
+
+@declare(function=False, operands=3, batch=_product_written_rule(linalg.addmm, "addmm_"))
+def addmm_(t, mat1, mat2, *, beta=1, alpha=1):
+    return _product_written(linalg.addmm, t, mat1, mat2, beta, alpha)
+
+
+@declare(signature="input, mat, vec, *, beta=1, alpha=1", operands=3,
+         batch=_product_written_rule(linalg.addmv, "addmv_"))
+def addmv_(t, mat, vec, *, beta=1, alpha=1):
+    return _product_written(linalg.addmv, t, mat, vec, beta, alpha)
+
+
+@declare(function=False, operands=3, batch=_product_written_rule(linalg.addbmm, "addbmm_"))
+def addbmm_(t, batch1, batch2, *, beta=1, alpha=1):
+    return _product_written(linalg.addbmm, t, batch1, batch2, beta, alpha)
+
+
+@declare(function=False, operands=3, batch=_product_written_rule(linalg.baddbmm, "baddbmm_"))
+def baddbmm_(t, batch1, batch2, *, beta=1, alpha=1):
+    return _product_written(linalg.baddbmm, t, batch1, batch2, beta, alpha)
 
 
 def _inplace_unary(op):

@@ -1,5 +1,6 @@
 """Matrix products: dot, mv, mm, bmm, and matmul, which reduces every case to
-them (promoting 1-D operands and broadcasting batch dims explicitly).
+them (promoting 1-D operands and broadcasting batch dims explicitly); addmm,
+addmv, addbmm and baddbmm, a product added to a tensor.
 Native kernels call BLAS through Numba's np.dot.
 """
 import builtins
@@ -10,7 +11,7 @@ import string
 import numpy as np
 
 from ops._declare import declare, exports
-from tape._batched import BatchedTensor, aligned, batched, levels_of, physical
+from tape._batched import BatchedTensor, aligned, batched, composite, levels_of, physical
 
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._record import broadcast_shapes, record
@@ -18,6 +19,8 @@ from tape._registry import SAVES_X, SAVES_Y, defop
 from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
+from ops.comparison import _expect_tensor
+from ops.elementwise import scalar_in
 from ops.reduction import sum as _sum
 from ops.selection import diagonal
 from ops.shape import expand, permute, reshape, squeeze, transpose, unsqueeze
@@ -242,6 +245,153 @@ def bmm(input, mat2):
     x, y = input, mat2  # PyTorch's names, the formulas' short ones
     _check_bmm(x, y)
     return _product(_BMM, x, y, np.matmul(x._value, y._value))
+
+
+# Note [Products added to a tensor]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# addmm, addmv, addbmm and baddbmm are beta * input + alpha * product, and
+# PyTorch's are one node each (AddmmBackward0, ...) of three tensor inputs.
+# A tape row has two (Note [Tape layout]) until issue 20, so they are
+# composed of rows the tape has: input expanded to the product's shape and
+# scaled, plus the product scaled. Values, dtypes and gradients to every
+# order are PyTorch's; grad_fn is the last row's (AddBackward0). They are
+# written with Tensor methods, so that vmap batches them through those
+# (`composite`). PyTorch's BLAS leaves input out where beta is 0, and the
+# product where alpha is 0 (not baddbmm's): nan and inf in it do not reach
+# the result, though its gradient, zero, does.
+
+def _scaled(t, s, left_out_at_zero=True):
+    """s * t as PyTorch's BLAS makes it: t itself for 1; for 0 (where it
+    leaves t out) zeros that take nothing of t's values, but t's graph."""
+    s = scalar_in(t.dtype, s)
+    if s == 1:
+        return t
+    if s == 0 and left_out_at_zero:
+        return t.masked_fill(_EVERYWHERE, 0)
+    return t * s
+
+
+_EVERYWHERE = new_tensor(wrap_value(np.True_))
+
+
+def _product_added(input, product, beta, alpha, *, product_left_out_at_zero=True):
+    """beta * input + alpha * product, input expanded to the product's shape
+    by then (Note [Products added to a tensor])."""
+    return _scaled(input, beta) + _scaled(product, alpha, product_left_out_at_zero)
+
+
+def _expect_matrix(name, t):
+    if t.ndim != 2:
+        raise RuntimeError(f"{name} must be a matrix, got {t.ndim}-D tensor")
+
+
+def _check_same_dtype(pairs):
+    """PyTorch's "self and mat2" dtype checks of addmm and addbmm, in its order."""
+    for (a, name_a), (b, name_b) in pairs:
+        if a.dtype != b.dtype:
+            raise RuntimeError(f"{name_a} and {name_b} must have the same dtype, but got "
+                               f"{scalar_type_name(a.dtype)} and {scalar_type_name(b.dtype)}")
+
+
+def _refuse_bool(kernel, t):
+    if t.dtype == np.bool_:
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+
+
+def _size(t, dim):
+    """t.size(dim), with PyTorch's IndexError for a dim t lacks."""
+    if t.ndim == 0:
+        raise IndexError(f"Dimension specified as {dim} but tensor has no dimensions")
+    if dim >= t.ndim:
+        raise IndexError(f"Dimension out of range (expected to be in range of [{-t.ndim}, {t.ndim - 1}], but got "
+                         f"{dim})")
+    return t.shape[dim]
+
+
+@declare(signature="input, mat1, mat2, *, beta=1, alpha=1, out=None", operands=3, batch=composite)
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat1 @ mat2), input broadcast to the product
+    (Note [Products added to a tensor]).
+
+    >>> import tape
+    >>> tape.addmm(tape.ones(2), tape.ones(2, 3), tape.ones(3, 2), beta=0.5).tolist()
+    [[3.5, 3.5], [3.5, 3.5]]
+    """
+    for position, (name, t) in enumerate((("input", input), ("mat1", mat1), ("mat2", mat2)), 1):
+        _expect_tensor("addmm", position, name, t)
+    _check_same_dtype((((input, "self"), (mat2, "mat2")), ((mat1, "mat1"), (mat2, "mat2"))))
+    _expect_matrix("mat1", mat1)
+    _expect_matrix("mat2", mat2)
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    input = input.expand(mat1.shape[0], mat2.shape[1])
+    _refuse_bool("addmm_impl_cpu_", input)
+    return _product_added(input, mat1.mm(mat2), beta, alpha)
+
+
+@declare(signature="input, mat, vec, *, beta=1, alpha=1, out=None", operands=3, batch=composite)
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """beta * input + alpha * (mat @ vec), input (a vector, or one element)
+    broadcast to the product (Note [Products added to a tensor])."""
+    for position, (name, t) in enumerate((("input", input), ("mat", mat), ("vec", vec)), 1):
+        _expect_tensor("addmv", position, name, t)
+    if input.ndim > 1 or mat.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, {vec.ndim}")
+    if mat.shape[1] != vec.shape[0] or input.numel() not in (1, mat.shape[0]):
+        raise RuntimeError(f"size mismatch, got input ({_size(input, 0)}), mat ({mat.shape[0]}x{mat.shape[1]}), "
+                           f"vec ({vec.shape[0]})")
+    if not input.dtype == mat.dtype == vec.dtype:
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {scalar_type_name(input.dtype)}, "
+                           f"{scalar_type_name(mat.dtype)}, and {scalar_type_name(vec.dtype)}")
+    _refuse_bool("addmv_impl_cpu", input)
+    return _product_added(input.expand(mat.shape[0]), mat.mv(vec), beta, alpha)
+
+
+def _check_batches(batch1, batch2):
+    for name, t in (("batch1", batch1), ("batch2", batch2)):
+        if t.ndim != 3:
+            raise RuntimeError(f"{name} must be a 3D tensor")
+
+
+@declare(signature="input, batch1, batch2, *, beta=1, alpha=1, out=None", operands=3, batch=composite)
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * (batch1 @ batch2), a product of each pair of
+    matrices, input broadcast to them (Note [Products added to a tensor])."""
+    for position, (name, t) in enumerate((("input", input), ("batch1", batch1), ("batch2", batch2)), 1):
+        _expect_tensor("baddbmm", position, name, t)
+    input = input.expand(_size(batch1, 0), _size(batch1, 1), _size(batch2, 2))
+    if input.dtype != batch1.dtype:
+        raise RuntimeError(f"Input dtypes must be the same, got: input {cpp_type_name(input.dtype)}, batch1: "
+                           f"{cpp_type_name(batch1.dtype)}, batch2: {cpp_type_name(batch2.dtype)}")
+    _check_batches(batch1, batch2)
+    if batch2.shape[:2] != (batch1.shape[0], batch1.shape[2]):
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{batch1.shape[0]}, {batch1.shape[2]}] but got: [{batch2.shape[0]}, {batch2.shape[1]}].")
+    if batch2.dtype != batch1.dtype:
+        raise RuntimeError(f"expected scalar type {scalar_type_name(batch1.dtype)} but found "
+                           f"{scalar_type_name(batch2.dtype)}")
+    _refuse_bool("baddbmm", input)
+    return _product_added(input, batch1.bmm(batch2), beta, alpha, product_left_out_at_zero=False)
+
+
+@declare(signature="input, batch1, batch2, *, beta=1, alpha=1, out=None", operands=3, batch=composite)
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """beta * input + alpha * the sum of the products of each pair of
+    matrices, input broadcast to it (Note [Products added to a tensor])."""
+    for position, (name, t) in enumerate((("input", input), ("batch1", batch1), ("batch2", batch2)), 1):
+        _expect_tensor("addbmm", position, name, t)
+    input = input.expand(_size(batch1, 1), _size(batch2, 2))
+    _check_batches(batch1, batch2)
+    if batch1.shape[0] != batch2.shape[0]:
+        raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and "
+                           f"{batch2.shape[0]}")
+    if batch1.shape[2] != batch2.shape[1]:
+        raise RuntimeError(f"Incompatible matrix sizes for bmm ({batch1.shape[1]}x{batch1.shape[2]} and "
+                           f"{batch2.shape[1]}x{batch2.shape[2]})")
+    _check_same_dtype((((input, "self"), (batch2, "mat2")), ((batch1, "mat1"), (batch2, "mat2"))))
+    _refuse_bool("addmm_impl_cpu_", input)
+    return _product_added(input, batch1.bmm(batch2).sum(0), beta, alpha)
 
 
 def _batched_outer(op, args):

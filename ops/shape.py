@@ -415,9 +415,9 @@ def expand(x, *sizes):
     sizes = _shape_arg(sizes)
     _enough_sizes(x, sizes)
     lead = len(sizes) - x.ndim
-    shape = []
-    for k, s in enumerate(sizes):
-        have = x.shape[k - lead] if k >= lead else None
+    shape = list(sizes)
+    for k in reversed(range(len(sizes))):  # PyTorch names the last mismatch
+        s, have = sizes[k], x.shape[k - lead] if k >= lead else None
         if s == -1:
             if have is None:
                 raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a leading, "
@@ -427,7 +427,7 @@ def expand(x, *sizes):
             raise RuntimeError(f"The expanded size of the tensor ({s}) must match the existing size "
                                f"({have}) at non-singleton dimension {k}.  Target sizes: {list(sizes)}.  "
                                f"Tensor sizes: {list(x.shape)}")
-        shape.append(s)
+        shape[k] = s
     shape = tuple(shape)
     if shape == x.shape and not x._rg:
         return x

@@ -288,16 +288,101 @@ def test_hypot_and_logaddexp_at_their_edges_as_pytorchs(retaped):
     assert tape.logaddexp(tape.tensor(np.inf), tape.tensor(np.inf)).item() == np.inf
 
 
-def test_lerp_gradients_and_a_tensor_weight_without_grad():
+def test_lerp_gradients_of_a_number_weight_are_one_node():
     s = tape.tensor([0.0, 1.0, 2.0], requires_grad=True)
     e = tape.tensor([10.0, 10.0, 10.0], requires_grad=True)
     out = tape.lerp(s, e, 0.3)
     out.sum().backward()
     assert out.grad_fn.name() == "LerpBackward0" and len(out.grad_fn.next_functions) == 2
     np.testing.assert_allclose([s.grad.tolist(), e.grad.tolist()], [[0.7] * 3, [0.3] * 3], rtol=1e-15)
+
+
+@pytest.mark.parametrize("retaped", [False, True])
+def test_lerp_of_a_tensor_weight_records_pytorchs_values_and_gradients(retaped):
+    s = tape.tensor([0.0, 1.0, 2.0], requires_grad=True)
+    e = tape.tensor([10.0, 10.0, 10.0], requires_grad=True)
+    w = tape.tensor([0.1, 0.5, 0.9], requires_grad=True)
+    out = tape.lerp(s, e, w)
     with tape.no_grad():
-        w = tape.lerp(s, e, tape.tensor([0.1, 0.5, 0.9]))
-    np.testing.assert_allclose(w.numpy(), [1.0, 5.5, 9.2], rtol=1e-15)
+        unrecorded = tape.lerp(s, e, w)
+    assert out.tolist() == unrecorded.tolist() == [1.0, 5.5, 9.2]  # from the nearer end, as PyTorch
+    with force_retaped() if retaped else contextlib.nullcontext():
+        gs, ge, gw = tape.autograd.grad(out.sum(), (s, e, w), create_graph=True)
+        second = tape.autograd.grad(gw.sum(), (s, e))
+    np.testing.assert_allclose([gs.tolist(), ge.tolist(), gw.tolist()],
+                               [[0.9, 0.5, 0.09999999999999998], [0.1, 0.5, 0.9], [10.0, 9.0, 8.0]], rtol=1e-15)
+    assert [g.tolist() for g in second] == [[-1.0, -1.0, -1.0], [1.0, 1.0, 1.0]]
+
+
+# -- products added to a tensor, addcmul and addcdiv (composites: tests/test_ops.py's table has their gradients)
+
+@pytest.mark.parametrize("call, value", [
+    (lambda i: tape.addmm(i, tape.tensor([[1., 2.], [3., 4.]]), tape.tensor([[1., 0.], [-1., 1.]]), beta=0),
+     [[-1.0, 2.0], [-1.0, 4.0]]),
+    (lambda i: tape.addmv(i[0], tape.tensor([[1., 2.], [3., 4.]]), tape.tensor([1., -1.]), beta=0), [-1.0, -1.0]),
+    (lambda i: tape.baddbmm(i, tape.tensor([[[2.], [2.]], [[3.], [3.]]]), tape.tensor([[[1., 1.]], [[-1., -1.]]]), beta=0,
+                             alpha=2),
+     [[[4.0, 4.0], [4.0, 4.0]], [[-6.0, -6.0], [-6.0, -6.0]]]),
+    (lambda i: tape.addbmm(i, tape.ones(2, 2, 3), tape.ones(2, 3, 2), beta=0), [[6.0, 6.0], [6.0, 6.0]]),
+])
+def test_beta_0_leaves_nan_and_inf_of_the_input_out_and_gives_it_a_zero_gradient(call, value):
+    i = tape.tensor([[NAN, np.inf], [-np.inf, 1.0]], requires_grad=True)
+    out = call(i)
+    out.sum().backward()
+    assert (out.tolist(), i.grad.tolist()) == (value, [[0.0, 0.0], [0.0, 0.0]])
+
+
+def test_alpha_0_leaves_the_product_out_but_for_baddbmm_as_pytorch():
+    m = tape.tensor([[NAN, 1.0]], requires_grad=True)
+    out = tape.addmm(tape.tensor([[5.0]]), m, tape.tensor([[1.0], [2.0]]), alpha=0)
+    out.sum().backward()
+    assert (out.tolist(), m.grad.tolist()) == ([[5.0]], [[0.0, 0.0]])
+    assert tape.addmv(tape.tensor([5.0]), tape.tensor([[NAN]]), tape.tensor([1.0]), alpha=0).tolist() == [5.0]
+    assert tape.addbmm(tape.tensor([[5.0]]), tape.tensor([[[np.inf]]]), tape.ones(1, 1, 1), alpha=0).tolist() == [[5.0]]
+    assert np.isnan(tape.baddbmm(tape.tensor([[[5.0]]]), tape.tensor([[[np.inf]]]), tape.ones(1, 1, 1), alpha=0).item())
+
+
+def test_beta_0_gives_a_negative_zero_product_a_positive_sign_as_pytorchs_blas():
+    minus_zero = tape.tensor([[-0.0]])
+    assert np.signbit(tape.addmm(minus_zero, minus_zero, tape.tensor([[1.0]]), beta=0).item()) == False  # noqa: E712
+    assert np.signbit(tape.addmm(minus_zero, minus_zero, tape.tensor([[1.0]])).item()) == True  # noqa: E712
+
+
+def test_integral_products_take_beta_and_alpha_truncated_as_pytorch():
+    a, eye = tape.tensor([[1, 2], [3, 4]]), tape.tensor([[1, 0], [0, 1]])
+    out = tape.addmm(tape.tensor([1, 2]), a, eye, beta=2.9, alpha=-1.5)
+    assert (out.tolist(), out.dtype) == ([[1, 2], [-1, 0]], tape.int64)
+    assert tape.addmm(tape.tensor([1, 2]), a, eye, beta=0.5).tolist() == [[1, 2], [3, 4]]
+    assert tape.addmv(tape.tensor([1, 2]), a, tape.tensor([1, 1]), alpha=2.5).tolist() == [7, 16]
+    assert tape.baddbmm(tape.tensor([10]), tape.tensor([[[1, 2]]]), tape.tensor([[[3], [4]]]), beta=-0.5,
+                        alpha=3.99).tolist() == [[[33]]]
+    assert tape.addbmm(tape.tensor([10]), tape.tensor([[[1, 2]]]), tape.tensor([[[3], [4]]]), beta=1.5).tolist() == [[21]]
+
+
+def test_addcmul_and_addcdiv_promote_and_scale_as_pytorch():
+    ints = tape.addcmul(tape.tensor([1, 2]), tape.tensor([3, 4]), tape.tensor([5, 6]), value=-1.5)
+    assert (ints.tolist(), ints.dtype) == ([-14, -22], tape.int64)
+    mixed = tape.addcmul(tape.tensor([1, 2]), tape.tensor([0.5, 1.5], dtype=tape.float32), tape.tensor([2, 2]), value=1.5)
+    assert (mixed.tolist(), mixed.dtype) == ([2.5, 6.5], tape.float32)
+    assert np.isnan(tape.addcmul(tape.tensor([1.0]), tape.tensor([np.inf]), tape.tensor([1.0]), value=0).item())
+    quotient = tape.addcdiv(tape.tensor([1, 2]), tape.tensor([1.0, 3.0]), tape.tensor([2, 0]), value=0.5)
+    assert (quotient.tolist(), quotient.dtype) == ([1.25, np.inf], tape.float64)
+
+
+def test_in_place_products_write_record_and_bump_the_version():
+    x = tape.ones(2, 2, requires_grad=True)
+    y = x * 1.0
+    version = y._version
+    a = tape.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    assert y.addmm_(a, tape.ones(2, 2), beta=0.5, alpha=2) is y
+    assert (y.tolist(), y._version > version) == ([[6.5, 6.5], [14.5, 14.5]], True)
+    y.sum().backward()
+    assert (x.grad.tolist(), a.grad.tolist()) == ([[0.5, 0.5], [0.5, 0.5]], [[4.0, 4.0], [4.0, 4.0]])
+    z = tape.ones(3)
+    assert z.addcmul_(tape.tensor([1.0, 2.0, 3.0]), tape.tensor(2.0), value=0.5).tolist() == [2.0, 3.0, 4.0]
+    assert z.addcdiv_(tape.tensor([2.0, 2.0, 2.0]), tape.tensor([4.0, 1.0, 2.0])).tolist() == [2.5, 5.0, 5.0]
+    assert z.lerp_(tape.zeros(3), tape.tensor([0.2, 1.0, 0.6])).tolist() == [2.0, 0.0, 2.0]
+    assert tape.addmv_(tape.ones(2), tape.ones(2, 3), tape.ones(3), beta=2).tolist() == [5.0, 5.0]
 
 
 def test_type_as_casts_to_the_other_dtype():
