@@ -11,11 +11,12 @@ from . import _kernels, _sweep
 from ._native import compiling
 from ._dtypes import float32, float64
 from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
-from ._saved import drop_packed, unpack_saved
+from ._saved import FREED_MESSAGE, drop_packed, unpack_saved
+from ._saved import row_tensor as _row_tensor
 from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, current_row, state, where
 from ._tensor import Tensor, new_tensor, warn_once, wrap_value
 
-__all__ = ["backward", "grad", "force_retaped"]
+__all__ = ["backward", "grad", "force_retaped", "raise_modified"]
 
 _SWEEP_CHECKED = []
 
@@ -95,12 +96,7 @@ def _raise_sweep_error(tp, status, bad):
     if status == _sweep.ERR_PYTHON_ONLY:
         raise RuntimeError(f"internal error: the native sweep met {name}, which only the Python walk runs")
     if status == _sweep.ERR_FREED:
-        raise RuntimeError(
-            "Trying to backward through the graph a second time (or directly access saved tensors "
-            "after they have already been freed). Saved intermediate values of the graph are freed "
-            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
-            "backward through the graph a second time or if you need to access saved tensors after "
-            "calling backward.")
+        raise RuntimeError(FREED_MESSAGE)
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
     # as PyTorch, name the op that made the tensor, unless it is a leaf or a constant
@@ -111,6 +107,11 @@ def _raise_sweep_error(tp, status, bad):
         "it was saved. Hint: the backtrace further above shows the operation that "
         "failed to compute its gradient. The variable in question was changed in there or anywhere "
         "later. Good luck!")
+
+
+def raise_modified(tp, r):
+    """PyTorch's error for a saved value (row r's) that an in-place op changed since."""
+    _raise_sweep_error(tp, _sweep.ERR_DIRTY, r)
 
 
 class _ThreadLocals:
@@ -364,23 +365,6 @@ _NO_SCRATCH = np.zeros(0)
 # the seed of one output whose gradient is 1, and its offset (the sweep only reads them)
 _ONE = np.ones(1)
 _FIRST = np.zeros(1, np.int64)
-
-
-def _row_tensor(tp, r):
-    """A Tensor naming row r, for a VJP to compute with (its value, its graph)."""
-    owner = tp.tensor_at(r)
-    if tp.ndim[r] == 0 and tp.dt[r] == 0:
-        value = owner if type(owner) is float else float(tp.sval[r])
-    elif r in tp.keep:
-        value = tp.keep[r]
-    elif owner is not None:
-        value = owner._value
-    else:
-        raise RuntimeError("Trying to backward through the graph a second time (or directly access "
-                           "saved tensors after they have already been freed).")
-    t = new_tensor(value, bool(tp.flags[r] & RG))
-    t._ep, t._row = tp.ep, r
-    return t
 
 
 class _Ctx:

@@ -155,6 +155,11 @@ class Tape:
         self.saved_hooks = []
         self.packed = {}
         self.saved_hooks_disabled = None  # disable_saved_tensors_hooks's message
+        # row -> what PyTorch keeps on its node object (metadata, SavedTensors),
+        # and row -> its node's (hooks, pre-hooks) (tape._node)
+        self.node_data = {}
+        self.node_hooks = {}
+        self.post_accumulate_hooks = {}  # leaf row -> its post-accumulate-grad hooks
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
@@ -436,6 +441,10 @@ class Tape:
         self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
         if self.packed:
             self.packed = {int(newidx[r]): v for r, v in self.packed.items() if newidx[r] >= 0}
+        for name in ("node_data", "node_hooks", "post_accumulate_hooks"):
+            rows = getattr(self, name)
+            if rows:
+                setattr(self, name, {int(newidx[r]): v for r, v in rows.items() if newidx[r] >= 0})
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
