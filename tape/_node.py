@@ -133,6 +133,11 @@ def _saved_attribute(name):
             return float(tp.c[r])
         if source == "p":
             return float(tp.p[r])
+        if source in ("x_shape", "y_shape"):
+            return tuple(int(d) for d in tp.shape(int((tp.a0 if source == "x_shape" else tp.a1)[r])))
+        if source == "int":
+            (value,) = tp.ints(r)
+            return int(value)
         return saved_tensor(tp, r, source)
     return property(get, doc=f"PyTorch's `_saved_{name}`: what the node's op saved as {name}")
 

@@ -33,37 +33,41 @@ SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT}
 #                    number
 #   "c", "p"         a Python number: the constant (pow's exponent), the
 #                    parameter (lerp's weight)
+#   "x_shape", "y_shape", "int"  an input's sizes, a tuple
+#                    (`_saved_self_sym_sizes`); the row's one static int
+#                    (softmax's dim)
 #   a function       any other attribute (dims, keepdim, sizes): its value
 #                    from the row, `f(row)`, where row has the VJP's view of
 #                    it (shape, x_shape, y_shape, ints, c, p)
-# The tensors named must be exactly those the VJP reads (`saves`), with the
-# constant standing for y in an op of one tensor input. Without `saved=`,
-# an op names what it saves by PyTorch's common convention: y "other", x
-# "self", out "result", in that order.
+# The tensors named must be exactly those the VJP reads (`saves`); in an op
+# of one tensor input, y is the constant, which a VJP reads but which is no
+# tensor. Without `saved=`, an op names the tensors it saves by PyTorch's
+# common convention: y "other", x "self", out "result", in that order.
 _DEFAULT_NAMES = (("other", "y"), ("self", "x"), ("result", "out"))
+_ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "int")
 
 
 def _saved_names(name, saved, saves, arity):
     """The validated (name, source) pairs of an op's `saved=` declaration,
     or its default (Note [Saved values' names])."""
     if saved is None:
-        return tuple((n, s) for n, s in _DEFAULT_NAMES if saves & SAVED_TENSORS[s])
+        return tuple((n, s) for n, s in _DEFAULT_NAMES if saves & SAVED_TENSORS[s] and (s != "y" or arity == 2))
     saved = tuple(saved)
     named = 0
     for n, s in saved:
-        if callable(s):
+        if callable(s) or s in _ATTRIBUTES:
             continue
-        if s in SAVED_TENSORS:
-            named |= SAVED_TENSORS[s]
-        elif s == "c" and arity < 2:
-            named |= SAVES_Y
-        elif s != "p" and s != "c":
+        if s not in SAVED_TENSORS or s == "y" and arity < 2:
             raise ValueError(f"op {name!r}: saved {n!r} from {s!r}, which is no saved value")
-    if named != saves:
-        raise ValueError(f"op {name!r}: saved= names the values {named}, but its VJP reads {saves}")
+        named |= SAVED_TENSORS[s]
+    # a one-input op's y is its constant, a number: it need not be named
+    tensors = saves & ~SAVES_Y if arity < 2 else saves
+    if named != tensors:
+        raise ValueError(f"op {name!r}: saved= names the tensors {named}, but its VJP reads {tensors}")
     if len({n for n, _ in saved}) != len(saved):
         raise ValueError(f"op {name!r}: saved= names a value twice")
     return saved
+
 
 # The vocabulary of partials: the functions that may appear in a
 # partial-derivative expression. Natively each is `math.<name>` (or a helper
