@@ -160,6 +160,7 @@ class Tape:
         self.node_data = {}
         self.node_hooks = {}
         self.post_accumulate_hooks = {}  # leaf row -> its post-accumulate-grad hooks
+        self.graph_tasks = []  # the running backwards, innermost last (engine._backward_scope)
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
