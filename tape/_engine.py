@@ -758,6 +758,33 @@ def register_hook(self, hook):
 Tensor.register_hook = register_hook
 
 
+def register_post_accumulate_grad_hook(self, hook):
+    """Register `hook(tensor)` on a leaf, called after each backward()
+    accumulates into its `.grad`, as in PyTorch (autograd.grad, which
+    accumulates nothing, does not call it).
+
+    >>> import tape
+    >>> x = tape.tensor([1.0, 2.0], requires_grad=True)
+    >>> handle = x.register_post_accumulate_grad_hook(lambda t: print(t.grad))
+    >>> (x * 3).sum().backward()
+    tensor([3., 3.])
+    """
+    if not self._rg:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if not self.is_leaf:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    tp, r = where(self)
+    if tp is None:
+        tp = state.tape
+        r = tp.adopt(self)
+    hooks = tp.post_accumulate_hooks.setdefault(r, [])
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)
+
+
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+
+
 # Note [Python-only rows]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
 # The native sweep cannot call Python, so a row whose VJP is Python code (a
@@ -872,8 +899,10 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         warn_once(_CREATE_GRAPH_WARNING, stacklevel=3)
     tp = state.tape
     with _backward_scope(tp):
+        # a leaf's post-accumulate hooks run after its own accumulation, here
+        post_hooks = tp.post_accumulate_hooks
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
-                           into_grad=inputs is None)
+                           into_grad=inputs is None and not post_hooks)
         if inputs is not None:
             receivers = {r: t for t in inputs for r in (tp.row_of(t), *t._left_rows_on(tp))}
         for r, g in zip(rows, grads):
@@ -885,6 +914,9 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
                 owner = _retained_tensor(tp, r)
             if owner is not None and g is not None:
                 _accumulate_grad(owner, g, create_graph)
+                if post_hooks and tp.m_op[r] == LEAF:
+                    for hook in tuple(post_hooks.get(r, ())):
+                        hook(owner)
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

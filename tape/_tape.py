@@ -442,10 +442,14 @@ class Tape:
         self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
         if self.packed:
             self.packed = {int(newidx[r]): v for r, v in self.packed.items() if newidx[r] >= 0}
-        for name in ("node_data", "node_hooks", "post_accumulate_hooks"):
-            rows = getattr(self, name)
-            if rows:
-                setattr(self, name, {int(newidx[r]): v for r, v in rows.items() if newidx[r] >= 0})
+        if self.node_data:
+            self.node_data = {int(newidx[r]): v for r, v in self.node_data.items() if newidx[r] >= 0}
+        if self.node_hooks:  # rows whose hooks were all removed send no graph through the Python walk
+            self.node_hooks = {int(newidx[r]): v for r, v in self.node_hooks.items()
+                               if (v[0] or v[1]) and newidx[r] >= 0}
+        if self.post_accumulate_hooks:
+            self.post_accumulate_hooks = {int(newidx[r]): v for r, v in self.post_accumulate_hooks.items()
+                                          if v and newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
