@@ -3,7 +3,7 @@ recorded row packs the values its VJP will read (Note [Saved tensor hooks]).
 """
 import contextlib
 
-from ._registry import REGISTRY, SAVED_TENSORS, lookup
+from ._registry import CONST, REGISTRY, SAVED_TENSORS, lookup
 from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
 from ._tensor import Tensor, _unpinned, new_tensor
 
@@ -133,12 +133,15 @@ def _packed_bytes(packed):
     return packed._value.nbytes if type(packed) is Tensor and type(packed._value) is not float else 0
 
 
-def pack(pack_hook, t):
-    """pack_hook(t) for a saved tensor t, run as PyTorch runs it: on a tensor
-    of t's value in t's place in the graph, with grad mode off; refused when
-    it modifies that tensor in place."""
-    given = new_tensor(_unpinned(t._value), t._rg)
-    given._ep, given._row = t._ep, t._row
+def pack(pack_hook, t, itself=False):
+    """pack_hook(t) for a saved tensor t, run as PyTorch runs it, with grad
+    mode off; refused when it modifies its argument in place. With `itself`
+    (an op's input) the hook gets t, as PyTorch's does; else a tensor of t's
+    value in t's place in the graph: a result's own Tensor, kept by what the
+    hook returns, would keep its row, and so what was packed for it, alive
+    for good (Note [Tape layout])."""
+    given = t if itself else placed(t._value, t)
+    version = given._version
     tp = state.tape
     enabled = tp.grad_enabled
     tp.grad_enabled = False
@@ -146,9 +149,16 @@ def pack(pack_hook, t):
         packed = pack_hook(given)
     finally:
         tp.grad_enabled = enabled
-    if given._version:
+    if given._version != version:
         raise RuntimeError(_INPLACE)
     return packed
+
+
+def placed(value, like):
+    """A new Tensor of `value` (copied if a 0-d float, _unpinned) in `like`'s place in the graph."""
+    out = new_tensor(_unpinned(value), like._rg)
+    out._ep, out._row = like._ep, like._row
+    return out
 
 
 def row_saves(tp, r):
@@ -174,7 +184,7 @@ def pack_row(tp, code, r, x, y, out):
     for source in REGISTRY[code].pack_order:
         t = given[source]
         if saves & SAVED_TENSORS[source] and t is not None:
-            packed = values[_SLOT[source]] = pack(pack_hook, t)
+            packed = values[_SLOT[source]] = pack(pack_hook, t, source != "out")
             nbytes += _packed_bytes(packed)
     tp.packed[r] = _Packed(values, [unpack_hook] * 3, nbytes)
     tp.held_bytes += nbytes
@@ -190,9 +200,7 @@ def unpacked(unpack_hook, packed, like):
     if like._rg and state.tape.grad_enabled:
         from ._record import record
         return record(lookup("clone"), value, (like,), hidden=True)
-    out = new_tensor(value, like._rg)
-    out._ep, out._row = like._ep, like._row
-    return out
+    return placed(value, like)
 
 
 def _unpack_hook_result(unpack_hook, packed):
@@ -256,25 +264,26 @@ def _check_saved(tp, r, source):
 def saved_tensor(tp, r, source):
     """A node's `_saved_<name>` for a saved tensor (Note [Saved values' names]
     in tape._registry): None when the row did not save it, else as PyTorch's
-    SavedVariable unpacks it: what unpack_hook returns when hooks packed it;
-    a saved input as the same Tensor while that Tensor still holds the
-    saved value (a 0-d result holds a float, not its Tensor, and comes back
-    as a new one); the result, the constant operand and a dead input as a
-    new Tensor of the value in its place in the graph."""
+    SavedVariable unpacks it: a saved input as the same Tensor while that
+    Tensor still holds the saved value (a 0-d result holds a float, not its
+    Tensor, and comes back as a new one); the result, the constant operand
+    and a dead input as a new Tensor of the value in its place in the graph;
+    when hooks packed it, a new Tensor of what unpack_hook returns, in that
+    place."""
     if not _check_saved(tp, r, source):
         return None
+    i = _saved_row(tp, r, source)
+    like = new_tensor(float(tp.m_c[r])) if i < 0 else row_tensor(tp, i)
     entry = tp.packed.get(r)
     k = _SLOT[source]
     if entry is not None and entry.values[k] is not _NOT_SAVED:
-        return _unpack_hook_result(entry.unpack_hooks[k], entry.values[k])
-    i = _saved_row(tp, r, source)
-    if i < 0:
-        return new_tensor(float(tp.m_c[r]))
-    if source != "out":
+        return placed(_unpack_hook_result(entry.unpack_hooks[k], entry.values[k])._value, like)
+    if source != "out" and i >= 0:
         t = tp.tensor_at(i)
-        if type(t) is Tensor and where(t) == (tp, i):
+        # a constant's Tensor names no row: its row keeps it (Tape.adopt)
+        if type(t) is Tensor and (where(t) == (tp, i) or tp.m_op[i] == CONST):
             return t
-    return row_tensor(tp, i)
+    return like
 
 
 _FREED_HOOKS = ("Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values "
@@ -308,12 +317,8 @@ class SavedTensor:
         if entry is not None and entry.values[k] is not _NOT_SAVED:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
-        i = _saved_row(tp, r, source)
-        if i < 0:  # a constant operand: PyTorch's wrapped number is packed as any saved tensor
-            given = new_tensor(float(tp.m_c[r]))
-        else:
-            given = row_tensor(tp, i)
-        packed = pack(pack_hook, given)
+        given = saved_tensor(tp, r, source)
+        packed = pack(pack_hook, given, source != "out")
         if entry is None:
             entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [None] * 3, 0)
         entry.values[k], entry.unpack_hooks[k] = packed, unpack_hook
