@@ -317,8 +317,8 @@ class SavedTensor:
         if entry is not None and entry.values[k] is not _NOT_SAVED:
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
-        given = saved_tensor(tp, r, source)
-        packed = pack(pack_hook, given, source != "out")
+        # the input itself, as pack_hook gets it, or a new Tensor of the result
+        packed = pack(pack_hook, saved_tensor(tp, r, source), True)
         if entry is None:
             entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [None] * 3, 0)
         entry.values[k], entry.unpack_hooks[k] = packed, unpack_hook
