@@ -536,7 +536,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
         g = grads.get(r) if r in captured else grads.pop(r, None)
         opdef = REGISTRY[tp.op[r]]
         hooks = tp.hooks.get(r)
-        node_hooks = tp.node_hooks.get(r) if tp.node_hooks else None
+        node_hooks = tp.node_hooks.get(r) if tp.node_hooks and opdef.arity else None
         if g is None and r in zeros:
             if not (hooks or opdef.python_only or node_hooks):  # passed on without being computed
                 ctx = _Ctx(tp, r, leads)
@@ -814,7 +814,8 @@ def _reaches_a_python_row(tp, roots):
     if not tp.hooks and not tp.python_rows and not tp.packed and not tp.node_hooks:
         return False  # hook_groups matter only while a row has hooks
     rows = [r for r, hooks in tp.hooks.items() if hooks and tp.m_op[r] != LEAF]
-    rows.extend(r for r, (hooks, prehooks) in tp.node_hooks.items() if hooks or prehooks)
+    # (an AccumulateGrad node's hooks run where its leaf's .grad is accumulated)
+    rows.extend(r for r, (hooks, prehooks) in tp.node_hooks.items() if (hooks or prehooks) and tp.m_op[r] != LEAF)
     rows.extend(tp.python_rows)
     rows.extend(tp.packed)  # Note [Saved tensor hooks]
     rows.extend(tp.hook_groups)  # Note [Undefined gradients]
@@ -899,10 +900,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         warn_once(_CREATE_GRAPH_WARNING, stacklevel=3)
     tp = state.tape
     with _backward_scope(tp):
-        # a leaf's post-accumulate hooks run after its own accumulation, here
-        post_hooks = tp.post_accumulate_hooks
+        # a leaf's post-accumulate hooks and its AccumulateGrad node's hooks
+        # run around its own accumulation, here
+        post_hooks, node_hooks = tp.post_accumulate_hooks, tp.node_hooks
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
-                           into_grad=inputs is None and not post_hooks)
+                           into_grad=inputs is None and not post_hooks and not node_hooks)
+        node_state = _ThreadLocals(tp, bool(create_graph)) if node_hooks else None
         if inputs is not None:
             receivers = {r: t for t in inputs for r in (tp.row_of(t), *t._left_rows_on(tp))}
         for r, g in zip(rows, grads):
@@ -913,10 +916,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             else:
                 owner = _retained_tensor(tp, r)
             if owner is not None and g is not None:
+                leaf_hooks = node_hooks.get(r) if node_hooks and tp.m_op[r] == LEAF else None
+                if leaf_hooks and leaf_hooks[1]:
+                    (g,) = _node_hooked(tp, leaf_hooks[1], (g,), ((g,),), node_state)
                 _accumulate_grad(owner, g, create_graph)
                 if post_hooks and tp.m_op[r] == LEAF:
                     for hook in tuple(post_hooks.get(r, ())):
                         hook(owner)
+                if leaf_hooks and leaf_hooks[0]:
+                    _node_hooked(tp, leaf_hooks[0], (), ((), (g,)), node_state)
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

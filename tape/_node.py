@@ -7,8 +7,9 @@ Each op's node type is a subclass named after PyTorch's (`SinBackward0`), so
 
 What PyTorch keeps on a node object, tape keeps per row, since nodes are made
 on demand: `tp.node_data[r]` (metadata, the SavedTensor objects) and
-`tp.node_hooks[r]` (hooks and pre-hooks, which send the graphs that reach the
-row through the Python walk, Note [Python-only rows] in tape._engine).
+`tp.node_hooks[r]` (hooks and pre-hooks: a non-leaf's send the graphs that
+reach its row through the Python walk, Note [Python-only rows] in
+tape._engine; an AccumulateGrad node's run where backward() accumulates).
 """
 from ._engine import RemovableHandle
 from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
@@ -103,10 +104,8 @@ def _row_data(node):
 
 
 def _add_node_hook(node, kind, fn):
-    """Register fn as a hook (kind 0) or pre-hook (kind 1) of node's row."""
-    if isinstance(node, AccumulateGrad):
-        raise RuntimeError("tape does not run hooks registered on an AccumulateGrad node; register them "
-                           "on the leaf tensor (register_hook, register_post_accumulate_grad_hook)")
+    """Register fn as a hook (kind 0) or pre-hook (kind 1) of node's row
+    (an AccumulateGrad node's: its leaf's row, run by backward())."""
     hooks = node._ep.tape.node_hooks.setdefault(node.row(), ([], []))[kind]
     hooks.append(fn)
     return RemovableHandle(hooks, fn)

@@ -326,6 +326,23 @@ def test_a_node_hook_sees_none_for_an_input_that_needs_no_gradient_and_handles_r
     assert len(seen) == 1 and x.grad.tolist() == [4.0, 4.0]
 
 
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_accumulate_grad_node_hooks_run_around_the_accumulation(create_graph):
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = x * 3
+    acc = y.grad_fn.next_functions[0][0]
+    log = []
+    x.register_hook(lambda g: log.append(("tensor", g.tolist())) or g * 2)
+    acc.register_prehook(lambda go: log.append(("pre", [g.tolist() for g in go])) or (go[0] + 1,))
+    acc.register_hook(lambda gi, go: log.append(("post", gi, [g.tolist() for g in go], x.grad.tolist())))
+    y.sum().backward(create_graph=create_graph)
+    assert log == [("tensor", [3.0, 3.0]), ("pre", [[6.0, 6.0]]), ("post", (), [[7.0, 7.0]], [7.0, 7.0])]
+    assert x.grad.tolist() == [7.0, 7.0]
+    log.clear()
+    tape.autograd.grad((x * 3).sum(), x)
+    assert log == [("tensor", [3.0, 3.0])]
+
+
 def test_autograd_grad_does_not_run_the_node_of_its_input():
     x = tape.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2.0
