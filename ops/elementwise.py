@@ -86,21 +86,25 @@ _UNARY = "input, *, out=None"
 _BINARY = "input, other, *, out=None"
 
 
-def _unary(name, grad_fn, partial, scalar, array, *, public=True, inplace=True, signature=_UNARY, **declaration):
-    """An elementwise op of one input: its row, and when `public` its
-    declaration (Note [Op declarations]): tape.<name>, Tensor.<name> and,
-    with `inplace`, Tensor.<name>_."""
-    op = unary(defop(name, grad_fn, 1, partials=(partial,)), scalar, array)
+def _unary(name, grad_fn, partial, scalar, array, *, public=True, inplace=True, signature=_UNARY, saved=None,
+           **declaration):
+    """An elementwise op of one input: its row (`saved`: PyTorch's names of
+    what it saves, Note [Saved values' names] in tape._registry), and when
+    `public` its declaration (Note [Op declarations]): tape.<name>,
+    Tensor.<name> and, with `inplace`, Tensor.<name>_."""
+    op = unary(defop(name, grad_fn, 1, partials=(partial,), saved=saved), scalar, array)
     if public:
         declare(op, signature=signature, inplace=inplace, batch=elementwise, **declaration)
     return op
 
 
-def _binary(name, grad_fn, partials, scalar, array):
-    return binary(defop(name, grad_fn, 2, partials=partials), scalar, array)
+def _binary(name, grad_fn, partials, scalar, array, saved=None):
+    return binary(defop(name, grad_fn, 2, partials=partials, saved=saved), scalar, array)
 
 
-_add = _binary("add", "AddBackward0", ("1", "1"), operator.add, np.add)
+# add and sub scale other by alpha in a row of their own: theirs has alpha 1
+_ALPHA = (("alpha", lambda row: 1),)
+_add = _binary("add", "AddBackward0", ("1", "1"), operator.add, np.add, _ALPHA)
 def _is_bool(v):
     return isinstance(v, (bool, np.bool_)) or isinstance(v, np.ndarray) and v.dtype == np.bool_
 
@@ -116,7 +120,7 @@ def _subtract(x, y):
     return np.subtract(x, y)
 
 
-_sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract)
+_sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract, _ALPHA)
 mul = declare(_binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply), signature=_BINARY,
               methods=("mul", "__mul__", "__rmul__"), aliases=("multiply",), operands=2, batch=elementwise)
 # y's partial reads x and y, not out, as PyTorch's does: a later in-place
@@ -146,8 +150,8 @@ reciprocal = _unary("reciprocal", "ReciprocalBackward0", "-out * out", lambda x:
                     _reciprocal_array)
 
 
-def _with_constant(name, grad_fn, partial, scalar, array):
-    return with_constant(defop(name, grad_fn, 1, partials=(partial,)), scalar, array)
+def _with_constant(name, grad_fn, partial, scalar, array, saved=None):
+    return with_constant(defop(name, grad_fn, 1, partials=(partial,), saved=saved), scalar, array)
 
 
 def _power(x, c):
@@ -195,19 +199,21 @@ def _pow_array(x, c):
 # partials]), and is_zero(y) in the exponent keeps every order of x ** n
 # finite at x = 0 (no 0 * inf)
 _pow_number = _with_constant("pow_scalar", "PowBackward0", "(1 - is_zero(y)) * y * x ** (y - 1 + is_zero(y))",
-                             lambda x, c: math.sqrt(x) if c == 0.5 else x ** c, _pow_array)
+                             lambda x, c: math.sqrt(x) if c == 0.5 else x ** c, _pow_array,
+                             saved=(("self", "x"), ("exponent", "c")))
 _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
-                              lambda x, c: c - x)
+                              lambda x, c: c - x, _ALPHA)
 # a power's gradient for its exponent is 0 where the base is 0 and the
 # exponent >= 0, as in PyTorch (not 0 * log(0), which is nan)
 _rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y, x))",
-                              lambda x, c: c ** x, lambda x, c: _power_tensor(c, x))
+                              lambda x, c: c ** x, lambda x, c: _power_tensor(c, x),
+                              saved=(("exponent", "x"), ("self", "c"), ("result", "out")))
 # and for its base y * x ** (y - 1): 0 where the exponent is 0, with its exact
 # derivative for the exponent there, 1 / x (PyTorch's where() gives 0); at
 # x == y == 0 the exponent is 0, not -1, so that no order is 0 * inf
 _pow_tensor = _binary("pow", "PowBackward1",
                       ("y * x ** (y - 1 + is_zero(x) * is_zero(y))", "out * log(x + zero_base(x, y))"),
-                      operator.pow, _power_tensor)
+                      operator.pow, _power_tensor, saved=(("exponent", "y"), ("self", "x"), ("result", "out")))
 def _remainder_scalar(x, y):
     m = math.fmod(x, y)
     return m + y if m != 0 and (y < 0) != (m < 0) else m
@@ -395,11 +401,12 @@ def _gelu_tanh_array(x):
 
 _gelu = _unary("gelu", "GeluBackward0",
                "0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x)",
-               _gelu_scalar, _gelu_array, public=False)
+               _gelu_scalar, _gelu_array, public=False, saved=(("self", "x"), ("approximate", lambda row: "none")))
 _gelu_tanh = _unary("gelu_tanh", "GeluBackward0",
                     "0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * "
                     "(1 - tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)) ** 2) * 0.7978845608028654 * "
-                    "(1 + 0.134145 * x * x)", _gelu_tanh_scalar, _gelu_tanh_array, public=False)
+                    "(1 + 0.134145 * x * x)", _gelu_tanh_scalar, _gelu_tanh_array, public=False,
+                    saved=(("self", "x"), ("approximate", lambda row: "tanh")))
 
 
 @declare(signature="input, *, approximate='none', out=None", batch=elementwise)
@@ -424,7 +431,9 @@ def _softplus_array(u, threshold):
 
 _softplus = _with_constant("softplus", "SoftplusBackward0",
                            "within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y))",
-                           _softplus_scalar, _softplus_array)
+                           _softplus_scalar, _softplus_array,
+                           # the row's softplus is of beta * input: its beta is 1
+                           saved=(("self", "x"), ("beta", lambda row: 1), ("threshold", "c")))
 
 
 @declare(signature="input, beta=1, threshold=20, *, out=None", batch=elementwise)
@@ -453,7 +462,8 @@ log10 = _unary("log10", "Log10Backward0", f"1 / (x * {_LN10!r})", math.log10, np
 log1p = _unary("log1p", "Log1PBackward0", "1 / (x + 1)", math.log1p, np.log1p)
 rsqrt = _unary("rsqrt", "RsqrtBackward0", "-0.5 * out * out * out", lambda x: 1.0 / math.sqrt(x),
                lambda x: 1.0 / np.sqrt(x))
-square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square)
+square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square,
+                saved=(("self", "x"), ("exponent", lambda row: 2)))
 clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy, inplace=False, signature="input")
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
 
@@ -491,10 +501,12 @@ def _xlogy_scalar(x, y):
 # [Selecting partials])
 _XLOGY_X = "(1 - is_zero(x) * within(y, -1e309, 0)) * log(y)"
 _xlogy = _binary("xlogy", "XlogyBackward0", (_XLOGY_X, "x / y"), _xlogy_scalar, _xlogy_array)
-_xlogy_number = _with_constant("xlogy_scalar_other", "XlogyBackward2", _XLOGY_X, _xlogy_scalar, _xlogy_array)
+_xlogy_number = _with_constant("xlogy_scalar_other", "XlogyBackward2", _XLOGY_X, _xlogy_scalar, _xlogy_array,
+                               saved=(("self", "x"), ("other", "c")))
 # a number's xlogy of a tensor: the tensor is x, the number the constant y
 _rxlogy_number = _with_constant("xlogy_scalar_self", "XlogyBackward1", "y / x",
-                                lambda x, c: _xlogy_scalar(c, x), lambda x, c: _xlogy_array(c, x))
+                                lambda x, c: _xlogy_scalar(c, x), lambda x, c: _xlogy_array(c, x),
+                                saved=(("other", "x"), ("self", "c")))
 
 
 @declare(signature=_BINARY, operands=2, batch=elementwise)
@@ -572,7 +584,7 @@ def _lerp_array(x, y, w):
     return np.where(np.abs(w) < 0.5, x + w * (y - x), y - (y - x) * (1 - w))
 
 
-_LERP = defop("lerp", "LerpBackward0", 2, partials=("1 - p", "p"))
+_LERP = defop("lerp", "LerpBackward0", 2, partials=("1 - p", "p"), saved=(("weight", "p"),))
 
 
 @declare(signature="input, end, weight, *, out=None", operands=3, batch=elementwise)
@@ -718,9 +730,16 @@ def pow(x, exponent):
 
 # clamp's bounds are numbers: the lower rides as the constant y, the upper as
 # p (an absent one is infinite); its gradient passes where lo <= x <= hi
-_CLAMP = {kind: defop(name, grad_fn, 1, partials=("within(x, y, p)",)) for kind, name, grad_fn in (
-    ("both", "clamp", "ClampBackward1"), ("min", "clamp_min", "ClampMinBackward0"),
-    ("max", "clamp_max", "ClampMaxBackward0"))}
+def _bound(value):
+    """A clamp bound as PyTorch saves it: None for an absent (infinite) one."""
+    return None if math.isinf(value) else value
+
+
+_CLAMP = {kind: defop(name, grad_fn, 1, partials=("within(x, y, p)",), saved=(("self", "x"), *bounds))
+          for kind, name, grad_fn, bounds in (
+              ("both", "clamp", "ClampBackward1", (("min", lambda row: _bound(row.c)), ("max", lambda row: _bound(row.p)))),
+              ("min", "clamp_min", "ClampMinBackward0", (("min", "c"),)),
+              ("max", "clamp_max", "ClampMaxBackward0", (("max", "p"),)))}
 
 
 def _clamp_scalar(x, lo, hi):
@@ -753,17 +772,21 @@ _LOWER = ("within(x, y, 1e309)", "within(x, -1e309, y) - within(x, y, y)")
 _UPPER = ("within(x, -1e309, y)", "within(x, y, 1e309) - within(x, y, y)")
 
 
-def _bound_op(name, grad_fn, upper):
+def _bound_op(name, grad_fn, upper, other_bound):
+    """The op of x and a tensor bound; with `other_bound`, its node shows
+    the other bound, which it does not have, as None (clamp()'s)."""
+    bound = "max" if upper else "min"
+    saved = ((bound, "y"), ("self", "x")) + (((other_bound, lambda row: None),) if other_bound else ())
     if upper:
-        return _binary(name, grad_fn, _UPPER, _minimum_scalar, np.minimum)
-    return _binary(name, grad_fn, _LOWER, _maximum_scalar, np.maximum)
+        return _binary(name, grad_fn, _UPPER, _minimum_scalar, np.minimum, saved)
+    return _binary(name, grad_fn, _LOWER, _maximum_scalar, np.maximum, saved)
 
 
 # (lower, upper) by kind of clamp
-_TENSOR_BOUNDS = {"both": (_bound_op("clamp_tensor_lower", "ClampBackward0", False),
-                           _bound_op("clamp_tensor_upper", "ClampBackward0", True)),
-                  "min": (_bound_op("clamp_min_tensor", "ClampMinBackward1", False), None),
-                  "max": (None, _bound_op("clamp_max_tensor", "ClampMaxBackward1", True))}
+_TENSOR_BOUNDS = {"both": (_bound_op("clamp_tensor_lower", "ClampBackward0", False, "max"),
+                           _bound_op("clamp_tensor_upper", "ClampBackward0", True, "min")),
+                  "min": (_bound_op("clamp_min_tensor", "ClampMinBackward1", False, None), None),
+                  "max": (None, _bound_op("clamp_max_tensor", "ClampMaxBackward1", True, None))}
 
 
 def _clamp(x, min, max, kind):

@@ -75,14 +75,15 @@ def _need(ctx, k, fn):
 
 _SAVES = SAVES_X | SAVES_Y
 _MM = defop("mm", "MmBackward0", 2, saves=_SAVES, native=_mm_native,
+            saved=(("mat2", "y"), ("self", "x"), ("mat2_sym_sizes", "y_shape"), ("self_sym_sizes", "x_shape")),
             vjp=lambda ctx, g: (_need(ctx, 0, lambda: mm(g, transpose(ctx.y, 0, 1))),
                                 _need(ctx, 1, lambda: mm(transpose(ctx.x, 0, 1), g))))
-_MV = defop("mv", "MvBackward0", 2, saves=_SAVES, native=_mv_native,
+_MV = defop("mv", "MvBackward0", 2, saves=_SAVES, native=_mv_native, saved=(("self", "x"), ("vec", "y")),
             vjp=lambda ctx, g: (_need(ctx, 0, lambda: unsqueeze(g, 1) * ctx.y),
                                 _need(ctx, 1, lambda: mv(transpose(ctx.x, 0, 1), g))))
-_DOT = defop("dot", "DotBackward0", 2, saves=_SAVES, native=_dot_native,
+_DOT = defop("dot", "DotBackward0", 2, saves=_SAVES, native=_dot_native, saved=(("self", "x"), ("tensor", "y")),
              vjp=lambda ctx, g: (_need(ctx, 0, lambda: g * ctx.y), _need(ctx, 1, lambda: g * ctx.x)))
-_BMM = defop("bmm", "BmmBackward0", 2, saves=_SAVES, native=_bmm_native,
+_BMM = defop("bmm", "BmmBackward0", 2, saves=_SAVES, native=_bmm_native, saved=(("mat2", "y"), ("self", "x")),
              vjp=lambda ctx, g: (_need(ctx, 0, lambda: bmm(g, transpose(ctx.y, 1, 2))),
                                  _need(ctx, 1, lambda: bmm(transpose(ctx.x, 1, 2), g))))
 

@@ -121,7 +121,8 @@ def _inv_vjp(ctx, g):
     return (-matmul(matmul(out_t, g), out_t),)
 
 
-_INV = defop("inv", "LinalgInvExBackward0", 1, saves=SAVES_OUT, vjp=_inv_vjp, native=_inv_native)
+_INV = defop("inv", "LinalgInvExBackward0", 1, saves=SAVES_OUT, vjp=_inv_vjp, native=_inv_native,
+             saved=(("inverse", "out"),))
 
 
 @declare(signature="A, *, out=None", methods=("inverse",), module="linalg", batch=_square_matrices("inv"))
@@ -218,8 +219,11 @@ def _slogdet_vjp(ctx, g):
     return (unsqueeze(unsqueeze(g, -1), -1) * inv(ctx.x).mT,)
 
 
-_DET = defop("det", "LinalgDetBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_det_vjp, native=_det_native)
-_SLOGDET = defop("slogdet", "LinalgSlogdetBackward0", 1, saves=SAVES_X, vjp=_slogdet_vjp, native=_det_native)
+# PyTorch's nodes also save the LU factors and pivots, which tape recomputes
+_DET = defop("det", "LinalgDetBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_det_vjp, native=_det_native,
+             saved=(("A", "x"), ("result", "out")))
+_SLOGDET = defop("slogdet", "LinalgSlogdetBackward0", 1, saves=SAVES_X, vjp=_slogdet_vjp, native=_det_native,
+                 saved=(("A", "x"),))
 _SLOGDET_SIGN = defop("slogdet_sign", "LinalgSlogdetBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
@@ -270,7 +274,7 @@ def _solve_vjp(ctx, g):
 
 
 _SOLVE = defop("solve", "LinalgSolveExBackward0", 2, saves=SAVES_X | SAVES_OUT, vjp=_solve_vjp,
-               native=_solve_native)
+               native=_solve_native, saved=(("A", "x"), ("result", "out")))
 
 
 def _solve(A, B):
@@ -381,7 +385,7 @@ def _cholesky_vjp(ctx, g):
 
 
 _CHOLESKY = defop("cholesky", "LinalgCholeskyExBackward0", 1, saves=SAVES_OUT, vjp=_cholesky_vjp,
-                  native=_cholesky_native)
+                  native=_cholesky_native, saved=(("L", "out"), ("upper", lambda row: False)))
 
 
 def _failing_minor(a):

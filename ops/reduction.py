@@ -48,10 +48,14 @@ def _reduce_vjp(ctx, g):
     return (g if ctx.p == 1.0 else g * ctx.p,)
 
 
-_SUM_ALL = defop("sum", "SumBackward0", 1, vjp=_reduce_vjp, native=_reduce_native)
-_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native)
-_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native)
-_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native)
+# (PyTorch's nodes of reductions over dims also show dim and keepdim, which
+# the row's kept shape does not tell apart where a reduced dim has size 1)
+_SIZES = (("self_sym_sizes", "x_shape"),)
+_MEAN_SAVED = _SIZES + (("self_sym_numel", lambda row: math.prod(row.x_shape)),)
+_SUM_ALL = defop("sum", "SumBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_SIZES)
+_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_SIZES)
+_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_MEAN_SAVED)
+_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_MEAN_SAVED)
 
 
 def _dims(x, dim):
@@ -448,9 +452,9 @@ def _log_softmax_vjp(ctx, g):
 
 
 _SOFTMAX = defop("softmax", "SoftmaxBackward0", 1, saves=SAVES_OUT, vjp=_softmax_vjp,
-                 native=_softmax_native)
+                 native=_softmax_native, saved=(("result", "out"), ("dim", "int")))
 _LOG_SOFTMAX = defop("log_softmax", "LogSoftmaxBackward0", 1, saves=SAVES_OUT, vjp=_log_softmax_vjp,
-                     native=_softmax_native)
+                     native=_softmax_native, saved=(("result", "out"), ("dim", "int")))
 
 
 def _softmax_input(name, input, dim, dtype):
@@ -621,8 +625,9 @@ def _norm2_vjp(ctx, g):
 
 
 _NORM2 = defop("norm", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_norm2_vjp,
-               native=_norm2_native)
-_NORM0 = defop("norm0", "LinalgVectorNormBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
+               native=_norm2_native, saved=(("self", "x"), ("result", "out"), ("ord", lambda row: 2)))
+_NORM0 = defop("norm0", "LinalgVectorNormBackward0", 1, vjp=_no_gradient, native=_no_gradient_native,
+               saved=(("ord", lambda row: 0),))
 
 
 def _refuse_empty_extreme(x, order, dim):
@@ -659,7 +664,7 @@ def _normp_vjp(ctx, g):
 
 
 _NORMP = defop("norm_p", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_normp_vjp,
-               native=_normp_native)
+               native=_normp_native, saved=(("self", "x"), ("result", "out"), ("ord", "p")))
 
 
 def _norm_rule(op, args):
@@ -726,7 +731,7 @@ def _cumsum_vjp(ctx, g):
     return (flip(cumsum(flip(g, d), d), d),)
 
 
-_CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native)
+_CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native, saved=(("dim", "int"),))
 
 
 @declare(signature="input, dim, *, dtype=None, out=None", batch=along("dim"))
@@ -809,7 +814,7 @@ def _cumprod_vjp(ctx, g):
 
 
 _CUMPROD = defop("cumprod", "CumprodBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_cumprod_vjp,
-                 native=_cumprod_native)
+                 native=_cumprod_native, saved=(("self", "x"), ("result", "out"), ("dim", "int")))
 
 
 @declare(signature="input, dim, *, dtype=None, out=None", batch=along("dim"))

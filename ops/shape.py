@@ -126,19 +126,21 @@ def _reshape_vjp(ctx, g):
     return (reshape(g, ctx.x_shape),)
 
 
+_SIZES = (("self_sym_sizes", "x_shape"),)
 _EXPAND = defop("expand", "ExpandBackward0", 1, vjp=lambda ctx, g: (sum_to(g, ctx.x_shape),),
-                native=_expand_native)
-_VIEW = defop("view", "ViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
+                native=_expand_native, saved=_SIZES)
+_VIEW = defop("view", "ViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
 _UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
-_SQUEEZE_ALL = defop("squeeze", "SqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
-_SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native)
+_SQUEEZE_ALL = defop("squeeze", "SqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
+_SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
 
 
 def _permute_vjp(ctx, g):
     return (permute(g, tuple(np.argsort(ctx.ints).tolist())),)
 
 
-_PERMUTE = defop("permute", "PermuteBackward0", 1, vjp=_permute_vjp, native=_permute_native)
+_PERMUTE = defop("permute", "PermuteBackward0", 1, vjp=_permute_vjp, native=_permute_native,
+                 saved=(("dims", lambda row: tuple(int(d) for d in row.ints)),))
 _TRANSPOSE = defop("transpose", "TransposeBackward0", 1, vjp=_permute_vjp, native=_permute_native)
 _T = defop("t", "TBackward0", 1, vjp=_permute_vjp, native=_permute_native)
 

@@ -2,6 +2,7 @@
 for create_graph=True, and what both share (roots, seeds, checks, results).
 """
 import functools
+import itertools
 import math
 import warnings
 
@@ -11,11 +12,12 @@ from . import _kernels, _sweep
 from ._native import compiling
 from ._dtypes import float32, float64
 from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
-from ._saved import drop_packed, unpack_saved
+from ._saved import FREED_MESSAGE, drop_packed, unpack_saved
+from ._saved import row_tensor as _row_tensor
 from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, current_row, state, where
 from ._tensor import Tensor, new_tensor, warn_once, wrap_value
 
-__all__ = ["backward", "grad", "force_retaped"]
+__all__ = ["backward", "grad", "force_retaped", "raise_modified", "current_graph_task_id", "will_execute"]
 
 _SWEEP_CHECKED = []
 
@@ -95,12 +97,7 @@ def _raise_sweep_error(tp, status, bad):
     if status == _sweep.ERR_PYTHON_ONLY:
         raise RuntimeError(f"internal error: the native sweep met {name}, which only the Python walk runs")
     if status == _sweep.ERR_FREED:
-        raise RuntimeError(
-            "Trying to backward through the graph a second time (or directly access saved tensors "
-            "after they have already been freed). Saved intermediate values of the graph are freed "
-            "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
-            "backward through the graph a second time or if you need to access saved tensors after "
-            "calling backward.")
+        raise RuntimeError(FREED_MESSAGE)
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
     # as PyTorch, name the op that made the tensor, unless it is a leaf or a constant
@@ -111,6 +108,11 @@ def _raise_sweep_error(tp, status, bad):
         "it was saved. Hint: the backtrace further above shows the operation that "
         "failed to compute its gradient. The variable in question was changed in there or anywhere "
         "later. Good luck!")
+
+
+def raise_modified(tp, r):
+    """PyTorch's error for a saved value (row r's) that an in-place op changed since."""
+    _raise_sweep_error(tp, _sweep.ERR_DIRTY, r)
 
 
 class _ThreadLocals:
@@ -138,18 +140,44 @@ class _backward_scope:
     """Around a backward or autograd.grad: compaction must not renumber the
     rows it holds (the re-taped sweep records new rows, and so may `.grad`
     accumulation), and the caller's thread state comes back at the end,
-    however it ends (_ThreadLocals)."""
+    however it ends (_ThreadLocals). It is PyTorch's graph task: its `id`
+    and, once the sweep has marked them while tensor hooks exist, the rows
+    whose hooks it may run (`reached`), which register_multi_grad_hook asks
+    about (current_graph_task_id, will_execute)."""
 
     def __init__(self, tp):
         self.tp = tp
+        self.reached = ()
 
     def __enter__(self):
         self.tp.sweeping += 1
         self.caller = _ThreadLocals(self.tp, self.tp.grad_enabled)
+        self.id = next(_GRAPH_TASK_IDS)
+        self.tp.graph_tasks.append(self)
 
     def __exit__(self, *exc):
         self.tp.sweeping -= 1
+        self.tp.graph_tasks.pop()
         self.caller.restore(self.tp)
+
+
+_GRAPH_TASK_IDS = itertools.count()
+
+
+def current_graph_task_id():
+    """The running backward's id, -1 outside one (torch._C._current_graph_task_id)."""
+    tasks = state.tape.graph_tasks
+    return tasks[-1].id if tasks else -1
+
+
+def will_execute(t):
+    """Whether the running backward runs the hooks of tensor t, which must
+    have hooks (torch._C._will_engine_execute_node of t's node)."""
+    tp = state.tape
+    if not tp.graph_tasks:
+        raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
+    tape_of, r = where(t)
+    return tape_of is tp and r in tp.graph_tasks[-1].reached
 
 
 def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=False):
@@ -275,6 +303,8 @@ def _native(tp, roots, seeds, target_rows, retain, into_grad):
     scratch = tp.grad_scratch if into_grad else None
     rows, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
                                                          target_rows is not None, True, scratch)
+    if tp.hooks:
+        tp.graph_tasks[-1].reached = set(rows)
     node_state = _ThreadLocals(tp, False) if tp.hooks else None  # what leaf hooks run in
     _release(tp, released, retain)
     spans = offsets.tolist()
@@ -364,23 +394,6 @@ _NO_SCRATCH = np.zeros(0)
 # the seed of one output whose gradient is 1, and its offset (the sweep only reads them)
 _ONE = np.ones(1)
 _FIRST = np.zeros(1, np.int64)
-
-
-def _row_tensor(tp, r):
-    """A Tensor naming row r, for a VJP to compute with (its value, its graph)."""
-    owner = tp.tensor_at(r)
-    if tp.ndim[r] == 0 and tp.dt[r] == 0:
-        value = owner if type(owner) is float else float(tp.sval[r])
-    elif r in tp.keep:
-        value = tp.keep[r]
-    elif owner is not None:
-        value = owner._value
-    else:
-        raise RuntimeError("Trying to backward through the graph a second time (or directly access "
-                           "saved tensors after they have already been freed).")
-    t = new_tensor(value, bool(tp.flags[r] & RG))
-    t._ep, t._row = tp.ep, r
-    return t
 
 
 class _Ctx:
@@ -501,6 +514,8 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             _warn_error_detected(tp, _failed_row(tp, roots, *tp.last_sweep_error))
         raise
     captured = set(caps)
+    if tp.hooks:
+        tp.graph_tasks[-1].reached = captured.union(visited)
     # the sweep's marks of the rows leading to autograd.grad's inputs, copied:
     # a VJP or hook that runs a backward of its own (a checkpoint's
     # recomputation) overwrites the tape's
@@ -521,15 +536,16 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
         g = grads.get(r) if r in captured else grads.pop(r, None)
         opdef = REGISTRY[tp.op[r]]
         hooks = tp.hooks.get(r)
+        node_hooks = tp.node_hooks.get(r) if tp.node_hooks and opdef.arity else None
         if g is None and r in zeros:
-            if not (hooks or opdef.python_only):  # passed on without being computed
+            if not (hooks or opdef.python_only or node_hooks):  # passed on without being computed
                 ctx = _Ctx(tp, r, leads)
                 zeros.update(row for row, need in zip(ctx.rows, ctx.needs) if need)
                 continue
             g = _zeros_of(tp, r)
         elif g is None and not (hooks or opdef.python_only or r in tp.hook_groups):
             continue
-        user_code_ran = bool(hooks or opdef.python_only or tp.packed or tp.hook_groups)
+        user_code_ran = bool(hooks or opdef.python_only or tp.packed or tp.hook_groups or node_hooks)
         try:
             if tp.hook_groups and r in tp.hook_groups:
                 _hook_silent_siblings(tp, r, grads, zeros, hooked, groups_done, node_state)
@@ -545,7 +561,16 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                 ctx.packed = True
             if opdef.python_only:
                 ctx.retain = retain
+            # PyTorch runs a node (and its hooks) only when it passes a
+            # gradient on: not autograd.grad's input that leads to no other
+            if node_hooks and not any(ctx.needs):
+                node_hooks = None
+            if node_hooks and node_hooks[1]:
+                (g,) = _node_hooked(tp, node_hooks[1], (g,), ((g,),), node_state)
             input_grads = _vjp_of(opdef)(ctx, g)
+            if node_hooks and node_hooks[0]:
+                grad_inputs = tuple(gi if need else None for need, gi in zip(ctx.needs, input_grads))
+                input_grads = _node_hooked(tp, node_hooks[0], grad_inputs, (grad_inputs, (g,)), node_state)
             if anomaly.enabled and anomaly.check_nan:
                 _check_nan(tp, r, input_grads)
         except BaseException:
@@ -733,6 +758,33 @@ def register_hook(self, hook):
 Tensor.register_hook = register_hook
 
 
+def register_post_accumulate_grad_hook(self, hook):
+    """Register `hook(tensor)` on a leaf, called after each backward()
+    accumulates into its `.grad`, as in PyTorch (autograd.grad, which
+    accumulates nothing, does not call it).
+
+    >>> import tape
+    >>> x = tape.tensor([1.0, 2.0], requires_grad=True)
+    >>> handle = x.register_post_accumulate_grad_hook(lambda t: print(t.grad))
+    >>> (x * 3).sum().backward()
+    tensor([3., 3.])
+    """
+    if not self._rg:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    if not self.is_leaf:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
+    tp, r = where(self)
+    if tp is None:
+        tp = state.tape
+        r = tp.adopt(self)
+    hooks = tp.post_accumulate_hooks.setdefault(r, [])
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)
+
+
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
+
+
 # Note [Python-only rows]
 # ~~~~~~~~~~~~~~~~~~~~~~~~
 # The native sweep cannot call Python, so a row whose VJP is Python code (a
@@ -753,14 +805,17 @@ Tensor.register_hook = register_hook
 
 def _reaches_a_python_row(tp, roots):
     """Whether the walk from `roots` meets a row only the Python walk can
-    run: a non-leaf with hooks, which it calls mid-way, a python-only op's
-    row, or one whose saved values saved_tensors_hooks packed. The hooks,
-    the Function rows and the packed rows of a graph that nothing
-    reaches any more stay until compaction drops its rows, and must not send
-    other graphs through the Python walk meanwhile."""
-    if not tp.hooks and not tp.python_rows and not tp.packed:
+    run: a non-leaf with hooks, which it calls mid-way, a row whose node has
+    hooks or pre-hooks, a python-only op's row, or one whose saved values
+    saved-tensor hooks packed. The hooks, the Function rows and the packed
+    rows of a graph that nothing reaches any more stay until compaction
+    drops its rows, and must not send other graphs through the Python walk
+    meanwhile."""
+    if not tp.hooks and not tp.python_rows and not tp.packed and not tp.node_hooks:
         return False  # hook_groups matter only while a row has hooks
     rows = [r for r, hooks in tp.hooks.items() if hooks and tp.m_op[r] != LEAF]
+    # (an AccumulateGrad node's hooks run where its leaf's .grad is accumulated)
+    rows.extend(r for r, (hooks, prehooks) in tp.node_hooks.items() if (hooks or prehooks) and tp.m_op[r] != LEAF)
     rows.extend(tp.python_rows)
     rows.extend(tp.packed)  # Note [Saved tensor hooks]
     rows.extend(tp.hook_groups)  # Note [Undefined gradients]
@@ -768,6 +823,31 @@ def _reaches_a_python_row(tp, roots):
         return False
     reached = _sweep.reachable(tp.a0, tp.a1, int(roots.max()) + 1, roots)
     return bool(np.isin(np.array(rows, np.int64), reached).any())
+
+
+def _node_hooked(tp, hooks, grads, args, node_state):
+    """`grads` after a node's hooks (`hook(grad_inputs, grad_outputs)`) or
+    pre-hooks (`hook(grad_outputs)`), `args` being what the first is
+    called with, in the backward's node state (_ThreadLocals): a tuple a
+    hook returns replaces them, as in PyTorch."""
+    for hook in tuple(hooks):
+        node_state.restore(tp)
+        out = hook(*args)
+        if out is None:
+            continue
+        if not isinstance(out, tuple):
+            raise TypeError(f"expected tuple, but hook returned '{type(out).__name__}'")
+        if len(out) != len(grads):
+            raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has returned an incorrect number of "
+                               f"values (got {len(out)}, but expected {len(grads)})")
+        for old, new in zip(grads, out):
+            if old is None and new is not None:
+                raise RuntimeError("can't replace a None gradient with a non-None value")
+            if isinstance(old, Tensor) and isinstance(new, Tensor) and new.shape != old.shape:
+                raise RuntimeError(f"hook '{getattr(hook, '__name__', hook)}' has changed the size of value")
+        grads = out
+        args = (grads,) if len(args) == 1 else (grads, args[1])
+    return grads
 
 
 def _hooked(tp, r, g, node_state):
@@ -820,8 +900,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         warn_once(_CREATE_GRAPH_WARNING, stacklevel=3)
     tp = state.tape
     with _backward_scope(tp):
+        # a leaf's post-accumulate hooks and its AccumulateGrad node's hooks
+        # run around its own accumulation, here
+        post_hooks, node_hooks = tp.post_accumulate_hooks, tp.node_hooks
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
-                           into_grad=inputs is None)
+                           into_grad=inputs is None and not post_hooks and not node_hooks)
+        node_state = _ThreadLocals(tp, bool(create_graph)) if node_hooks else None
         if inputs is not None:
             receivers = {r: t for t in inputs for r in (tp.row_of(t), *t._left_rows_on(tp))}
         for r, g in zip(rows, grads):
@@ -832,7 +916,15 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
             else:
                 owner = _retained_tensor(tp, r)
             if owner is not None and g is not None:
+                leaf_hooks = node_hooks.get(r) if node_hooks and tp.m_op[r] == LEAF else None
+                if leaf_hooks and leaf_hooks[1]:
+                    (g,) = _node_hooked(tp, leaf_hooks[1], (g,), ((g,),), node_state)
                 _accumulate_grad(owner, g, create_graph)
+                if post_hooks and tp.m_op[r] == LEAF:
+                    for hook in tuple(post_hooks.get(r, ())):
+                        hook(owner)
+                if leaf_hooks and leaf_hooks[0]:
+                    _node_hooked(tp, leaf_hooks[0], (), ((), (g,)), node_state)
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

@@ -1,9 +1,19 @@
 """grad_fn nodes: thin views of tape rows, made on demand, equal by (tape, row).
 
 Each op's node type is a subclass named after PyTorch's (`SinBackward0`), so
-`type(node).__name__` and `repr(node)` read as in PyTorch.
+`type(node).__name__` and `repr(node)` read as in PyTorch, with the
+`_saved_<name>` and `_raw_saved_<name>` attributes of what its ops save
+(Note [Saved values' names] in tape._registry).
+
+What PyTorch keeps on a node object, tape keeps per row, since nodes are made
+on demand: `tp.node_data[r]` (metadata, the SavedTensor objects) and
+`tp.node_hooks[r]` (hooks and pre-hooks: a non-leaf's send the graphs that
+reach its row through the Python walk, Note [Python-only rows] in
+tape._engine; an AccumulateGrad node's run where backward() accumulates).
 """
-from ._registry import LEAF, REGISTRY
+from ._engine import RemovableHandle
+from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
+from ._saved import SavedTensor, saved_tensor
 from ._tape import HIDDEN, RG
 
 __all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows"]
@@ -31,6 +41,22 @@ class Node:
     def next_functions(self):
         tp = self._ep.tape
         return tuple((None, 0) if i < 0 else (node_for(tp, i), 0) for i in next_rows(tp, self.row()))
+
+    @property
+    def metadata(self):
+        """A dict kept with the node while its row lives, as PyTorch's Node.metadata."""
+        return _row_data(self).metadata
+
+    def register_hook(self, fn):
+        """Register `fn(grad_inputs, grad_outputs)`, called after the node
+        computes its inputs' gradients (None for inputs that need none); a
+        tuple it returns replaces grad_inputs, as torch.autograd.graph.Node's."""
+        return _add_node_hook(self, 0, fn)
+
+    def register_prehook(self, fn):
+        """Register `fn(grad_outputs)`, called before the node runs; a tuple
+        it returns replaces grad_outputs, as torch.autograd.graph.Node's."""
+        return _add_node_hook(self, 1, fn)
 
     def __eq__(self, other):
         return (isinstance(other, Node) and self._ep.tape is other._ep.tape
@@ -60,6 +86,85 @@ class AccumulateGrad(Node):
         return "torch::autograd::AccumulateGrad"  # PyTorch's name() for this node
 
 
+class _RowData:
+    """A node's Python state that PyTorch keeps on the node object."""
+    __slots__ = ("metadata", "raw_saved")
+
+    def __init__(self):
+        self.metadata, self.raw_saved = {}, {}
+
+
+def _row_data(node):
+    data = node._ep.tape.node_data
+    r = node.row()
+    entry = data.get(r)
+    if entry is None:
+        entry = data[r] = _RowData()
+    return entry
+
+
+def _add_node_hook(node, kind, fn):
+    """Register fn as a hook (kind 0) or pre-hook (kind 1) of node's row
+    (an AccumulateGrad node's: its leaf's row, run by backward())."""
+    hooks = node._ep.tape.node_hooks.setdefault(node.row(), ([], []))[kind]
+    hooks.append(fn)
+    return RemovableHandle(hooks, fn)
+
+
+def _source_of(node, name):
+    """Where node's row keeps its saved value `name`; AttributeError when
+    the row's op does not save it (another op of the same node type may)."""
+    tp = node._ep.tape
+    for n, source in REGISTRY[tp.op[node.row()]].saved:
+        if n == name:
+            return source
+    raise AttributeError(f"'{type(node).__name__}' object has no attribute '_saved_{name}'")
+
+
+def _saved_attribute(name):
+    def get(node):
+        source = _source_of(node, name)
+        tp, r = node._ep.tape, node.row()
+        if callable(source):
+            from ._engine import _Ctx
+            return source(_Ctx(tp, r))
+        if source == "c":
+            return float(tp.c[r])
+        if source == "p":
+            return float(tp.p[r])
+        if source in ("x_shape", "y_shape"):
+            return tuple(int(d) for d in tp.shape(int((tp.a0 if source == "x_shape" else tp.a1)[r])))
+        if source == "int":
+            (value,) = tp.ints(r)
+            return int(value)
+        return saved_tensor(tp, r, source)
+    return property(get, doc=f"PyTorch's `_saved_{name}`: what the node's op saved as {name}")
+
+
+def _raw_saved_attribute(name):
+    def get(node):
+        source = _source_of(node, name)
+        raw = _row_data(node).raw_saved
+        saved = raw.get(name)
+        if saved is None:
+            saved = raw[name] = SavedTensor(node, source)
+        return saved
+    return property(get, doc=f"PyTorch's `_raw_saved_{name}`: the SavedTensor of {name}")
+
+
+def _saved_attributes(grad_fn):
+    """The `_saved_*` and `_raw_saved_*` properties of node type `grad_fn`:
+    those of every op recorded under that name."""
+    attrs = {}
+    for opdef in opdefs():
+        if opdef.grad_fn == grad_fn:
+            for name, source in opdef.saved:
+                attrs[f"_saved_{name}"] = _saved_attribute(name)
+                if not callable(source) and source in SAVED_TENSORS:
+                    attrs[f"_raw_saved_{name}"] = _raw_saved_attribute(name)
+    return attrs
+
+
 _TYPES = {"AccumulateGrad": AccumulateGrad}
 # nodes PyTorch implements in C++ by hand rather than generates: their name()
 # carries the namespace
@@ -80,7 +185,7 @@ def node_type(tp, r):
     name = REGISTRY[tp.op[r]].grad_fn
     cls = _TYPES.get(name)
     if cls is None:
-        attrs = {"__slots__": ()}
+        attrs = {"__slots__": (), **_saved_attributes(name)}
         if name in _NAMESPACED:
             attrs["name"] = _namespaced_name
         cls = _TYPES[name] = type(name, (Node,), attrs)

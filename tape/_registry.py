@@ -12,9 +12,62 @@ from ._opcodes import NEXT_OPCODE, OPCODES
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
            "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
-           "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE"]
+           "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS"]
 
 SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
+# the saved tensors a row can hold: its inputs and its result, by bit
+SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT}
+
+
+# Note [Saved values' names]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A node shows what its op saved as PyTorch's does, under derivatives.yaml's
+# names: `_saved_self`, `_saved_other`, `_saved_result`, `_saved_exponent`,
+# `_saved_dim`, ... (tape/_node.py). An op declares them with `saved=`, in
+# PyTorch's order, each name with where the row keeps it:
+#   "x", "y", "out"  a saved tensor: an input or the result. Their order is
+#                    the order saved_tensors_hooks packs them in (PyTorch's:
+#                    for most binary ops other, self, then the result). An
+#                    elementwise operand that is the row's constant `c`
+#                    comes back as a 0-d float64 tensor, PyTorch's wrapped
+#                    number
+#   "c", "p"         a Python number: the constant (pow's exponent), the
+#                    parameter (lerp's weight)
+#   "x_shape", "y_shape", "int"  an input's sizes, a tuple
+#                    (`_saved_self_sym_sizes`); the row's one static int
+#                    (softmax's dim)
+#   a function       any other attribute (dims, keepdim, sizes): its value
+#                    from the row, `f(row)`, where row has the VJP's view of
+#                    it (shape, x_shape, y_shape, ints, c, p)
+# The tensors named must be exactly those the VJP reads (`saves`); in an op
+# of one tensor input, y is the constant, which a VJP reads but which is no
+# tensor. Without `saved=`, an op names the tensors it saves by PyTorch's
+# common convention: y "other", x "self", out "result", in that order.
+_DEFAULT_NAMES = (("other", "y"), ("self", "x"), ("result", "out"))
+_ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "int")
+
+
+def _saved_names(name, saved, saves, arity):
+    """The validated (name, source) pairs of an op's `saved=` declaration,
+    or its default (Note [Saved values' names])."""
+    if saved is None:
+        return tuple((n, s) for n, s in _DEFAULT_NAMES if saves & SAVED_TENSORS[s] and (s != "y" or arity == 2))
+    saved = tuple(saved)
+    named = 0
+    for n, s in saved:
+        if callable(s) or s in _ATTRIBUTES:
+            continue
+        if s not in SAVED_TENSORS or s == "y" and arity < 2:
+            raise ValueError(f"op {name!r}: saved {n!r} from {s!r}, which is no saved value")
+        named |= SAVED_TENSORS[s]
+    # a one-input op's y is its constant, a number: it need not be named
+    tensors = saves & ~SAVES_Y if arity < 2 else saves
+    if named != tensors:
+        raise ValueError(f"op {name!r}: saved= names the tensors {named}, but its VJP reads {tensors}")
+    if len({n for n, _ in saved}) != len(saved):
+        raise ValueError(f"op {name!r}: saved= names a value twice")
+    return saved
+
 
 # The vocabulary of partials: the functions that may appear in a
 # partial-derivative expression. Natively each is `math.<name>` (or a helper
@@ -91,6 +144,8 @@ class OpDef:
               Function): it has no native kernel, the native sweep refuses
               it, and the engine sends every graph that reaches one of its
               rows through the Python walk (Note [Python-only rows])
+    saved     PyTorch's names of what the row saves, (name, source) pairs in
+              PyTorch's order (Note [Saved values' names])
     """
     name: str
     grad_fn: str
@@ -105,10 +160,17 @@ class OpDef:
     saves_for: tuple = (0, 0)
     not_differentiable: str = None
     python_only: bool = False
+    saved: tuple = ()
     # an elementwise op's function and scalar forward, set by tape/_record.py's
     # factories: the vocabulary of partials reaches them here
     function: object = field(default=None, repr=False)
     number: object = field(default=None, repr=False)
+
+    @property
+    def pack_order(self):
+        """The saved tensors' sources ("x", "y", "out") in the order
+        saved_tensors_hooks packs them."""
+        return tuple(s for _, s in self.saved if not callable(s) and s in SAVED_TENSORS)
 
     @property
     def elementwise(self):
@@ -167,13 +229,14 @@ def _saves_of(names):
 
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
-          not_differentiable=None, python_only=False):
+          not_differentiable=None, python_only=False, saved=None):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
     `native`; a `python_only` op gives `vjp` alone. Definitions are validated
-    here, so a bad one fails at import.
+    here, so a bad one fails at import. `saved` gives PyTorch's names of
+    what the row saves (Note [Saved values' names]).
     """
     if Op is not None:
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
@@ -202,7 +265,8 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
         saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
                   saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
-                  not_differentiable=not_differentiable, python_only=python_only)
+                  not_differentiable=not_differentiable, python_only=python_only,
+                  saved=_saved_names(name, saved, saves or 0, arity))
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

@@ -3,11 +3,12 @@ recorded row packs the values its VJP will read (Note [Saved tensor hooks]).
 """
 import contextlib
 
-from ._registry import REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y, lookup
-from ._tape import RG, state
+from ._registry import CONST, REGISTRY, SAVED_TENSORS, lookup
+from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
 from ._tensor import Tensor, _unpinned, new_tensor
 
-__all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved", "drop_packed"]
+__all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved",
+           "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE"]
 
 # Note [Saved tensor hooks]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -32,8 +33,21 @@ __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pa
 # Tensors count in tp.held_bytes, so a loop that packs copies compacts by
 # their size too. An entry goes when a backward without retain_graph walks
 # (and frees) its row, and when compaction drops the row.
+#
+# A node's `_raw_saved_<name>` (SavedTensor.register_hooks) packs one value
+# of a row that no saved_tensors_hooks packed, with its own pair of hooks:
+# each value of an entry keeps its unpack_hook.
 
 _NOT_SAVED = object()
+
+# the position of each saved tensor in a _Packed entry
+_SLOT = {"x": 0, "y": 1, "out": 2}
+
+FREED_MESSAGE = (
+    "Trying to backward through the graph a second time (or directly access saved tensors after they "
+    "have already been freed). Saved intermediate values of the graph are freed when you call .backward() "
+    "or autograd.grad(). Specify retain_graph=True if you need to backward through the graph a second time "
+    "or if you need to access saved tensors after calling backward.")
 
 _INPLACE = ("A saved tensor pack hook is modifying its input in place. Tensors provided as input to pack "
             "hook cannot be modified by in-place operations as this can lead to unexpected side-effects. "
@@ -107,20 +121,27 @@ def disable_saved_tensors_hooks(error_message):
 
 
 class _Packed:
-    """What saved_tensors_hooks made of one row's saved values: x, y and out
-    (pack_hook's results, or _NOT_SAVED), and the unpack_hook for them."""
-    __slots__ = ("values", "unpack_hook", "nbytes")
+    """What saved-tensor hooks made of one row's saved values: x, y and out
+    (pack_hook's results, or _NOT_SAVED), and the unpack_hook of each."""
+    __slots__ = ("values", "unpack_hooks", "nbytes")
 
-    def __init__(self, values, unpack_hook, nbytes):
-        self.values, self.unpack_hook, self.nbytes = values, unpack_hook, nbytes
+    def __init__(self, values, unpack_hooks, nbytes):
+        self.values, self.unpack_hooks, self.nbytes = values, unpack_hooks, nbytes
 
 
-def pack(pack_hook, t):
-    """pack_hook(t) for a saved tensor t, run as PyTorch runs it: on a tensor
-    of t's value in t's place in the graph, with grad mode off; refused when
-    it modifies that tensor in place."""
-    given = new_tensor(_unpinned(t._value), t._rg)
-    given._ep, given._row = t._ep, t._row
+def _packed_bytes(packed):
+    return packed._value.nbytes if type(packed) is Tensor and type(packed._value) is not float else 0
+
+
+def pack(pack_hook, t, itself=False):
+    """pack_hook(t) for a saved tensor t, run as PyTorch runs it, with grad
+    mode off; refused when it modifies its argument in place. With `itself`
+    (an op's input) the hook gets t, as PyTorch's does; else a tensor of t's
+    value in t's place in the graph: a result's own Tensor, kept by what the
+    hook returns, would keep its row, and so what was packed for it, alive
+    for good (Note [Tape layout])."""
+    given = t if itself else placed(t._value, t)
+    version = given._version
     tp = state.tape
     enabled = tp.grad_enabled
     tp.grad_enabled = False
@@ -128,30 +149,44 @@ def pack(pack_hook, t):
         packed = pack_hook(given)
     finally:
         tp.grad_enabled = enabled
-    if given._version:
+    if given._version != version:
         raise RuntimeError(_INPLACE)
     return packed
 
 
-def pack_row(tp, code, r, x, y, out):
-    """Pack the values row r (op `code`, inputs x and y: Tensors or None, result
-    `out`) saves, with the innermost hooks (Note [Saved tensor hooks])."""
-    pack_hook, unpack_hook = tp.saved_hooks[-1]
-    saves_for = REGISTRY[code].saves_for
+def placed(value, like):
+    """A new Tensor of `value` (copied if a 0-d float, _unpinned) in `like`'s place in the graph."""
+    out = new_tensor(_unpinned(value), like._rg)
+    out._ep, out._row = like._ep, like._row
+    return out
+
+
+def row_saves(tp, r):
+    """The values row r saved: its op's saves_for, for the inputs that require grad."""
+    saves_for = REGISTRY[tp.m_op[r]].saves_for
     flags = tp.m_flags
     a, b = tp.m_a0[r], tp.m_a1[r]
-    saves = ((saves_for[0] if a >= 0 and flags[a] & RG else 0)
-             | (saves_for[1] if b >= 0 and flags[b] & RG else 0))
+    return ((saves_for[0] if a >= 0 and flags[a] & RG else 0)
+            | (saves_for[1] if b >= 0 and flags[b] & RG else 0))
+
+
+def pack_row(tp, code, r, x, y, out):
+    """Pack the values row r (op `code`, inputs x and y: Tensors or None, result
+    `out`) saves, with the innermost hooks, in its op's order (Note [Saved
+    tensor hooks], Note [Saved values' names] in tape._registry)."""
+    pack_hook, unpack_hook = tp.saved_hooks[-1]
+    saves = row_saves(tp, r)
     if not saves:
         return
     values = [_NOT_SAVED] * 3
     nbytes = 0
-    for k, (t, bit) in enumerate(((x, SAVES_X), (y, SAVES_Y), (out, SAVES_OUT))):
-        if saves & bit and t is not None:
-            packed = values[k] = pack(pack_hook, t)
-            if type(packed) is Tensor and type(packed._value) is not float:
-                nbytes += packed._value.nbytes
-    tp.packed[r] = _Packed(values, unpack_hook, nbytes)
+    given = {"x": x, "y": y, "out": out}
+    for source in REGISTRY[code].pack_order:
+        t = given[source]
+        if saves & SAVED_TENSORS[source] and t is not None:
+            packed = values[_SLOT[source]] = pack(pack_hook, t, source != "out")
+            nbytes += _packed_bytes(packed)
+    tp.packed[r] = _Packed(values, [unpack_hook] * 3, nbytes)
     tp.held_bytes += nbytes
 
 
@@ -161,17 +196,19 @@ def unpacked(unpack_hook, packed, like):
     is off (the VJP only computes with it), else a hidden clone row over it,
     so that ops a create_graph VJP records on it save the unpacked value and
     pass their gradient into `like`'s history."""
+    value = _unpinned(_unpack_hook_result(unpack_hook, packed)._value)
+    if like._rg and state.tape.grad_enabled:
+        from ._record import record
+        return record(lookup("clone"), value, (like,), hidden=True)
+    return placed(value, like)
+
+
+def _unpack_hook_result(unpack_hook, packed):
     t = unpack_hook(packed)
     if not isinstance(t, Tensor):
         raise TypeError(f"Output of saved tensor unpack_hook expected to be a Tensor but got result of "
                         f"type {type(t).__name__}")
-    value = _unpinned(t._value)
-    if like._rg and state.tape.grad_enabled:
-        from ._record import record
-        return record(lookup("clone"), value, (like,), hidden=True)
-    out = new_tensor(value, like._rg)
-    out._ep, out._row = like._ep, like._row
-    return out
+    return t
 
 
 def unpack_saved(tp, r, k, like):
@@ -180,7 +217,114 @@ def unpack_saved(tp, r, k, like):
     entry = tp.packed.get(r)
     if entry is None or entry.values[k] is _NOT_SAVED:
         return like
-    return unpacked(entry.unpack_hook, entry.values[k], like)
+    return unpacked(entry.unpack_hooks[k], entry.values[k], like)
+
+
+def row_tensor(tp, r):
+    """A Tensor naming row r, for a VJP to compute with (its value, its graph)."""
+    owner = tp.tensor_at(r)
+    if tp.ndim[r] == 0 and tp.dt[r] == 0:
+        value = owner if type(owner) is float else float(tp.sval[r])
+    elif r in tp.keep:
+        value = tp.keep[r]
+    elif owner is not None:
+        value = owner._value
+    else:
+        raise RuntimeError("Trying to backward through the graph a second time (or directly access "
+                           "saved tensors after they have already been freed).")
+    t = new_tensor(value, bool(tp.flags[r] & RG))
+    t._ep, t._row = tp.ep, r
+    return t
+
+
+def _saved_row(tp, r, source):
+    """The row whose value row r saved as `source`, past hidden rows (an
+    implicit broadcast saves its input, as PyTorch saves the operand); -1
+    for the row's constant operand."""
+    i = r if source == "out" else int((tp.m_a0 if source == "x" else tp.m_a1)[r])
+    while i >= 0 and tp.m_flags[i] & HIDDEN:
+        i = int(tp.m_a0[i])
+    return i
+
+
+def _check_saved(tp, r, source):
+    """Whether row r saved `source`; raise PyTorch's error when a backward
+    freed it or an in-place op changed it since."""
+    if not row_saves(tp, r) & SAVED_TENSORS[source]:
+        return False
+    if tp.m_flags[r] & FREED:
+        raise RuntimeError(FREED_MESSAGE)
+    i = _saved_row(tp, r, source)
+    if i >= 0 and tp.m_flags[i] & DIRTY:
+        from ._engine import raise_modified
+        raise_modified(tp, i)
+    return True
+
+
+def saved_tensor(tp, r, source):
+    """A node's `_saved_<name>` for a saved tensor (Note [Saved values' names]
+    in tape._registry): None when the row did not save it, else as PyTorch's
+    SavedVariable unpacks it: a saved input as the same Tensor while that
+    Tensor still holds the saved value (a 0-d result holds a float, not its
+    Tensor, and comes back as a new one); the result, the constant operand
+    and a dead input as a new Tensor of the value in its place in the graph;
+    when hooks packed it, a new Tensor of what unpack_hook returns, in that
+    place."""
+    if not _check_saved(tp, r, source):
+        return None
+    i = _saved_row(tp, r, source)
+    like = new_tensor(float(tp.m_c[r])) if i < 0 else row_tensor(tp, i)
+    entry = tp.packed.get(r)
+    k = _SLOT[source]
+    if entry is not None and entry.values[k] is not _NOT_SAVED:
+        return placed(_unpack_hook_result(entry.unpack_hooks[k], entry.values[k])._value, like)
+    if source != "out" and i >= 0:
+        t = tp.tensor_at(i)
+        # a constant's Tensor names no row: its row keeps it (Tape.adopt)
+        if type(t) is Tensor and (where(t) == (tp, i) or tp.m_op[i] == CONST):
+            return t
+    return like
+
+
+_FREED_HOOKS = ("Calling register_hooks on a saved tensor after it has been freed. Saved intermediate values "
+                "of the graph are freed when you call .backward() or autograd.grad(). Specify "
+                "retain_graph=True if you need to backward through the graph a second time or if you need to "
+                "access saved variables after calling backward.")
+
+
+class SavedTensor:
+    """A node's `_raw_saved_<name>`: one saved tensor of its row, as
+    torch._C._autograd.SavedTensor; `register_hooks(pack_hook, unpack_hook)`
+    packs it now and unpacks it wherever it is read (Note [Saved tensor
+    hooks])."""
+    __slots__ = ("_node", "_source")
+
+    def __init__(self, node, source):
+        self._node, self._source = node, source
+
+    def register_hooks(self, pack_hook, unpack_hook):
+        if not (callable(pack_hook) and callable(unpack_hook)):
+            raise TypeError("register_hooks(): incompatible function arguments: pack_hook and unpack_hook "
+                            "must be callable")
+        tp, r = self._node._ep.tape, self._node.row()
+        source = self._source
+        if not row_saves(tp, r) & SAVED_TENSORS[source]:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
+        if tp.m_flags[r] & FREED:
+            raise RuntimeError(_FREED_HOOKS)
+        entry = tp.packed.get(r)
+        k = _SLOT[source]
+        if entry is not None and entry.values[k] is not _NOT_SAVED:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
+                               "Hint: only one pair of hooks is allowed at a time.")
+        # the input itself, as pack_hook gets it, or a new Tensor of the result
+        packed = pack(pack_hook, saved_tensor(tp, r, source), True)
+        if entry is None:
+            entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [None] * 3, 0)
+        entry.values[k], entry.unpack_hooks[k] = packed, unpack_hook
+        nbytes = _packed_bytes(packed)
+        entry.nbytes += nbytes
+        tp.held_bytes += nbytes
 
 
 def drop_packed(tp, rows):

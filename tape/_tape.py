@@ -155,6 +155,12 @@ class Tape:
         self.saved_hooks = []
         self.packed = {}
         self.saved_hooks_disabled = None  # disable_saved_tensors_hooks's message
+        # row -> what PyTorch keeps on its node object (metadata, SavedTensors),
+        # and row -> its node's (hooks, pre-hooks) (tape._node)
+        self.node_data = {}
+        self.node_hooks = {}
+        self.post_accumulate_hooks = {}  # leaf row -> its post-accumulate-grad hooks
+        self.graph_tasks = []  # the running backwards, innermost last (engine._backward_scope)
         self.nodes = weakref.WeakSet()
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
@@ -436,6 +442,14 @@ class Tape:
         self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
         if self.packed:
             self.packed = {int(newidx[r]): v for r, v in self.packed.items() if newidx[r] >= 0}
+        if self.node_data:
+            self.node_data = {int(newidx[r]): v for r, v in self.node_data.items() if newidx[r] >= 0}
+        if self.node_hooks:  # rows whose hooks were all removed send no graph through the Python walk
+            self.node_hooks = {int(newidx[r]): v for r, v in self.node_hooks.items()
+                               if (v[0] or v[1]) and newidx[r] >= 0}
+        if self.post_accumulate_hooks:
+            self.post_accumulate_hooks = {int(newidx[r]): v for r, v in self.post_accumulate_hooks.items()
+                                          if v and newidx[r] >= 0}
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
