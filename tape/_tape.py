@@ -463,8 +463,8 @@ class Tape:
         self.kernels_scanned = 0  # renumbered: the next sweep looks at every row again
         held = (self.ndim[:m] > 0) & (self.ptr[:m] != 0)
         # what python rows hold outside the rows (a Function's saved tensors) counts too
-        itemsize = np.where(self.dt[:m] == 1, 4, 8)  # float32 values stay float32
-        self.held_bytes = int((self.numel[:m] * itemsize)[held].sum()) + sum(
+        itemsize = np.where(self.dt[:m][held] == 1, 4, 8)  # float32 values stay float32
+        self.held_bytes = int((self.numel[:m][held] * itemsize).sum()) + sum(
             state.nbytes for state in self.python_rows.values()) + sum(
             entry.nbytes for entry in self.packed.values())
         self.bytes_limit = max(_BYTES_FLOOR, 2 * self.held_bytes)
