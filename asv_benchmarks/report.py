@@ -27,9 +27,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # First: sets the thread variables before numpy, tape or torch load (Note [One thread]).
 from benchmarks import common  # noqa: E402
-from benchmarks.bench_elementwise import ElementwiseRatio, memory_medians  # noqa: E402
+from benchmarks.bench_elementwise import ElementwiseRatio, memory_medians as w10_medians  # noqa: E402
 from benchmarks.bench_hessian import RosenbrockHessianRatio, RosenbrockHessianVectorizedRatio  # noqa: E402
-from benchmarks.bench_hvp import RosenbrockHVPRatio  # noqa: E402
+from benchmarks.bench_hvp import RosenbrockHVPRatio, memory_medians as w7_memory_medians  # noqa: E402
 from benchmarks.bench_matmul import MatmulRatio  # noqa: E402
 from benchmarks.bench_micrograd import ScalarMLPRatio  # noqa: E402
 from benchmarks.bench_mlp import MLPRatio  # noqa: E402
@@ -58,7 +58,14 @@ IN_PROCESS = [
 ]
 W9_SECONDS = 1.0
 W10_RATIO = 1.25
-WORKLOADS = [key for key, *_ in IN_PROCESS] + ["W9", "W10"]
+# (key, description, medians in MB, target for tape/torch or None), each
+# measured under both allocators (Note [Two allocators] in benchmarks.common)
+MEMORY = [
+    ("W7M", f"W7 peak memory above post-import RSS, n = {RosenbrockHVPRatio.args[0]:,}", w7_memory_medians,
+     None),
+    ("W10", "W10 peak memory of W4 above post-import RSS", w10_medians, W10_RATIO),
+]
+WORKLOADS = [key for key, *_ in IN_PROCESS] + ["W9"] + [key for key, *_ in MEMORY]
 
 
 def _seconds(value):
@@ -145,20 +152,23 @@ def measure(workloads):
             met = medians["tape"] <= W9_SECONDS and ratio <= 1
             rows.append(_row(description, _seconds(medians["tape"]), _seconds(medians["torch"]),
                              ratio, f"{target_text} ({_verdict(met)})"))
-    if "W10" in workloads:
-        _log("measuring W10 peak memory (fresh processes) ...")
-        description = "W10 peak memory of W4 above post-import RSS"
-        target_text = f"≤ {W10_RATIO}"
-        try:
-            medians = memory_medians()
-        except RuntimeError as error:
-            rows.append(_failed_row(description, target_text, str(error).strip().splitlines()[-1]))
-            ok = False
-        else:
+    for key, description, medians_of, target in MEMORY:
+        if key not in workloads:
+            continue
+        target_text = "none set" if target is None else f"≤ {target}"
+        for allocator, env_overrides in common.ALLOCATORS.items():
+            _log(f"measuring {description}, {allocator} (fresh processes) ...")
+            labelled = f"{description}, {allocator}"
+            try:
+                medians = medians_of(env_overrides=env_overrides)
+            except RuntimeError as error:
+                rows.append(_failed_row(labelled, target_text, str(error).strip().splitlines()[-1]))
+                ok = False
+                continue
             ratio = medians["tape"] / medians["torch"]
-            rows.append(_row(description, f"{medians['tape']:.0f} MB",
-                             f"{medians['torch']:.0f} MB", ratio,
-                             f"{target_text} ({_verdict(ratio <= W10_RATIO)})"))
+            verdict = "" if target is None else f" ({_verdict(ratio <= target)})"
+            rows.append(_row(labelled, f"{medians['tape']:.0f} MB", f"{medians['torch']:.0f} MB", ratio,
+                             target_text + verdict))
     return rows, ok
 
 
@@ -195,7 +205,7 @@ def table(rows):
         f"float64, {threads}; "
         f"tape and PyTorch timed in turn in one process per workload, "
         f"{common.RATIO_ROUNDS} rounds; "
-        f"W9 and W10 in fresh processes, {common.PROCESS_ROUNDS} and {common.MEMORY_ROUNDS} "
+        f"W9 and peak memory in fresh processes, {common.PROCESS_ROUNDS} and {common.MEMORY_ROUNDS} "
         f"rounds (profile `{common.PROFILE}`).",
         "",
         f"Machine: {platform.platform()}, {_cpu_model()}, {os.cpu_count()} CPUs; {_versions()}. "

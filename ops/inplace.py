@@ -182,7 +182,8 @@ def _refresh_indexed(t):
         t._indexed_copies.append(ref)
         if getattr(v, "_writing_back", False):  # see _through_index
             continue
-        if sys.getrefcount(v) <= _UNUSED_REFS + (v._ep is not None and v._ep.tape.owners[v._row] is v):
+        owning_tape, row = where(v)  # its row in the current numbering: compaction renumbers
+        if sys.getrefcount(v) <= _UNUSED_REFS + (row >= 0 and owning_tape.owners[row] is v):
             # only the tape holds it: no need of a new value, but graphs that
             # saved the old one must not use it
             v.bump_version()

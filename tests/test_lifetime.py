@@ -6,6 +6,7 @@ measure does not depend on what earlier tests left on the main thread's tape,
 and the large tape of the long chain goes away with its thread.
 """
 import gc
+import os
 import threading
 import tracemalloc
 import typing
@@ -18,20 +19,29 @@ import tape
 
 # Note [Measuring a loop]
 # Rows of dropped graphs stay on the tape until the next compaction, which
-# runs when the tape is full, drops every row no live tensor reaches, and
-# grows the tape if the live rows fill more than a quarter of it. So a loop
-# whose memory is flat compacts again and again at the same capacity and with
-# the same heap, while a loop that keeps rows alive makes the tape grow. The
+# runs when the tape is full or its values fill their budget (Note [When to
+# compact] in tape._tape), drops every row no live tensor reaches, and grows
+# the tape if the live rows fill more than a quarter of it. So a loop whose
+# memory is flat compacts again and again at the same capacity and with the
+# same heap, while a loop that keeps rows alive makes the tape grow. The
 # measured loops run long enough to compact at least twice; the heap is
 # compared right after the first and the last compaction, when no dropped
-# graph is waiting, so the bound can be tight.
+# graph is waiting, so the bound can be tight. The values the tape holds
+# are counted exactly (held_bytes), so their bound is tight too; the
+# process's resident memory is compared after a warm-up with its peak over
+# the rest of the loop, with room for the allocator's own slack.
 HEAP_GROWTH_BOUND = 2**20
+HELD_BYTES_BOUND = 4 * 2**20
+RSS_GROWTH_BOUND = 5 * 2**20
+WARM_UP = 500
 
 
 class _Measured(typing.NamedTuple):
     capacity_at_start: int
     capacities: list  # right after each compaction
     heaps: list  # traced heap bytes right after each compaction
+    held_bytes_peak: int  # the most value bytes the tape held after an iteration
+    rss_growth: int  # peak resident bytes after the warm-up, less those at its end
 
     @property
     def compactions(self):
@@ -40,6 +50,15 @@ class _Measured(typing.NamedTuple):
     @property
     def heap_growth(self):
         return self.heaps[-1] - self.heaps[0]
+
+
+def _resident_bytes():
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+needs_proc = pytest.mark.skipif(not os.path.exists("/proc/self/statm"),
+                                reason="reads resident memory from /proc")
 
 
 def _in_fresh_thread(fn):
@@ -60,27 +79,38 @@ def _in_fresh_thread(fn):
     return outcome["result"]
 
 
-def _measure(make_step, iterations):
+def _measure(make_step, iterations, trace_heap=True):
     """Run step() `iterations` times on a fresh tape (make_step() builds the
     step there), noting the tape's capacity and the heap after each
-    compaction. See Note [Measuring a loop]."""
+    compaction, the values it holds and the resident memory. See Note
+    [Measuring a loop]."""
     def run():
         tp = tape._tape.state.tape
         capacity_at_start = tp.cap
         step = make_step()
         capacities, heaps = [], []
-        rows = 0
-        tracemalloc.start()
-        for _ in range(iterations):
+        rows = held_bytes_peak = 0
+        rss_at_warm_up = rss_peak = None
+        if trace_heap:
+            tracemalloc.start()
+        for i in range(iterations):
             capacity = tp.cap
             step()
             if tp.n < rows or tp.cap != capacity:
-                gc.collect()
                 capacities.append(tp.cap)
-                heaps.append(tracemalloc.get_traced_memory()[0])
+                if trace_heap:
+                    gc.collect()
+                    heaps.append(tracemalloc.get_traced_memory()[0])
             rows = tp.n
-        tracemalloc.stop()
-        return _Measured(capacity_at_start, capacities, heaps)
+            held_bytes_peak = max(held_bytes_peak, tp.held_bytes)
+            if i == WARM_UP:
+                rss_at_warm_up = rss_peak = _resident_bytes()
+            elif i > WARM_UP:
+                rss_peak = max(rss_peak, _resident_bytes())
+        if trace_heap:
+            tracemalloc.stop()
+        return _Measured(capacity_at_start, capacities, heaps, held_bytes_peak,
+                         rss_peak - rss_at_warm_up)
 
     return _in_fresh_thread(run)
 
@@ -108,31 +138,53 @@ def test_retain_graph_allows_two_backwards_that_accumulate():
 
 # -- memory stays flat ------------------------------------------------------------
 
-def _dropped_graphs():
-    """Each step builds a small 0-d graph and a small 1-d graph and drops them
-    without calling backward."""
-    x, a, b = (tape.tensor(v, requires_grad=True) for v in (0.5, 1.5, -0.2))
-    w = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+def _dropped_graphs(create_graph):
+    """Each step builds a 20-op graph on 100 elements and drops it, after
+    autograd.grad(create_graph=True) of its sum, whose result is dropped
+    too, or without any backward."""
+    x = tape.tensor(np.linspace(-1.0, 1.0, 100), requires_grad=True)
 
     def step():
-        y = (x * 2.0).sin() * a + b
-        z = (w * w).sum()
-        return y, z
+        y = x
+        for i in range(20):
+            y = _STEPS[i % len(_STEPS)](y, x)
+        out = y.sum()
+        if create_graph:
+            tape.autograd.grad(out, x, create_graph=True)
 
     return step
 
 
+_STEPS = (lambda y, x: y.sin(), lambda y, x: y * x, lambda y, x: y.tanh(), lambda y, x: y + x)
+
+
 @pytest.fixture(scope="module")
 def dropped_graphs():
-    return _measure(_dropped_graphs, iterations=25_000)
+    return _measure(lambda: _dropped_graphs(create_graph=False), iterations=20_000, trace_heap=False)
 
 
-def test_dropped_graphs_do_not_grow_the_tape(dropped_graphs):
-    assert set(dropped_graphs.capacities) == {dropped_graphs.capacity_at_start}
+@pytest.fixture(scope="module")
+def dropped_create_graph_backwards():
+    return _measure(lambda: _dropped_graphs(create_graph=True), iterations=2_500, trace_heap=False)
 
 
-def test_dropped_graphs_do_not_grow_the_heap(dropped_graphs):
-    assert dropped_graphs.compactions >= 2 and dropped_graphs.heap_growth < HEAP_GROWTH_BOUND
+@pytest.fixture(params=["dropped_graphs", "dropped_create_graph_backwards"])
+def dropped(request):
+    return request.getfixturevalue(request.param)
+
+
+def test_dropped_graphs_do_not_grow_the_tape(dropped):
+    assert dropped.compactions >= 2
+    assert set(dropped.capacities) == {dropped.capacity_at_start}
+
+
+def test_dropped_graphs_give_their_values_back_a_megabyte_later(dropped):
+    assert dropped.held_bytes_peak < HELD_BYTES_BOUND
+
+
+@needs_proc
+def test_dropped_graphs_do_not_grow_resident_memory(dropped):
+    assert dropped.rss_growth < RSS_GROWTH_BOUND
 
 
 SAMPLES = [(0.5, 2.0), (1.0, 3.0), (1.5, 4.0), (2.0, 5.0)]
@@ -267,6 +319,22 @@ def test_unsaved_large_temporary_of_an_expression_is_released_when_the_next_op_r
     np.testing.assert_allclose(x.grad.numpy(), 6.0)
 
 
+def test_unsaved_large_temporary_is_released_when_a_compaction_comes_between_the_ops():
+    def run():
+        x = tape.ones(100_000, requires_grad=True)
+        temporary = x * 3.0
+        value = weakref.ref(temporary.detach().numpy())
+        y = temporary + 1.0
+        del temporary
+        tape._tape.state.tape.compact()  # as the values' budget may make it, between two ops
+
+        z = y * 2.0
+
+        return value() is None
+
+    assert _in_fresh_thread(run)
+
+
 def test_saved_temporaries_survive_the_ops_recorded_after_them():
     x = tape.full((1000,), 0.5, requires_grad=True)
     y = ((x * 3.0).sin() * 2.0 + 1.0).tanh()  # sin saved x * 3.0, tanh its output
@@ -328,3 +396,21 @@ def test_compaction_during_a_create_graph_backward_keeps_gradients_right():
     for c, p, g in _in_fresh_thread(run):
         assert g is not None
         np.testing.assert_allclose(g.detach().numpy(), 2 * c * p * np.cos(c * p ** 2), rtol=1e-12)
+
+
+def test_an_in_place_op_after_compaction_updates_the_base_s_indexed_copies():
+    # compaction renumbers the copy's row below where its old number pointed
+    # (past the end of the tape here); the write looked it up unrenumbered.
+    # Values and gradient from PyTorch, where the copy is a view
+    def run():
+        x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+        for _ in range(200):
+            x * 2.0  # dropped: compaction removes these rows
+        base = x * 1.0
+        v = base[1:]
+        tape._tape.state.tape.compact()
+        base.mul_(10.0)
+        (v * v).sum().backward()
+        return v.tolist(), x.grad.tolist()
+
+    assert _in_fresh_thread(run) == ([20.0, 30.0], [0.0, 400.0, 600.0])

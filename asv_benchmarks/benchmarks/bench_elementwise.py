@@ -2,11 +2,8 @@
 ``+ x`` on a large float64 vector, then a sum; W10 is its peak memory.
 """
 
-import os
-
-from .common import (BACKENDS, ELEMENTWISE_SIZE, MEMORY_ROUNDS, Benchmark, RatioBenchmark,
-                     import_backend, interleaved_process_medians, leaf, process_output, uniform,
-                     warm_up)
+from .common import (ALLOCATORS, BACKENDS, ELEMENTWISE_SIZE, MEMORY_ROUNDS, Benchmark, RatioBenchmark,
+                     import_backend, leaf, peak_memory_medians, uniform, warm_up)
 
 N_OPS = 20
 _STEPS = (
@@ -17,7 +14,6 @@ _STEPS = (
     lambda y, x: y * x,
     lambda y, x: y + x,
 )
-_ASV_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def _chain(x):
@@ -34,33 +30,18 @@ def workload(lib, size):
     return lambda: _chain(x).backward()
 
 
-def memory_source(backend, size=ELEMENTWISE_SIZE):
-    """Code for a fresh process that prints W10 in MB: the peak resident memory
-    of one W4 (forward and backward) above the resident memory after import.
-
-    The input array exists before the baseline is taken; the tensor copied from
-    it, every intermediate, and whatever the first backward loads, count.
-    """
-    return f"""
-import sys
-sys.path.insert(0, {_ASV_DIR!r})
-from benchmarks.common import (leaf, memory_megabytes, peak_memory_megabytes,
-                               reset_peak_memory, uniform)
-from benchmarks.bench_elementwise import _chain
-data = uniform(({size},))
-import {backend} as lib
-baseline = memory_megabytes()
-reset_peak_memory()
-_chain(leaf(lib, data)).backward()
-print(peak_memory_megabytes() - baseline)
-"""
+def memory_inputs(size):
+    return uniform((size,))
 
 
-def memory_medians(size=ELEMENTWISE_SIZE, rounds=MEMORY_ROUNDS):
+def memory_run(lib, data):
+    """W10's run: one W4, forward and backward, from a tensor made of `data`."""
+    _chain(leaf(lib, data)).backward()
+
+
+def memory_medians(size=ELEMENTWISE_SIZE, env_overrides=None, rounds=MEMORY_ROUNDS):
     """W10 in MB, median over fresh processes: {"tape": MB, "torch": MB}."""
-    sources = {backend: memory_source(backend, size) for backend in BACKENDS}
-    # Memory does not depend on warm caches: no warm-up round.
-    return interleaved_process_medians(sources, measure=process_output, rounds=rounds, warm=False)
+    return peak_memory_medians("bench_elementwise", size, env_overrides, rounds)
 
 
 class Elementwise(Benchmark):
@@ -92,8 +73,15 @@ class ElementwiseRatio(RatioBenchmark):
 
 
 class ElementwiseMemoryRatio(RatioBenchmark):
-    """W10: peak memory of W4 above the post-import baseline, fresh processes."""
+    """W10: peak memory of W4 above the post-import baseline, fresh
+    processes, under each allocator (Note [Two allocators] in common)."""
 
-    def track_w10_ratio_vs_torch(self):
-        medians = memory_medians()
+    params = [list(ALLOCATORS)]
+    param_names = ["allocator"]
+
+    def setup(self, allocator):
+        super().setup()
+
+    def track_w10_ratio_vs_torch(self, allocator):
+        medians = memory_medians(env_overrides=ALLOCATORS[allocator])
         return medians["tape"] / medians["torch"]

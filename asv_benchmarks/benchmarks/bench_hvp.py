@@ -5,8 +5,8 @@
 slicing, the re-taped backward (create_graph) and a second sweep over it.
 """
 
-from .common import (BACKENDS, ROSENBROCK_SIZE, Benchmark, RatioBenchmark, import_backend, leaf,
-                     uniform, warm_up)
+from .common import (ALLOCATORS, BACKENDS, MEMORY_ROUNDS, ROSENBROCK_SIZE, Benchmark, RatioBenchmark,
+                     import_backend, leaf, peak_memory_medians, uniform, warm_up)
 
 
 def _rosenbrock(x):
@@ -19,8 +19,25 @@ def _hvp(lib, f, x, v):
     return hv
 
 
-def _inputs(lib, n):
-    return leaf(lib, uniform((n,), seed=0)), lib.tensor(uniform((n,), seed=1))
+def memory_inputs(n):
+    return uniform((n,), seed=0), uniform((n,), seed=1)
+
+
+def _inputs(lib, n, data=None):
+    x, v = memory_inputs(n) if data is None else data
+    return leaf(lib, x), lib.tensor(v)
+
+
+def memory_run(lib, data):
+    """W7's peak-memory run: one W7 from tensors made of `data`."""
+    x, v = _inputs(lib, len(data[0]), data)
+    _hvp(lib, _rosenbrock(x), x, v)
+
+
+def memory_medians(n=ROSENBROCK_SIZE, env_overrides=None, rounds=MEMORY_ROUNDS):
+    """W7's peak memory above the post-import baseline in MB, median over
+    fresh processes: {"tape": MB, "torch": MB}."""
+    return peak_memory_medians("bench_hvp", n, env_overrides, rounds)
 
 
 def workload(lib, n):
@@ -75,3 +92,18 @@ class RosenbrockHVPRatio(RatioBenchmark):
 
     def track_w7_ratio_vs_torch(self):
         return self.ratio()
+
+
+class RosenbrockHVPMemoryRatio(RatioBenchmark):
+    """W7's peak memory above the post-import baseline, fresh processes,
+    under each allocator (Note [Two allocators] in common)."""
+
+    params = [list(ALLOCATORS)]
+    param_names = ["allocator"]
+
+    def setup(self, allocator):
+        super().setup()
+
+    def track_w7_peak_memory_ratio_vs_torch(self, allocator):
+        medians = memory_medians(env_overrides=ALLOCATORS[allocator])
+        return medians["tape"] / medians["torch"]

@@ -233,9 +233,11 @@ def _run_process(source, env=None):
     return done.stdout
 
 
-def process_output(source):
-    """The first line that ``python -c source`` prints, as a float."""
-    return float(_run_process(source).split()[0])
+def process_output(source, env_overrides=None):
+    """The first line that ``python -c source`` prints, as a float; the
+    process gets this one's environment with ``env_overrides`` set."""
+    env = None if not env_overrides else {**os.environ, **env_overrides}
+    return float(_run_process(source, env).split()[0])
 
 
 def warm_up_process(source):
@@ -267,6 +269,45 @@ def interleaved_process_medians(sources, measure=process_seconds, rounds=PROCESS
         for name, source in sources.items():
             samples[name].append(measure(source))
     return {name: statistics.median(values) for name, values in samples.items()}
+
+
+# Note [Two allocators]
+# Peak memory depends on whether freed memory goes back to the system. By
+# default glibc's malloc keeps freed blocks below its mmap threshold, which it
+# raises as large blocks are freed, and PyTorch's CPU allocator caches blocks
+# too; with MALLOC_MMAP_THRESHOLD_=65536 every block of 64 kB or more is
+# mapped and unmapped, so each side's peak is what it holds at once. The
+# memory figures are measured under both.
+ALLOCATORS = {"default allocator": None, "MALLOC_MMAP_THRESHOLD_=65536": {"MALLOC_MMAP_THRESHOLD_": "65536"}}
+
+
+def peak_memory_source(module, backend, size):
+    """Code for a fresh process that prints, in MB, the peak resident memory
+    of ``module.memory_run(lib, inputs)`` above the resident memory after
+    import, where ``inputs = module.memory_inputs(size)`` exist before the
+    baseline is taken: the tensors made from them, every intermediate, and
+    whatever the first run loads, count."""
+    return f"""
+import sys
+sys.path.insert(0, {os.path.dirname(os.path.dirname(os.path.abspath(__file__)))!r})
+from benchmarks.common import memory_megabytes, peak_memory_megabytes, reset_peak_memory
+from benchmarks.{module} import memory_inputs, memory_run
+inputs = memory_inputs({size!r})
+import {backend} as lib
+baseline = memory_megabytes()
+reset_peak_memory()
+memory_run(lib, inputs)
+print(peak_memory_megabytes() - baseline)
+"""
+
+
+def peak_memory_medians(module, size, env_overrides=None, rounds=MEMORY_ROUNDS):
+    """peak_memory_source's MB, median over fresh processes run in turn:
+    {"tape": MB, "torch": MB}. Memory does not depend on warm caches: no
+    warm-up round."""
+    sources = {backend: peak_memory_source(module, backend, size) for backend in BACKENDS}
+    return interleaved_process_medians(
+        sources, measure=lambda source: process_output(source, env_overrides), rounds=rounds, warm=False)
 
 
 def _proc_status_megabytes(key):
