@@ -9,6 +9,6 @@ from ops import (comparison, creation, elementwise, inplace, linalg, logical, ma
                  shape, sorting)
 from ops._declare import PUBLIC, export_all
 
-_registry.seal()
 __all__ = export_all()
 globals().update(PUBLIC["tape"])
+_registry.seal()  # last: the face fills itself then (Note [The face])

@@ -8,8 +8,6 @@ rows to a flat struct-of-arrays tape; backward is one Numba-compiled sweep.
 >>> round(x.grad.item(), 4)
 -2.6146
 """
-import importlib
-
 from ._dtypes import (bool_ as bool, float16, float32, float64, get_default_dtype, int8, int16, int32,
                       int64, set_default_dtype, uint8)
 from ._tensor import Tensor, device, is_floating_point, is_tensor, numel
@@ -26,10 +24,12 @@ from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enab
 # (tape.<name>), tape.linalg and the transforms built on the ops (func, utils,
 # viz) come from ops' declarations (Note [Op declarations]). After `import
 # ops` first, ops imports the engine, and so this module, before any op
-# exists; so they are read from ops when first asked for (PEP 562), which
-# makes `import ops; import tape` and `import tape` the same.
-import ops as _ops  # noqa: E402  (binds every op's Tensor methods once ops is complete)
-from ops._declare import with_signature as _with_signature  # noqa: E402
+# exists; so the face fills itself when ops is complete (the registry's
+# `when_sealed`), whichever import came first: `import ops; import tape` and
+# `import tape` give the same module. (Not a module __getattr__: CPython
+# 3.11 then looks up every `tape.<name>` the slow way, 30 ns a call.)
+from . import _registry  # noqa: E402
+from ops._declare import PUBLIC as _PUBLIC, with_signature as _with_signature  # noqa: E402
 
 # the factories under PyTorch's signatures, with out= (layout=, pin_memory=
 # and generator= left out: tape has one of each); torch's *size is *dims
@@ -62,19 +62,13 @@ _ENGINE = ["Tensor", "device", "bool", "float16", "float32", "float64", "int8", 
            "is_anomaly_check_nan_enabled"]
 
 
-def __getattr__(name):
-    # Note [The face]: each name is read once, then is an ordinary attribute
-    if name in _MODULES:
-        value = importlib.import_module(f"{__name__}.{name}")
-    elif name == "__all__":
-        value = list(_MODULES) + _ENGINE + _ops.__all__
-    elif name in _ops.PUBLIC["tape"]:
-        value = _ops.PUBLIC["tape"][name]
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
+def _fill():
+    """The ops' names and the modules built on them (Note [The face])."""
+    global __all__
+    globals().update(_PUBLIC["tape"])
+    from . import func, linalg, utils, viz  # noqa: F401
+    __all__ = list(_MODULES) + _ENGINE + sorted(_PUBLIC["tape"])
 
 
-def __dir__():
-    return sorted(set(globals()) | set(_MODULES) | set(_ops.PUBLIC["tape"]))
+_registry.when_sealed(_fill)
+import ops  # noqa: E402,F401  (binds every op's Tensor methods; fills the face once complete)

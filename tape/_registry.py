@@ -12,7 +12,7 @@ from ._opcodes import NEXT_OPCODE, OPCODES
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
            "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
-           "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS"]
+           "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed"]
 
 SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
 # the saved tensors a row can hold: its inputs and its result, by bit
@@ -304,7 +304,8 @@ def opdefs():
 
 
 def seal():
-    """Freeze the registry into the `Op` IntEnum; called once all ops are defined."""
+    """Freeze the registry into the `Op` IntEnum; called once all ops are
+    defined and exported. Then run what waited for the ops (`when_sealed`)."""
     global Op
     if Op is None:
         missing = [name for name in PARTIAL_FUNCTIONS if name not in ("within", "zero_base", "is_zero")
@@ -312,7 +313,21 @@ def seal():
         if missing:
             raise RuntimeError(f"the partials' vocabulary names no elementwise op {missing}")
         Op = enum.IntEnum("Op", {d.name.upper(): d.code for d in opdefs()})
+        while _WAITING:
+            _WAITING.pop(0)()
     return Op
+
+
+_WAITING = []
+
+
+def when_sealed(fn):
+    """Call fn once every op is defined and exported: now, if they are
+    (the face fills itself so, Note [The face] in tape/__init__.py)."""
+    if Op is None:
+        _WAITING.append(fn)
+    else:
+        fn()
 
 
 # Engine rows that are not ops: a leaf that requires grad, and a constant
