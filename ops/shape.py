@@ -186,6 +186,10 @@ def _view_result(opdef, x, value, ints=None):
     if (type(value) is np.ndarray and type(x._value) is np.ndarray
             and np.may_share_memory(value, x._value)):
         x._share_storage(out)
+    elif type(value) is float or type(x._value) is float:
+        # a 0-d float64 value is a Python float, which nothing shares: the
+        # view of its one element is kept in step as an indexing copy is
+        out = indexed_result(out, x, (0,) * x.ndim if out.ndim == 0 else (None,) * out.ndim)
     return out
 
 

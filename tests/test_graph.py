@@ -1216,6 +1216,51 @@ def test_in_place_on_an_indexing_result_without_grad_writes_through():
     assert y.tolist() == [10.0, 20.0, 3.0]
 
 
+_ONE_ELEMENT_VIEWS = [lambda t: t.view([]), lambda t: t.reshape(()), lambda t: t.squeeze(), lambda t: t[()],
+                      lambda t: t.expand(()), lambda t: t.view(1), lambda t: t.unsqueeze(0)]
+
+
+@pytest.mark.parametrize("make_view", _ONE_ELEMENT_VIEWS)
+def test_in_place_on_a_view_of_a_0d_result_reaches_its_gradient(make_view):
+    # torch 2.13: x.grad is cos(0.5), y is sin(0.5), y.grad_fn CopySlices
+    x = tape.tensor(0.5, requires_grad=True)
+    y = x.clone()
+    make_view(y).sin_()
+    y.backward()
+    assert y.item() == pytest.approx(0.479425538604203)
+    assert x.grad.item() == pytest.approx(0.8775825618903728)
+    assert type(y.grad_fn).__name__ == "CopySlices"
+
+
+@pytest.mark.parametrize("make_view", _ONE_ELEMENT_VIEWS)
+def test_a_view_of_a_0d_tensor_follows_an_in_place_change_to_it(make_view):
+    x = tape.tensor(0.5)
+    v = make_view(x)
+    x.add_(1)
+    assert v.tolist() == ([1.5] if v.ndim else 1.5)
+    a = tape.tensor(0.5, requires_grad=True)
+    b = a * 2
+    w = make_view(b)
+    b.mul_(3)
+    w.sum().backward()
+    assert w.tolist() == ([3.0] if w.ndim else 3.0) and a.grad.item() == 6.0
+
+
+def test_a_0d_view_of_a_one_element_tensor_follows_an_in_place_change_to_it():
+    x = tape.tensor([0.5])
+    v = x.squeeze()
+    x.mul_(3)
+    assert v.item() == 1.5
+
+
+@pytest.mark.parametrize("make_view", _ONE_ELEMENT_VIEWS)
+def test_in_place_on_a_view_of_a_0d_leaf_raises_pytorchs_error(make_view):
+    x = tape.tensor(0.5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad is being used in an "
+                                           "in-place operation.$"):
+        make_view(x).sin_()
+
+
 # -- // and % ----------------------------------------------------------------------
 
 def test_floor_divide_matches_numpy_and_its_backward_raises_as_pytorchs():
