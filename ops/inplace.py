@@ -36,10 +36,16 @@ def _check_inplace(t, recording):
         return
     if t._rg and t.is_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    views = t._vc.other_views(t) if t._vc is not None else []
-    if t._base is not None:
-        _refuse_view_of_leaf(t._base)
-    if (t._base is not None and (t._rg or t._base._rg)) or any(v._rg for v in views):
+    # a view made by detach() or .data keeps its grad_fn when its storage
+    # changes, and its base's graph does not see a change made through it
+    views = [v for v in t._vc.other_views(t) if not v._detached_view] if t._vc is not None else []
+    base = t._base
+    if t._detached_view:
+        views = [v for v in views if v is not base]
+        base = None
+    if base is not None:
+        _refuse_view_of_leaf(base)
+    if (base is not None and (t._rg or base._rg)) or any(v._rg for v in views):
         raise RuntimeError("in-place operations on a tensor that shares storage with a view, while "
                            "recording for autograd, are not supported yet; use the out-of-place op")
 

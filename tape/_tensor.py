@@ -185,6 +185,10 @@ class Tensor:
     _grad = None
     _vc = None
     _base = None
+    # a view made by detach() or .data: PyTorch's non-differentiable view,
+    # which an in-place op may change while recording without its base's
+    # graph seeing it
+    _detached_view = False
     _left_rows = ()
     _left_rows_prune_at = 64
     # (weak reference to the epoch, row) of the row that a constant's uses share (Tape.adopt)
@@ -412,6 +416,7 @@ class Tensor:
             return view
         t = new_tensor(_unpinned(self._value))
         self._share_storage(t)
+        t._detached_view = True
         return t
 
     def _indexed_view(self):
@@ -448,6 +453,7 @@ class Tensor:
         # the write-through of the Python-float storage of 0-d values, and the
         # refresh of this tensor's indexed copies after an in-place op on t
         t._base = self
+        t._detached_view = True
         return t
 
     @data.setter

@@ -1253,6 +1253,20 @@ def test_a_0d_view_of_a_one_element_tensor_follows_an_in_place_change_to_it():
     assert v.item() == 1.5
 
 
+@pytest.mark.parametrize("detach", [tape.Tensor.detach, lambda t: t.data])
+def test_in_place_with_grad_on_a_detached_view_of_a_leaf_records_it_and_leaves_the_leaf(detach):
+    # torch 2.13: allowed (a non-differentiable view), x.select requires grad, w stays a leaf
+    w = tape.ones(3, requires_grad=True)
+    r = tape.full((3,), 2.0, requires_grad=True)
+    x = detach(w)
+    x.add_(r)
+    v = x.select(0, 1)
+    assert v.requires_grad and type(v.grad_fn).__name__ == "SelectBackward0"
+    (x * x).sum().backward()
+    assert w.tolist() == [3.0, 3.0, 3.0] and w.is_leaf and w.grad is None
+    assert r.grad.tolist() == [6.0, 6.0, 6.0]
+
+
 @pytest.mark.parametrize("make_view", _ONE_ELEMENT_VIEWS)
 def test_in_place_on_a_view_of_a_0d_leaf_raises_pytorchs_error(make_view):
     x = tape.tensor(0.5, requires_grad=True)
