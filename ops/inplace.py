@@ -195,7 +195,8 @@ def _refresh_indexed(t):
             v.bump_version()
             continue
         key = v._indexed_from[1]
-        _apply_here(v, lambda _: t[key], (), False)
+        # recorded when t requires grad: the copy's gradient reaches t's graph, as a view's does
+        _apply_here(v, lambda _, changed: changed[key], (t,), False)
 
 
 def _check_overlap(t):

@@ -1267,6 +1267,18 @@ def test_in_place_with_grad_on_a_detached_view_of_a_leaf_records_it_and_leaves_t
     assert r.grad.tolist() == [6.0, 6.0, 6.0]
 
 
+@pytest.mark.parametrize("make_base", [lambda: tape.zeros(3), lambda: tape.ones(3, requires_grad=True) * 0])
+def test_an_element_taken_before_an_in_place_op_with_grad_follows_its_gradient(make_base):
+    # torch 2.13: k = x[0] requires grad after x.add_(r) and r.grad is [4, 0, 0]
+    r = tape.full((3,), 2.0, requires_grad=True)
+    x = make_base()
+    k = x[0]
+    x.add_(r)
+    assert k.requires_grad
+    (k * k).backward()
+    assert k.item() == 2.0 and r.grad.tolist() == [4.0, 0.0, 0.0]
+
+
 @pytest.mark.parametrize("make_view", _ONE_ELEMENT_VIEWS)
 def test_in_place_on_a_view_of_a_0d_leaf_raises_pytorchs_error(make_view):
     x = tape.tensor(0.5, requires_grad=True)
