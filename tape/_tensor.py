@@ -141,6 +141,13 @@ def _dead_token():
     return object()
 
 
+class DetachedInPlace:
+    """The owner token of the row that a tensor left by detach_(): its graphs
+    reach the tensor no more, and one whose backward reads its value raises
+    PyTorch's error (tape._engine)."""
+    __slots__ = ()
+
+
 def _unpinned(v):
     """A copy of a 0-d float value: the float object itself is the tape's
     liveness token for the row (Note [Tape layout]), so handing it out would
@@ -439,7 +446,7 @@ class Tensor:
         # the results of basic indexing are views in PyTorch (copies kept in step here)
         if (self._base is not None or self._indexed_from is not None) and self._rg and not self.is_leaf:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
-        self._drop_row()
+        self._drop_row(detached=True)
         self._rg = False
         return self
 
@@ -483,17 +490,23 @@ class Tensor:
             if r >= 0 and tp.m_ptr[r] == address:
                 tp.keep.setdefault(r, value)
 
-    def _drop_row(self):
+    def _drop_row(self, detached=False):
         """Stop naming a row (a leaf about to change, or detach_). Graphs that
         use the row keep it, with the value it had; it no longer counts as
-        live, and the next use of a leaf registers a new row."""
+        live, and the next use of a leaf registers a new row. After detach_,
+        as in PyTorch, those graphs give a leaf no gradient, and those that
+        saved a non-leaf's value refuse to run."""
         self._foreign_rows = None
         tp, r = where(self)
         if tp is None:
             return
         if type(self._value) is not float:
             tp.keep.setdefault(r, self._value)
-        if tp.op[r] == LEAF:
+        if detached:
+            if tp.op[r] != LEAF:
+                tp.flags[r] |= DIRTY
+            tp.owners[r] = DetachedInPlace()
+        elif tp.op[r] == LEAF:
             tp.owners[r] = _LeafRef(self)
             # graphs built before the change reach the leaf through this row
             # (autograd.grad(y, x) after x.detach().add_(1)): it is x's too.

@@ -618,6 +618,41 @@ def test_detach_in_place_refuses_views(view):
     assert_tape_still_works()
 
 
+@pytest.mark.parametrize("start", [tape.ones(3), tape.tensor(1.0)], ids=["1d", "0d"])
+@pytest.mark.parametrize("how", ["backward", "grad"])
+def test_a_saved_tensor_detached_in_place_raises_pytorchs_error_when_used(start, how):
+    # torch 2.13: detach_() itself is allowed; unpacking the saved value raises
+    w = start.clone().requires_grad_()
+    a = w * 1
+    y = a.sin()
+    a.detach_()
+    message = ("^Trying to use a saved tensor that has been detached in-place, i.e. with .detach_\\(\\).This is "
+               "not supported, please use out-of-place `.detach\\(\\)` instead$")
+    with pytest.raises(RuntimeError, match=message):
+        if how == "backward":
+            y.sum().backward()
+        else:
+            tape.autograd.grad(y.sum(), w)
+    assert_tape_still_works()
+
+
+def test_the_saved_value_of_a_tensor_detached_in_place_still_reads():
+    # torch 2.13: _saved_self gives the detached tensor's value
+    a = tape.ones(3, requires_grad=True) * 1
+    y = a.sin()
+    a.detach_()
+    assert y.grad_fn._saved_self.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_tensor_detached_in_place_that_no_backward_reads_is_allowed():
+    w = tape.ones(3, requires_grad=True)
+    a = w * 1
+    y = a * 2
+    a.detach_()
+    y.sum().backward()
+    assert w.grad.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_a_number_remainder_a_tensor_records_but_cannot_be_differentiated():
     x = tape.tensor(1.5, requires_grad=True)
 

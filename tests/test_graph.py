@@ -1216,6 +1216,15 @@ def test_in_place_on_an_indexing_result_without_grad_writes_through():
     assert y.tolist() == [10.0, 20.0, 3.0]
 
 
+def test_a_leaf_detached_in_place_gets_no_gradient_from_earlier_graphs():
+    # torch 2.13: no error, a.grad stays None
+    a = tape.ones(3, requires_grad=True)
+    y = a.sin()
+    a.detach_()
+    y.sum().backward()
+    assert a.grad is None and not a.requires_grad
+
+
 _ONE_ELEMENT_VIEWS = [lambda t: t.view([]), lambda t: t.reshape(()), lambda t: t.squeeze(), lambda t: t[()],
                       lambda t: t.expand(()), lambda t: t.view(1), lambda t: t.unsqueeze(0)]
 
