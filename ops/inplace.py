@@ -32,19 +32,20 @@ _NORMAL = defop("normal_", "NormalBackward0", 1, vjp=_no_gradient, native=_no_gr
 
 
 def _check_inplace(t, recording):
+    # a view made by detach() or .data keeps its grad_fn when its storage
+    # changes, and its base's graph does not see a change made through it
+    base = None if t._detached_view else t._base
+    if base is not None and state.tape.grad_enabled:
+        # a view of a leaf requires grad when the leaf does, in PyTorch even
+        # when made before: an in-place op on it is refused with nothing recorded
+        _refuse_view_of_leaf(base)
     if not recording:
         return
     if t._rg and t.is_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    # a view made by detach() or .data keeps its grad_fn when its storage
-    # changes, and its base's graph does not see a change made through it
     views = [v for v in t._vc.other_views(t) if not v._detached_view] if t._vc is not None else []
-    base = t._base
     if t._detached_view:
-        views = [v for v in views if v is not base]
-        base = None
-    if base is not None:
-        _refuse_view_of_leaf(base)
+        views = [v for v in views if v is not t._base]
     if (base is not None and (t._rg or base._rg)) or any(v._rg for v in views):
         raise RuntimeError("in-place operations on a tensor that shares storage with a view, while "
                            "recording for autograd, are not supported yet; use the out-of-place op")
@@ -120,13 +121,11 @@ def _through_index(t, compute, args, saves_self):
     (base, key), t._indexed_from = t._indexed_from, None
     try:
         recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
-        if recording:
+        if state.tape.grad_enabled:  # as _check_inplace
             _refuse_view_of_leaf(base)
         if t._base is base:
-            if not recording:  # the write reaches base's storage
-                _apply(t, compute, *args, saves_self=saves_self)
-                _refresh_indexed(base)
-                return t
+            if not recording:  # the write reaches base's storage (and _apply refreshes base's copies)
+                return _apply(t, compute, *args, saves_self=saves_self)
             _own_storage(t, base)
         _apply(t, compute, *args, saves_self=saves_self)
     finally:
@@ -159,12 +158,14 @@ def _apply(t, compute, *args, saves_self=False):
                            "output of a function that returns multiple views. Such functions do not allow "
                            "the output views to be modified inplace. You should replace the inplace "
                            "operation by an out-of-place one.")
-    if t._indexed_from is not None:
+    if t._indexed_from is not None and not t._detached_view:
         return _through_index(t, compute, args, saves_self)
     _apply_here(t, compute, args, saves_self)
     _refresh_indexed(t)
-    if t._base is not None:  # t's write is the base's too: refresh the copies indexed from it
-        _refresh_indexed(t._base)
+    base = t._base
+    while base is not None:  # t's write is its bases' too: refresh the copies indexed from them
+        _refresh_indexed(base)
+        base = base._base
     return t
 
 

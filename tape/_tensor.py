@@ -418,13 +418,13 @@ class Tensor:
     def detach(self):
         """A new tensor sharing storage and version counter, with no history."""
         view = self._indexed_view()
-        if view is not None:
+        if view is None:
+            view = new_tensor(_unpinned(self._value))
+            self._share_storage(view)
+        else:
             view._indexed_from[0]._share_storage(view)
-            return view
-        t = new_tensor(_unpinned(self._value))
-        self._share_storage(t)
-        t._detached_view = True
-        return t
+        view._detached_view = True
+        return view
 
     def _indexed_view(self):
         """For a result of basic indexing (a copy here, a view in PyTorch): a
@@ -455,6 +455,7 @@ class Tensor:
         t = self._indexed_view()
         if t is not None:  # unlike detach(), not sharing the version counter, as in PyTorch
             t._base = t._indexed_from[0]
+            t._detached_view = True
             return t
         t = new_tensor(_unpinned(self._value))
         # the write-through of the Python-float storage of 0-d values, and the

@@ -1225,6 +1225,29 @@ def test_a_leaf_detached_in_place_gets_no_gradient_from_earlier_graphs():
     assert a.grad is None and not a.requires_grad
 
 
+@pytest.mark.parametrize("make_view", [lambda a: a[:], lambda a: a.view(3), lambda a: a[1]])
+def test_in_place_on_a_view_made_before_its_leaf_required_grad_raises_pytorchs_error(make_view):
+    a = tape.ones(3)
+    b = make_view(a)
+    a.requires_grad = True
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad is being used in an "
+                                           "in-place operation.$"):
+        b.add_(5)
+    assert a.tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("detach", [lambda a: a[1:].detach(), lambda a: a[1:].data, lambda a: a.detach()[1:]])
+def test_in_place_with_grad_on_on_a_detached_slice_writes_the_tensor_and_its_copies(detach):
+    # torch 2.13: allowed for a leaf; a copy indexed from the tensor follows
+    a = tape.ones(3, requires_grad=True)
+    detach(a).add_(1)
+    assert a.tolist() == [1.0, 2.0, 2.0] and a.grad_fn is None
+    b = tape.ones(3, requires_grad=True) * 1
+    k = b[2]
+    detach(b).mul_(3)
+    assert b.tolist() == [1.0, 3.0, 3.0] and k.item() == 3.0
+
+
 _ONE_ELEMENT_VIEWS = [lambda t: t.view([]), lambda t: t.reshape(()), lambda t: t.squeeze(), lambda t: t[()],
                       lambda t: t.expand(()), lambda t: t.view(1), lambda t: t.unsqueeze(0)]
 
