@@ -152,12 +152,9 @@ def _own_storage(t, base):
 
 
 def _apply(t, compute, *args, saves_self=False):
-    if t._multi_output is not None and state.tape.grad_enabled:
-        name, i = t._multi_output
-        raise RuntimeError(f"Output {i} of {name} is a view and is being modified inplace. This view is the "
-                           "output of a function that returns multiple views. Such functions do not allow "
-                           "the output views to be modified inplace. You should replace the inplace "
-                           "operation by an out-of-place one.")
+    if t._refused_view is not None and state.tape.grad_enabled:
+        name, i, why = t._refused_view
+        raise RuntimeError(f"Output {i} of {name} is a view and is being modified inplace. {why}")
     if t._indexed_from is not None and not t._detached_view:
         return _through_index(t, compute, args, saves_self)
     _apply_here(t, compute, args, saves_self)

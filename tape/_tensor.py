@@ -207,9 +207,11 @@ class Tensor:
     # weak references to the copies that indexing this tensor made, which an
     # in-place change to it refreshes (ops.inplace._refresh_indexed)
     _indexed_copies = None
-    # (function name, output index) for an output of unbind or split that
-    # requires grad: PyTorch refuses in-place ops on it while recording
-    _multi_output = None
+    # (name, output index, why) for a view that PyTorch refuses to modify in
+    # place while grad is on (ops.inplace): an output of unbind or split, or
+    # a custom Function's output that views an input, and the views of it
+    # made while recording, named by their own op
+    _refused_view = None
     # the (epoch, row) of each output requiring grad of the node that made this
     # tensor, when it made several (unbind, split, a Function): Note [Undefined
     # gradients] in tape._engine
