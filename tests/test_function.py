@@ -517,6 +517,62 @@ def test_returning_a_view_of_the_input():
     assert x.grad.tolist() == [0.0, 1.0, 1.0]
 
 
+class _View(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _Head(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x[:2]
+
+    @staticmethod
+    def backward(ctx, g):
+        return tape.cat([g, g.new_zeros(1)])
+
+
+class _Same(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+@pytest.mark.parametrize("fn, modify, name", [
+    (_View, lambda y: y.mul_(2), "_View"), (_Head, lambda y: y.mul_(2), "_Head"),
+    (_Same, lambda y: y.add_(1), "_Same"), (_View, lambda y: y[:1].mul_(2), "Slice")])
+@pytest.mark.parametrize("non_leaf", [False, True])
+def test_in_place_on_a_view_a_function_returned_raises_pytorchs_error(fn, modify, name, non_leaf):
+    # torch 2.13's text, for a leaf input and a non-leaf one
+    x = tape.ones(3, requires_grad=True)
+    y = fn.apply(x * 1 if non_leaf else x)
+    with pytest.raises(RuntimeError, match=f"^Output 0 of {name} is a view and is being modified inplace. This "
+                                           "view was created inside a custom Function \\(or because an input "
+                                           "was returned as-is\\) and the autograd logic to handle view\\+"
+                                           "inplace would override the custom backward associated with the "
+                                           "custom Function, leading to incorrect gradients. This behavior is "
+                                           "forbidden. You can fix this by cloning the output of the custom "
+                                           "Function.$"):
+        modify(y)
+    assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_in_place_on_a_view_a_function_returned_is_allowed_without_grad():
+    x = tape.ones(3)
+    y = _View.apply(x)
+    y.mul_(2)
+    assert not y.requires_grad and x.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_0d_input_and_output():
     x = tape.tensor(3.0, requires_grad=True)
     Cube.apply(x).backward()

@@ -551,6 +551,8 @@ def _record(tp, ctx, args, outputs):
             results.append(o if dirty else _alias(o, args))
             continue
         out = _output_row(tp, node, k, o, args, dirty)
+        if not dirty and _views_an_input(o, args):
+            out._refused_view = (ctx._fn.__name__, k, _CUSTOM_VIEW)
         outputs_at[id(out)] = k
         results.append(out)
         differentiable.append(out)
@@ -562,6 +564,21 @@ def _record(tp, ctx, args, outputs):
     ctx._pack(outputs_at)
     tp.python_rows[node] = ctx
     return tuple(results)
+
+
+_CUSTOM_VIEW = ("This view was created inside a custom Function (or because an input was returned as-is) and the "
+                "autograd logic to handle view+inplace would override the custom backward associated with the "
+                "custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this "
+                "by cloning the output of the custom Function.")
+
+
+def _views_an_input(o, args):
+    """Whether forward's output o is an argument or a view of one (sharing
+    its storage, or an indexing copy of it kept in step): PyTorch refuses an
+    in-place op on it, which would bypass the Function's backward."""
+    bases = [o] if o._indexed_from is None else [o, o._indexed_from[0]]
+    return any(isinstance(a, Tensor) and (b is a or b._vc is not None and b._vc is a._vc)
+               for a in args for b in bases)
 
 
 def _output_row(tp, node, k, o, args, dirty):
