@@ -633,6 +633,19 @@ def test_once_differentiable_refuses_a_second_derivative():
         g.sum().backward()
 
 
+def test_once_differentiable_graph_is_an_error_node_over_a_new_leaf():
+    # torch 2.13: torch::autograd::Error, whose one edge is the AccumulateGrad
+    # of a leaf with the gradient's value (not v)
+    x = _vector()
+    v = tape.ones(3, requires_grad=True)
+    (g,) = tape.autograd.grad(OnceDifferentiableSquare.apply(x), x, v, create_graph=True)
+    node = g.grad_fn
+    assert (type(node).__name__, node.name()) == ("Error", "torch::autograd::Error")
+    ((accumulate, k),) = node.next_functions
+    assert (accumulate.name(), k) == ("torch::autograd::AccumulateGrad", 0)
+    leaf = accumulate.variable
+    assert leaf is not v and leaf.is_leaf and leaf.requires_grad and leaf.tolist() == g.tolist()
+
 
 # -- grad mode -----------------------------------------------------------------------------
 

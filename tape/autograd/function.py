@@ -663,6 +663,9 @@ def _delayed_error(o):
     if not isinstance(o, Tensor):
         return o
     leaf = o.detach().requires_grad_()
-    return record(_DELAYED_ERROR, _unpinned(leaf._value), (leaf,))
+    out = record(_DELAYED_ERROR, _unpinned(leaf._value), (leaf,))
+    # PyTorch's node keeps the leaf, its AccumulateGrad's variable (next_functions); here the result does
+    out._delayed_error_leaf = leaf
+    return out
 
 
