@@ -68,8 +68,12 @@ def _write(t, res):
     t.bump_version()
     if type(t._value) is float or t.ndim == 0 and not isinstance(t._value, np.ndarray):
         t._value = float(res.item())
-        if t._base is not None and type(t._base._value) is float:
-            t._base._set_storage(t._value)
+        base = t._base
+        if base is not None and type(base._value) is float:
+            if t._vc is base._vc:  # detach(): the base's version changed too
+                base._set_storage(t._value)
+            else:  # .data, which shares the storage only
+                base._store_through_data(t._value)
     else:
         np.copyto(t._value, res._array(), casting="same_kind")
 

@@ -581,6 +581,20 @@ class Tensor:
         if self._base is not None and type(value) is float and self._vc is None:
             self._base._set_storage(value)
 
+    def _store_through_data(self, value):
+        """A write through `.data` into this tensor's 0-d float storage. As in
+        PyTorch, where .data shares the storage but not the version counter,
+        a non-leaf's graphs read the new value, also those recorded before:
+        its row takes the value in place (the row's sval)."""
+        tp, r = where(self)
+        if tp is None or self.is_leaf:
+            self._set_storage(value)
+            return
+        value = value * 1.0  # a float of its own: the row's liveness token (Note [Tape layout])
+        tp.m_sval[r] = value
+        tp.owners[r] = value
+        self._value = value
+
     def bump_version(self):
         """Record an in-place change: rows aliasing the old value become dirty."""
         vc = self._version_counter()

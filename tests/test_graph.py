@@ -652,6 +652,24 @@ def test_data_of_a_saved_result_replaced_leaves_the_graph_its_saved_value():
     assert len(junk) and x.grad.tolist() == pytest.approx([math.e] * 1000)
 
 
+@pytest.mark.parametrize("write", [lambda d: d.add_(4), lambda d: d.copy_(tape.tensor(10.0)),
+                                   lambda d: d.fill_(10.0)])
+def test_a_write_through_data_into_a_0d_result_is_read_by_every_backward(write):
+    # torch 2.13: .data shares the storage, not the version counter: graphs
+    # recorded before and after read the new value, exp's saved result too
+    x = tape.tensor(2.0, requires_grad=True)
+    y = x * 3
+    before = y * y
+    write(y.data)
+    after = y.sin()
+    assert (y.item(), y._version) == (10.0, 0)
+    assert tape.autograd.grad(before, x, retain_graph=True)[0].item() == 60.0
+    assert tape.autograd.grad(after, x)[0].item() == pytest.approx(-2.517214587229357)
+    e = x.exp()
+    e.data.fill_(1.0)
+    assert tape.autograd.grad(e * e, x)[0].item() == 2.0
+
+
 # -- grad modes ---------------------------------------------------------------------
 
 def test_no_grad_records_nothing():
