@@ -32,14 +32,21 @@ _NORMAL = defop("normal_", "NormalBackward0", 1, vjp=_no_gradient, native=_no_gr
 
 
 def _check_inplace(t, recording):
+    # a view made by detach() or .data keeps its grad_fn when its storage
+    # changes, and its base's graph does not see a change made through it
+    base = None if t._detached_view else t._base
+    if base is not None and state.tape.grad_enabled:
+        # a view of a leaf requires grad when the leaf does, in PyTorch even
+        # when made before: an in-place op on it is refused with nothing recorded
+        _refuse_view_of_leaf(base)
     if not recording:
         return
     if t._rg and t.is_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    views = t._vc.other_views(t) if t._vc is not None else []
-    if t._base is not None:
-        _refuse_view_of_leaf(t._base)
-    if (t._base is not None and (t._rg or t._base._rg)) or any(v._rg for v in views):
+    views = [v for v in t._vc.other_views(t) if not v._detached_view] if t._vc is not None else []
+    if t._detached_view:
+        views = [v for v in views if v is not t._base]
+    if (base is not None and (t._rg or base._rg)) or any(v._rg for v in views):
         raise RuntimeError("in-place operations on a tensor that shares storage with a view, while "
                            "recording for autograd, are not supported yet; use the out-of-place op")
 
@@ -61,8 +68,12 @@ def _write(t, res):
     t.bump_version()
     if type(t._value) is float or t.ndim == 0 and not isinstance(t._value, np.ndarray):
         t._value = float(res.item())
-        if t._base is not None and type(t._base._value) is float:
-            t._base._set_storage(t._value)
+        base = t._base
+        if base is not None and type(base._value) is float:
+            if t._vc is base._vc:  # detach(): the base's version changed too
+                base._set_storage(t._value)
+            else:  # .data, which shares the storage only
+                base._store_through_data(t._value)
     else:
         np.copyto(t._value, res._array(), casting="same_kind")
 
@@ -114,13 +125,11 @@ def _through_index(t, compute, args, saves_self):
     (base, key), t._indexed_from = t._indexed_from, None
     try:
         recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
-        if recording:
+        if state.tape.grad_enabled:  # as _check_inplace
             _refuse_view_of_leaf(base)
         if t._base is base:
-            if not recording:  # the write reaches base's storage
-                _apply(t, compute, *args, saves_self=saves_self)
-                _refresh_indexed(base)
-                return t
+            if not recording:  # the write reaches base's storage (and _apply refreshes base's copies)
+                return _apply(t, compute, *args, saves_self=saves_self)
             _own_storage(t, base)
         _apply(t, compute, *args, saves_self=saves_self)
     finally:
@@ -147,18 +156,17 @@ def _own_storage(t, base):
 
 
 def _apply(t, compute, *args, saves_self=False):
-    if t._multi_output is not None and state.tape.grad_enabled:
-        name, i = t._multi_output
-        raise RuntimeError(f"Output {i} of {name} is a view and is being modified inplace. This view is the "
-                           "output of a function that returns multiple views. Such functions do not allow "
-                           "the output views to be modified inplace. You should replace the inplace "
-                           "operation by an out-of-place one.")
-    if t._indexed_from is not None:
+    if t._refused_view is not None and state.tape.grad_enabled:
+        name, i, why = t._refused_view
+        raise RuntimeError(f"Output {i} of {name} is a view and is being modified inplace. {why}")
+    if t._indexed_from is not None and not t._detached_view:
         return _through_index(t, compute, args, saves_self)
     _apply_here(t, compute, args, saves_self)
     _refresh_indexed(t)
-    if t._base is not None:  # t's write is the base's too: refresh the copies indexed from it
-        _refresh_indexed(t._base)
+    base = t._base
+    while base is not None:  # t's write is its bases' too: refresh the copies indexed from them
+        _refresh_indexed(base)
+        base = base._base
     return t
 
 
@@ -189,7 +197,8 @@ def _refresh_indexed(t):
             v.bump_version()
             continue
         key = v._indexed_from[1]
-        _apply_here(v, lambda _: t[key], (), False)
+        # recorded when t requires grad: the copy's gradient reaches t's graph, as a view's does
+        _apply_here(v, lambda _, changed: changed[key], (t,), False)
 
 
 def _check_overlap(t):

@@ -200,9 +200,15 @@ def split(tensor, split_size, dim=0):
         sizes = [min(size, n - start) for start in range(0, n, size)] if n else [0]
     starts = np.cumsum([0] + sizes[:-1]).tolist()
     before = (slice(None),) * d
-    op = _SPLIT_WITH_SIZES if isinstance(split_size, (list, tuple)) else _SPLIT
-    return _views_of("Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
+    with_sizes = isinstance(split_size, (list, tuple))
+    op = _SPLIT_WITH_SIZES if with_sizes else _SPLIT
+    return _views_of("SplitWithSizes" if with_sizes else "Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
                                for start, k in zip(starts, sizes)])
+
+
+_MULTI_VIEW = ("This view is the output of a function that returns multiple views. Such functions do not allow "
+               "the output views to be modified inplace. You should replace the inplace operation by an "
+               "out-of-place one.")
 
 
 def _views_of(name, outputs):
@@ -211,7 +217,7 @@ def _views_of(name, outputs):
     siblings = [(t._ep, t._row) for t in outputs if t._rg and t._ep is not None]
     for i, t in enumerate(outputs):
         if t._rg:
-            t._multi_output = (name, i)
+            t._refused_view = (name, i, _MULTI_VIEW)
             t._siblings = siblings
     return tuple(outputs)
 

@@ -186,7 +186,19 @@ def _view_result(opdef, x, value, ints=None):
     if (type(value) is np.ndarray and type(x._value) is np.ndarray
             and np.may_share_memory(value, x._value)):
         x._share_storage(out)
+        _inherit_refusal(out, x)
+    elif type(value) is float or type(x._value) is float:
+        # a 0-d float64 value is a Python float, which nothing shares: the
+        # view of its one element is kept in step as an indexing copy is
+        out = indexed_result(out, x, (0,) * x.ndim if out.ndim == 0 else (None,) * out.ndim)
     return out
+
+
+def _inherit_refusal(view, x):
+    """A view made while recording of a view that PyTorch refuses to modify
+    in place is refused too, named by its own op (`Output 0 of Slice`)."""
+    if x._refused_view is not None and view._rg:
+        view._refused_view = (re.sub(r"Backward\d*$", "", view.grad_fn.name()), 0, x._refused_view[2])
 
 
 def _shape_arg(shape):
@@ -667,6 +679,7 @@ def indexed_result(out, x, key):
     out._indexed_from = (x, key)
     if out._base is not x:
         register_copy(x, out)
+    _inherit_refusal(out, x)
     return out
 
 

@@ -15,7 +15,7 @@ from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
 from ._saved import FREED_MESSAGE, drop_packed, unpack_saved
 from ._saved import row_tensor as _row_tensor
 from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, current_row, state, where
-from ._tensor import Tensor, new_tensor, warn_once, wrap_value
+from ._tensor import DetachedInPlace, Tensor, new_tensor, warn_once, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped", "raise_modified", "current_graph_task_id", "will_execute"]
 
@@ -98,6 +98,9 @@ def _raise_sweep_error(tp, status, bad):
         raise RuntimeError(f"internal error: the native sweep met {name}, which only the Python walk runs")
     if status == _sweep.ERR_FREED:
         raise RuntimeError(FREED_MESSAGE)
+    if type(tp.owners[bad]) is DetachedInPlace:
+        raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with "
+                           ".detach_().This is not supported, please use out-of-place `.detach()` instead")
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
     # as PyTorch, name the op that made the tensor, unless it is a leaf or a constant

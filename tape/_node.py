@@ -168,7 +168,7 @@ def _saved_attributes(grad_fn):
 _TYPES = {"AccumulateGrad": AccumulateGrad}
 # nodes PyTorch implements in C++ by hand rather than generates: their name()
 # carries the namespace
-_NAMESPACED = {"CopySlices"}
+_NAMESPACED = {"CopySlices", "Error"}
 
 
 def _namespaced_name(self):

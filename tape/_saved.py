@@ -5,7 +5,7 @@ import contextlib
 
 from ._registry import CONST, REGISTRY, SAVED_TENSORS, lookup
 from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
-from ._tensor import Tensor, _unpinned, new_tensor
+from ._tensor import DetachedInPlace, Tensor, _unpinned, new_tensor
 
 __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved",
            "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE"]
@@ -255,7 +255,8 @@ def _check_saved(tp, r, source):
     if tp.m_flags[r] & FREED:
         raise RuntimeError(FREED_MESSAGE)
     i = _saved_row(tp, r, source)
-    if i >= 0 and tp.m_flags[i] & DIRTY:
+    # one detached in place still reads (only a backward refuses it, as PyTorch's)
+    if i >= 0 and tp.m_flags[i] & DIRTY and type(tp.owners[i]) is not DetachedInPlace:
         from ._engine import raise_modified
         raise_modified(tp, i)
     return True

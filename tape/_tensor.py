@@ -141,6 +141,13 @@ def _dead_token():
     return object()
 
 
+class DetachedInPlace:
+    """The owner token of the row that a tensor left by detach_(): its graphs
+    reach the tensor no more, and one whose backward reads its value raises
+    PyTorch's error (tape._engine)."""
+    __slots__ = ()
+
+
 def _unpinned(v):
     """A copy of a 0-d float value: the float object itself is the tape's
     liveness token for the row (Note [Tape layout]), so handing it out would
@@ -185,6 +192,10 @@ class Tensor:
     _grad = None
     _vc = None
     _base = None
+    # a view made by detach() or .data: PyTorch's non-differentiable view,
+    # which an in-place op may change while recording without its base's
+    # graph seeing it
+    _detached_view = False
     _left_rows = ()
     _left_rows_prune_at = 64
     # (weak reference to the epoch, row) of the row that a constant's uses share (Tape.adopt)
@@ -196,9 +207,11 @@ class Tensor:
     # weak references to the copies that indexing this tensor made, which an
     # in-place change to it refreshes (ops.inplace._refresh_indexed)
     _indexed_copies = None
-    # (function name, output index) for an output of unbind or split that
-    # requires grad: PyTorch refuses in-place ops on it while recording
-    _multi_output = None
+    # (name, output index, why) for a view that PyTorch refuses to modify in
+    # place while grad is on (ops.inplace): an output of unbind or split, or
+    # a custom Function's output that views an input, and the views of it
+    # made while recording, named by their own op
+    _refused_view = None
     # the (epoch, row) of each output requiring grad of the node that made this
     # tensor, when it made several (unbind, split, a Function): Note [Undefined
     # gradients] in tape._engine
@@ -407,12 +420,13 @@ class Tensor:
     def detach(self):
         """A new tensor sharing storage and version counter, with no history."""
         view = self._indexed_view()
-        if view is not None:
+        if view is None:
+            view = new_tensor(_unpinned(self._value))
+            self._share_storage(view)
+        else:
             view._indexed_from[0]._share_storage(view)
-            return view
-        t = new_tensor(_unpinned(self._value))
-        self._share_storage(t)
-        return t
+        view._detached_view = True
+        return view
 
     def _indexed_view(self):
         """For a result of basic indexing (a copy here, a view in PyTorch): a
@@ -434,7 +448,7 @@ class Tensor:
         # the results of basic indexing are views in PyTorch (copies kept in step here)
         if (self._base is not None or self._indexed_from is not None) and self._rg and not self.is_leaf:
             raise RuntimeError("Can't detach views in-place. Use detach() instead.")
-        self._drop_row()
+        self._drop_row(detached=True)
         self._rg = False
         return self
 
@@ -443,11 +457,13 @@ class Tensor:
         t = self._indexed_view()
         if t is not None:  # unlike detach(), not sharing the version counter, as in PyTorch
             t._base = t._indexed_from[0]
+            t._detached_view = True
             return t
         t = new_tensor(_unpinned(self._value))
         # the write-through of the Python-float storage of 0-d values, and the
         # refresh of this tensor's indexed copies after an in-place op on t
         t._base = self
+        t._detached_view = True
         return t
 
     @data.setter
@@ -477,17 +493,23 @@ class Tensor:
             if r >= 0 and tp.m_ptr[r] == address:
                 tp.keep.setdefault(r, value)
 
-    def _drop_row(self):
+    def _drop_row(self, detached=False):
         """Stop naming a row (a leaf about to change, or detach_). Graphs that
         use the row keep it, with the value it had; it no longer counts as
-        live, and the next use of a leaf registers a new row."""
+        live, and the next use of a leaf registers a new row. After detach_,
+        as in PyTorch, those graphs give a leaf no gradient, and those that
+        saved a non-leaf's value refuse to run."""
         self._foreign_rows = None
         tp, r = where(self)
         if tp is None:
             return
         if type(self._value) is not float:
             tp.keep.setdefault(r, self._value)
-        if tp.op[r] == LEAF:
+        if detached:
+            if tp.op[r] != LEAF:
+                tp.flags[r] |= DIRTY
+            tp.owners[r] = DetachedInPlace()
+        elif tp.op[r] == LEAF:
             tp.owners[r] = _LeafRef(self)
             # graphs built before the change reach the leaf through this row
             # (autograd.grad(y, x) after x.detach().add_(1)): it is x's too.
@@ -558,6 +580,20 @@ class Tensor:
         self._value = value
         if self._base is not None and type(value) is float and self._vc is None:
             self._base._set_storage(value)
+
+    def _store_through_data(self, value):
+        """A write through `.data` into this tensor's 0-d float storage. As in
+        PyTorch, where .data shares the storage but not the version counter,
+        a non-leaf's graphs read the new value, also those recorded before:
+        its row takes the value in place (the row's sval)."""
+        tp, r = where(self)
+        if tp is None or self.is_leaf:
+            self._set_storage(value)
+            return
+        value = value * 1.0  # a float of its own: the row's liveness token (Note [Tape layout])
+        tp.m_sval[r] = value
+        tp.owners[r] = value
+        self._value = value
 
     def bump_version(self):
         """Record an in-place change: rows aliasing the old value become dirty."""

@@ -100,6 +100,15 @@ def test_float32():
 
 # -- nesting
 
+def test_grad_through_an_in_place_op_on_a_view_of_a_0d_result():
+    # torch.func.grad gives cos(0.5)
+    def f(x):
+        y = x.clone()
+        y.view([]).sin_()
+        return y
+    assert func.grad(f)(tape.tensor(0.5)).item() == pytest.approx(0.8775825618903728)
+
+
 def test_grad_of_grad():
     close(func.grad(lambda x: func.grad(f)(x).sum())(tape.tensor(X)).numpy(), f_second(X))
 

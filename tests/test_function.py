@@ -139,6 +139,31 @@ def test_ops_before_and_after_a_function_chain_through_it():
     assert math.isclose(s.grad.item(), 6 * math.exp(4) * math.cos(3 * math.exp(4)))
 
 
+class _ReturnedTwice(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = x.exp()
+        ctx.save_for_backward(out)
+        return out, out
+
+    @staticmethod
+    def backward(ctx, g1, g2):
+        (out,) = ctx.saved_tensors
+        return (g1 * 3 + g2) * out
+
+
+@pytest.mark.parametrize("start", [0.5, [0.5, 1.0]])
+def test_a_tensor_returned_twice_is_one_tensor_of_the_last_output(start):
+    # torch 2.13: a is b, and its gradient comes in as the second output's
+    # (the first's is zeros): x.grad is 2 exp(2 x)
+    x = tape.tensor(start, requires_grad=True)
+    a, b = _ReturnedTwice.apply(x)
+    assert a is b and b.grad_fn.name() == "_ReturnedTwiceBackward"
+    (a * b).sum().backward()
+    assert x.grad.tolist() == pytest.approx([5.43656365691809, 14.7781121978613][:x.numel()] if x.ndim
+                                            else 5.43656365691809)
+
+
 def test_function_applied_twice_accumulates_both_paths():
     x = _vector()
     (Exp.apply(x) + Exp.apply(x)).sum().backward()
@@ -517,6 +542,62 @@ def test_returning_a_view_of_the_input():
     assert x.grad.tolist() == [0.0, 1.0, 1.0]
 
 
+class _View(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view(-1)
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+class _Head(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x[:2]
+
+    @staticmethod
+    def backward(ctx, g):
+        return tape.cat([g, g.new_zeros(1)])
+
+
+class _Same(Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x
+
+    @staticmethod
+    def backward(ctx, g):
+        return g
+
+
+@pytest.mark.parametrize("fn, modify, name", [
+    (_View, lambda y: y.mul_(2), "_View"), (_Head, lambda y: y.mul_(2), "_Head"),
+    (_Same, lambda y: y.add_(1), "_Same"), (_View, lambda y: y[:1].mul_(2), "Slice")])
+@pytest.mark.parametrize("non_leaf", [False, True])
+def test_in_place_on_a_view_a_function_returned_raises_pytorchs_error(fn, modify, name, non_leaf):
+    # torch 2.13's text, for a leaf input and a non-leaf one
+    x = tape.ones(3, requires_grad=True)
+    y = fn.apply(x * 1 if non_leaf else x)
+    with pytest.raises(RuntimeError, match=f"^Output 0 of {name} is a view and is being modified inplace. This "
+                                           "view was created inside a custom Function \\(or because an input "
+                                           "was returned as-is\\) and the autograd logic to handle view\\+"
+                                           "inplace would override the custom backward associated with the "
+                                           "custom Function, leading to incorrect gradients. This behavior is "
+                                           "forbidden. You can fix this by cloning the output of the custom "
+                                           "Function.$"):
+        modify(y)
+    assert x.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_in_place_on_a_view_a_function_returned_is_allowed_without_grad():
+    x = tape.ones(3)
+    y = _View.apply(x)
+    y.mul_(2)
+    assert not y.requires_grad and x.tolist() == [2.0, 2.0, 2.0]
+
+
 def test_0d_input_and_output():
     x = tape.tensor(3.0, requires_grad=True)
     Cube.apply(x).backward()
@@ -550,6 +631,20 @@ def test_once_differentiable_refuses_a_second_derivative():
     with pytest.raises(RuntimeError, match="trying to differentiate twice a function that was marked "
                                            "with @once_differentiable"):
         g.sum().backward()
+
+
+def test_once_differentiable_graph_is_an_error_node_over_a_new_leaf():
+    # torch 2.13: torch::autograd::Error, whose one edge is the AccumulateGrad
+    # of a leaf with the gradient's value (not v)
+    x = _vector()
+    v = tape.ones(3, requires_grad=True)
+    (g,) = tape.autograd.grad(OnceDifferentiableSquare.apply(x), x, v, create_graph=True)
+    node = g.grad_fn
+    assert (type(node).__name__, node.name()) == ("Error", "torch::autograd::Error")
+    ((accumulate, k),) = node.next_functions
+    assert (accumulate.name(), k) == ("torch::autograd::AccumulateGrad", 0)
+    leaf = accumulate.variable
+    assert leaf is not v and leaf.is_leaf and leaf.requires_grad and leaf.tolist() == g.tolist()
 
 
 # -- grad mode -----------------------------------------------------------------------------

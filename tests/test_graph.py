@@ -652,6 +652,24 @@ def test_data_of_a_saved_result_replaced_leaves_the_graph_its_saved_value():
     assert len(junk) and x.grad.tolist() == pytest.approx([math.e] * 1000)
 
 
+@pytest.mark.parametrize("write", [lambda d: d.add_(4), lambda d: d.copy_(tape.tensor(10.0)),
+                                   lambda d: d.fill_(10.0)])
+def test_a_write_through_data_into_a_0d_result_is_read_by_every_backward(write):
+    # torch 2.13: .data shares the storage, not the version counter: graphs
+    # recorded before and after read the new value, exp's saved result too
+    x = tape.tensor(2.0, requires_grad=True)
+    y = x * 3
+    before = y * y
+    write(y.data)
+    after = y.sin()
+    assert (y.item(), y._version) == (10.0, 0)
+    assert tape.autograd.grad(before, x, retain_graph=True)[0].item() == 60.0
+    assert tape.autograd.grad(after, x)[0].item() == pytest.approx(-2.517214587229357)
+    e = x.exp()
+    e.data.fill_(1.0)
+    assert tape.autograd.grad(e * e, x)[0].item() == 2.0
+
+
 # -- grad modes ---------------------------------------------------------------------
 
 def test_no_grad_records_nothing():
@@ -1214,6 +1232,109 @@ def test_in_place_on_an_indexing_result_without_grad_writes_through():
     y[0:2].mul_(10)
 
     assert y.tolist() == [10.0, 20.0, 3.0]
+
+
+def test_a_leaf_detached_in_place_gets_no_gradient_from_earlier_graphs():
+    # torch 2.13: no error, a.grad stays None
+    a = tape.ones(3, requires_grad=True)
+    y = a.sin()
+    a.detach_()
+    y.sum().backward()
+    assert a.grad is None and not a.requires_grad
+
+
+@pytest.mark.parametrize("make_view", [lambda a: a[:], lambda a: a.view(3), lambda a: a[1]])
+def test_in_place_on_a_view_made_before_its_leaf_required_grad_raises_pytorchs_error(make_view):
+    a = tape.ones(3)
+    b = make_view(a)
+    a.requires_grad = True
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad is being used in an "
+                                           "in-place operation.$"):
+        b.add_(5)
+    assert a.tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize("detach", [lambda a: a[1:].detach(), lambda a: a[1:].data, lambda a: a.detach()[1:]])
+def test_in_place_with_grad_on_on_a_detached_slice_writes_the_tensor_and_its_copies(detach):
+    # torch 2.13: allowed for a leaf; a copy indexed from the tensor follows
+    a = tape.ones(3, requires_grad=True)
+    detach(a).add_(1)
+    assert a.tolist() == [1.0, 2.0, 2.0] and a.grad_fn is None
+    b = tape.ones(3, requires_grad=True) * 1
+    k = b[2]
+    detach(b).mul_(3)
+    assert b.tolist() == [1.0, 3.0, 3.0] and k.item() == 3.0
+
+
+_ONE_ELEMENT_VIEWS = [lambda t: t.view([]), lambda t: t.reshape(()), lambda t: t.squeeze(), lambda t: t[()],
+                      lambda t: t.expand(()), lambda t: t.view(1), lambda t: t.unsqueeze(0)]
+
+
+@pytest.mark.parametrize("make_view", _ONE_ELEMENT_VIEWS)
+def test_in_place_on_a_view_of_a_0d_result_reaches_its_gradient(make_view):
+    # torch 2.13: x.grad is cos(0.5), y is sin(0.5), y.grad_fn CopySlices
+    x = tape.tensor(0.5, requires_grad=True)
+    y = x.clone()
+    make_view(y).sin_()
+    y.backward()
+    assert y.item() == pytest.approx(0.479425538604203)
+    assert x.grad.item() == pytest.approx(0.8775825618903728)
+    assert type(y.grad_fn).__name__ == "CopySlices"
+
+
+@pytest.mark.parametrize("make_view", _ONE_ELEMENT_VIEWS)
+def test_a_view_of_a_0d_tensor_follows_an_in_place_change_to_it(make_view):
+    x = tape.tensor(0.5)
+    v = make_view(x)
+    x.add_(1)
+    assert v.tolist() == ([1.5] if v.ndim else 1.5)
+    a = tape.tensor(0.5, requires_grad=True)
+    b = a * 2
+    w = make_view(b)
+    b.mul_(3)
+    w.sum().backward()
+    assert w.tolist() == ([3.0] if w.ndim else 3.0) and a.grad.item() == 6.0
+
+
+def test_a_0d_view_of_a_one_element_tensor_follows_an_in_place_change_to_it():
+    x = tape.tensor([0.5])
+    v = x.squeeze()
+    x.mul_(3)
+    assert v.item() == 1.5
+
+
+@pytest.mark.parametrize("detach", [tape.Tensor.detach, lambda t: t.data])
+def test_in_place_with_grad_on_a_detached_view_of_a_leaf_records_it_and_leaves_the_leaf(detach):
+    # torch 2.13: allowed (a non-differentiable view), x.select requires grad, w stays a leaf
+    w = tape.ones(3, requires_grad=True)
+    r = tape.full((3,), 2.0, requires_grad=True)
+    x = detach(w)
+    x.add_(r)
+    v = x.select(0, 1)
+    assert v.requires_grad and type(v.grad_fn).__name__ == "SelectBackward0"
+    (x * x).sum().backward()
+    assert w.tolist() == [3.0, 3.0, 3.0] and w.is_leaf and w.grad is None
+    assert r.grad.tolist() == [6.0, 6.0, 6.0]
+
+
+@pytest.mark.parametrize("make_base", [lambda: tape.zeros(3), lambda: tape.ones(3, requires_grad=True) * 0])
+def test_an_element_taken_before_an_in_place_op_with_grad_follows_its_gradient(make_base):
+    # torch 2.13: k = x[0] requires grad after x.add_(r) and r.grad is [4, 0, 0]
+    r = tape.full((3,), 2.0, requires_grad=True)
+    x = make_base()
+    k = x[0]
+    x.add_(r)
+    assert k.requires_grad
+    (k * k).backward()
+    assert k.item() == 2.0 and r.grad.tolist() == [4.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("make_view", _ONE_ELEMENT_VIEWS)
+def test_in_place_on_a_view_of_a_0d_leaf_raises_pytorchs_error(make_view):
+    x = tape.tensor(0.5, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^a view of a leaf Variable that requires grad is being used in an "
+                                           "in-place operation.$"):
+        make_view(x).sin_()
 
 
 # -- // and % ----------------------------------------------------------------------

@@ -14,7 +14,7 @@ from .._record import broadcast_shapes, record, sum_to
 from .._registry import defop
 from .._saved import pack, unpacked
 from .._tape import HIDDEN, RETAIN, RG, anomaly, current_row, keep_trace, state, where
-from .._tensor import Tensor, _unpinned, new_tensor, wrap_value
+from .._tensor import Tensor, _dead_token, _unpinned, new_tensor, wrap_value
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
@@ -550,10 +550,14 @@ def _record(tp, ctx, args, outputs):
         if any(o is t for t in non_differentiable) or o.dtype.kind != "f":
             results.append(o if dirty else _alias(o, args))
             continue
-        out = _output_row(tp, node, k, o, args, dirty)
+        repeated = id(o) in outputs_at
+        out = _output_row(tp, node, k, o, args, dirty, repeated)
+        if not dirty and _views_an_input(o, args):
+            out._refused_view = (ctx._fn.__name__, k, _CUSTOM_VIEW)
         outputs_at[id(out)] = k
         results.append(out)
-        differentiable.append(out)
+        if not repeated:
+            differentiable.append(out)
     if len(differentiable) > 1:  # Note [Undefined gradients] in tape._engine
         siblings = [(t._ep, t._row) for t in differentiable]
         for t in differentiable:
@@ -564,12 +568,35 @@ def _record(tp, ctx, args, outputs):
     return tuple(results)
 
 
-def _output_row(tp, node, k, o, args, dirty):
+_CUSTOM_VIEW = ("This view was created inside a custom Function (or because an input was returned as-is) and the "
+                "autograd logic to handle view+inplace would override the custom backward associated with the "
+                "custom Function, leading to incorrect gradients. This behavior is forbidden. You can fix this "
+                "by cloning the output of the custom Function.")
+
+
+def _views_an_input(o, args):
+    """Whether forward's output o is an argument or a view of one (sharing
+    its storage, or an indexing copy of it kept in step): PyTorch refuses an
+    in-place op on it, which would bypass the Function's backward."""
+    bases = [o] if o._indexed_from is None else [o, o._indexed_from[0]]
+    return any(isinstance(a, Tensor) and (b is a or b._vc is not None and b._vc is a._vc)
+               for a in args for b in bases)
+
+
+def _output_row(tp, node, k, o, args, dirty, repeated=False):
     """The Tensor of output k, recorded as a hidden row over the node: the
     forward's own tensor when it is fresh or a dirty argument, else a new
-    one sharing its storage (an argument returned, a tensor with a row)."""
+    one sharing its storage (an argument returned, a tensor with a row).
+    A tensor forward returned already (`return out, out`) is one tensor, as
+    PyTorch's, which moves to this output (its output_nr is the last): the
+    earlier output's row is left to no tensor, and gets no gradient."""
     value = o._value
-    if dirty:
+    if repeated:
+        out = o
+        old_tape, old_row = where(out)
+        old_tape.owners[old_row] = _dead_token()
+        value = _unpinned(value)
+    elif dirty:
         out = o
         out.bump_version()  # as PyTorch's mark_dirty, on top of forward's own in-place op
         retains = out.retains_grad
@@ -636,6 +663,9 @@ def _delayed_error(o):
     if not isinstance(o, Tensor):
         return o
     leaf = o.detach().requires_grad_()
-    return record(_DELAYED_ERROR, _unpinned(leaf._value), (leaf,))
+    out = record(_DELAYED_ERROR, _unpinned(leaf._value), (leaf,))
+    # PyTorch's node keeps the leaf, its AccumulateGrad's variable (next_functions); here the result does
+    out._delayed_error_leaf = leaf
+    return out
 
 
