@@ -79,14 +79,11 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
             y = inputs[1]
             if y is not None:
                 b = y._row if y._ep is ep else tp.adopt(y)
-    last = tp.last_inputs
-    if last:  # Note [Early release]
-        tp.release(last)
+    if tp.last_inputs:  # Note [Early release]
+        tp.release(tp.last_inputs)
     numel = tp.m_numel
-    if a >= 0 and numel[a] >= _EARLY_RELEASE_NUMEL or b >= 0 and numel[b] >= _EARLY_RELEASE_NUMEL:
-        tp.last_inputs = (a, b)
-    elif last:  # a small op's inputs are not kept: nothing to store
-        tp.last_inputs = ()
+    tp.last_inputs = ((a, b) if a >= 0 and numel[a] >= _EARLY_RELEASE_NUMEL
+                      or b >= 0 and numel[b] >= _EARLY_RELEASE_NUMEL else ())
     out = Tensor.__new__(Tensor)
     out._value = value
     out._rg = True
