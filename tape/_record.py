@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from ._dtypes import float16, float32, float64, get_default_dtype, promoted
+from ._dtypes import _default as _default_dtype, float16, float32, float64, get_default_dtype, promoted
 from ._registry import PARTIAL_FUNCTIONS, SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
@@ -204,9 +204,6 @@ def _as_result(out, fn, *operands):
     where NumPy made a float of another dtype from bool or integer tensors
     (sin of int8 is float16 there, exact to three digits), fn again on the
     operands in the default dtype, which is what PyTorch computes in."""
-    if (type(out) is np.ndarray and out.dtype is float64 and out.ndim
-            and get_default_dtype() is float64):
-        return out  # the common case, tested first
     out = wrap_value(out)
     # a Python number operand does not count: PyTorch's int tensor + 0.5 is
     # in the default dtype too
@@ -215,6 +212,23 @@ def _as_result(out, fn, *operands):
         dtype = get_default_dtype()
         return wrap_value(quiet(fn, *(np.asarray(v, dtype) for v in operands)))
     return out
+
+
+def _result(fn, *operands):
+    """fn(*operands) quietly (see quiet), as a Tensor holds it (_as_result).
+    One call for both, and the common case tested first: a call costs about
+    100 ns, a tenth of a small ufunc op."""
+    if _FP_STATE is None:
+        out = quiet(fn, *operands)
+    else:
+        token = _FP_STATE.set(_FP_IGNORE)
+        try:
+            out = fn(*operands)
+        finally:
+            _FP_STATE.reset(token)
+    if type(out) is np.ndarray and out.dtype is float64 and out.ndim and _default_dtype[0] is float64:
+        return out
+    return _as_result(out, fn, *operands)
 
 
 def quiet(fn, *args):
@@ -252,7 +266,7 @@ def unary(opdef, scalar_fn, array_fn):
                 if tp.grad_enabled:
                     return _scalar_row(tp, code, out, x, None, 0.0)
             return new_tensor(out)
-        out = _as_result(quiet(array_fn, xv), array_fn, xv)
+        out = _result(array_fn, xv)
         if x._rg and state.tape.grad_enabled:
             return record(opdef, out, (x,))
         return new_tensor(out)
@@ -280,7 +294,7 @@ def with_constant(opdef, scalar_fn, array_fn):
                 if tp.grad_enabled:
                     return _scalar_row(tp, code, out, x, None, c)
             return new_tensor(out)
-        out = _as_result(quiet(array_fn, xv, c), array_fn, xv, c)
+        out = _result(array_fn, xv, c)
         if x._rg and state.tape.grad_enabled:
             return record(opdef, out, (x, None), c=float(c))
         return new_tensor(out)
@@ -354,7 +368,7 @@ def binary(opdef, scalar_fn, array_fn):
             if not (type(xv) is np.ndarray and (yv.dtype is xv.dtype if type(yv) is np.ndarray
                                                 else type(yv) in _NUMBER and xv.dtype in _FLOATING)):
                 xv, yv = promoted(xv, yv)
-            out = _as_result(quiet(array_fn, xv, yv), array_fn, xv, yv)
+            out = _result(array_fn, xv, yv)
         except ValueError:
             broadcast_shapes(np.shape(xv), np.shape(yv))  # raises with PyTorch's text
             raise
