@@ -16,7 +16,7 @@ from tape._batched import BatchedTensor, batched, leading, levels_of, over_dims
 from tape._dtypes import scalar_type_name
 from tape._record import broadcast_shapes, op_result, quiet
 from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
-from tape._tensor import Tensor, new_tensor, wrap_value
+from tape._tensor import Tensor, new_tensor
 
 from ops.linalg import matmul
 from ops.reduction import amax, amin, norm as _vector_norm, sum as _sum

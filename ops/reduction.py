@@ -19,8 +19,7 @@ from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import maximum, minimum
-from ops.shape import (_gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand, getitem,
-                       reshape)
+from ops.shape import _gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand, reshape
 
 # the batching rules of reductions over dims given as an int or a tuple, and
 # over one int dim (every dim of a sample flattened into one for "all")

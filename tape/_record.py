@@ -1,8 +1,6 @@
 """How ops record themselves: the elementwise op factories (with the scalar
 fast path and central broadcasting) and `record` for structural ops.
 """
-import math
-
 import numpy as np
 
 from ._dtypes import _default as _default_dtype, float16, float32, float64, get_default_dtype, promoted

@@ -7,7 +7,7 @@ import weakref
 
 import numpy as np
 
-from ._dtypes import as_dtype, cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
+from ._dtypes import cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
 from ._tape import DATA_FIELD, DIRTY, RETAIN, current_row, state, where
 from ._registry import LEAF
 from . import _format
