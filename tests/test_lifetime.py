@@ -39,7 +39,7 @@ WARM_UP = 500
 class _Measured(typing.NamedTuple):
     capacity_at_start: int
     capacities: list  # right after each compaction
-    heaps: list  # traced heap bytes right after each compaction
+    heaps: list  # traced heap bytes right after a compaction, at most 20 of them
     held_bytes_peak: int  # the most value bytes the tape held after an iteration
     rss_growth: int  # peak resident bytes after the warm-up, less those at its end
 
@@ -93,14 +93,18 @@ def _measure(make_step, iterations, trace_heap=True):
         rss_at_warm_up = rss_peak = None
         if trace_heap:
             tracemalloc.start()
+        sampled_at = -iterations
         for i in range(iterations):
             capacity = tp.cap
             step()
             if tp.n < rows or tp.cap != capacity:
                 capacities.append(tp.cap)
-                if trace_heap:
+                # the heap after a compaction, at most 20 times a loop: a
+                # collection costs more than a small compaction
+                if trace_heap and i - sampled_at >= iterations // 20:
                     gc.collect()
                     heaps.append(tracemalloc.get_traced_memory()[0])
+                    sampled_at = i
             rows = tp.n
             held_bytes_peak = max(held_bytes_peak, tp.held_bytes)
             if i == WARM_UP:
