@@ -375,17 +375,18 @@ def in_place(op, args):
     """The rule of an in-place op (x.add_(y), x.zero_()): op on self's
     physical value, its other tensors aligned to self's levels; refused, as
     PyTorch does, when another is batched at a level self is not."""
+    return _written_in_place(op, args, op.__name__, False)
+
+
+def _written_in_place(op, args, what, at_level):
+    """op on self's physical value, its other tensors aligned to it: self,
+    written; refused in PyTorch's words for `what` when another is batched
+    at a level self is not (`refuse_batched_other`), unless `what` is None."""
     name, x = _first(args)
     others = [n for n in _tensor_arguments(args) if n != name]
-    own = x.levels if isinstance(x, BatchedTensor) else ()
-    if not set(levels_of([args.arguments[n] for n in others])) <= set(own):
-        raise RuntimeError(_IN_PLACE_BATCHED_OTHER.format(name=op.__name__))
-    return _written_in_place(op, args, name, x, others)
-
-
-def _written_in_place(op, args, name, x, others):
-    """op on self's physical value, its other tensors aligned to it: x, written."""
-    levels, values = aligned([x] + [args.arguments[n] for n in others])
+    if what is not None:
+        refuse_batched_other(x, [args.arguments[n] for n in others], what, at_level=at_level)
+    _, values = aligned([x] + [args.arguments[n] for n in others])
     args.arguments.update(zip([name] + others, values))
     _call(op, args)
     return x
@@ -469,11 +470,7 @@ def in_place_as(what, *, at_level=False):
     `what` None refuses nothing: the op meets the physical values and fails
     as PyTorch's add_ does, in its broadcast."""
     def rule(op, args):
-        name, x = _first(args)
-        others = [n for n in _tensor_arguments(args) if n != name]
-        if what is not None:
-            refuse_batched_other(x, [args.arguments[n] for n in others], what, at_level=at_level)
-        return _written_in_place(op, args, name, x, others)
+        return _written_in_place(op, args, what, at_level)
     return rule
 
 
