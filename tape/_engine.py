@@ -728,6 +728,16 @@ class RemovableHandle:
         self.remove()
 
 
+def _registered(t):
+    """(tape, row) of t, which requires grad; a leaf not yet on a tape
+    registers on this thread's."""
+    tp, r = where(t)
+    if tp is None:
+        tp = state.tape
+        r = tp.adopt(t)
+    return tp, r
+
+
 def register_hook(self, hook):
     """Register `hook(grad)`, called with this tensor's gradient each time a
     backward or autograd.grad computes it; a Tensor it returns (same shape)
@@ -744,10 +754,7 @@ def register_hook(self, hook):
     """
     if not self._rg:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    tp, r = where(self)
-    if tp is None:
-        tp = state.tape
-        r = tp.adopt(self)
+    tp, r = _registered(self)
     hooks = tp.hooks.setdefault(r, [])
     hooks.append(hook)
     if self._siblings is not None:  # Note [Undefined gradients]
@@ -776,10 +783,7 @@ def register_post_accumulate_grad_hook(self, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     if not self.is_leaf:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf tensors")
-    tp, r = where(self)
-    if tp is None:
-        tp = state.tape
-        r = tp.adopt(self)
+    tp, r = _registered(self)
     hooks = tp.post_accumulate_hooks.setdefault(r, [])
     hooks.append(hook)
     return RemovableHandle(hooks, hook)
