@@ -2,7 +2,7 @@
 ``+ x`` on a large float64 vector, then a sum; W10 is its peak memory.
 """
 
-from .common import (ALLOCATORS, BACKENDS, ELEMENTWISE_SIZE, MEMORY_ROUNDS, Benchmark, RatioBenchmark,
+from .common import (BACKENDS, ELEMENTWISE_SIZE, MEMORY_ROUNDS, Benchmark, MemoryRatioBenchmark, RatioBenchmark,
                      import_backend, leaf, peak_memory_medians, uniform, warm_up)
 
 N_OPS = 20
@@ -72,16 +72,11 @@ class ElementwiseRatio(RatioBenchmark):
         return self.ratio()
 
 
-class ElementwiseMemoryRatio(RatioBenchmark):
+class ElementwiseMemoryRatio(MemoryRatioBenchmark):
     """W10: peak memory of W4 above the post-import baseline, fresh
     processes, under each allocator (Note [Two allocators] in common)."""
 
-    params = [list(ALLOCATORS)]
-    param_names = ["allocator"]
-
-    def setup(self, allocator):
-        super().setup()
+    memory_medians = staticmethod(memory_medians)
 
     def track_w10_ratio_vs_torch(self, allocator):
-        medians = memory_medians(env_overrides=ALLOCATORS[allocator])
-        return medians["tape"] / medians["torch"]
+        return self.memory_ratio(allocator)

@@ -5,7 +5,7 @@
 slicing, the re-taped backward (create_graph) and a second sweep over it.
 """
 
-from .common import (ALLOCATORS, BACKENDS, MEMORY_ROUNDS, ROSENBROCK_SIZE, Benchmark, RatioBenchmark,
+from .common import (BACKENDS, MEMORY_ROUNDS, ROSENBROCK_SIZE, Benchmark, MemoryRatioBenchmark, RatioBenchmark,
                      import_backend, leaf, peak_memory_medians, uniform, warm_up)
 
 
@@ -94,16 +94,11 @@ class RosenbrockHVPRatio(RatioBenchmark):
         return self.ratio()
 
 
-class RosenbrockHVPMemoryRatio(RatioBenchmark):
+class RosenbrockHVPMemoryRatio(MemoryRatioBenchmark):
     """W7's peak memory above the post-import baseline, fresh processes,
     under each allocator (Note [Two allocators] in common)."""
 
-    params = [list(ALLOCATORS)]
-    param_names = ["allocator"]
-
-    def setup(self, allocator):
-        super().setup()
+    memory_medians = staticmethod(memory_medians)
 
     def track_w7_peak_memory_ratio_vs_torch(self, allocator):
-        medians = memory_medians(env_overrides=ALLOCATORS[allocator])
-        return medians["tape"] / medians["torch"]
+        return self.memory_ratio(allocator)

@@ -393,3 +393,20 @@ class RatioBenchmark:
     def ratio(self):
         medians = self.medians()
         return medians["tape"] / medians["torch"]
+
+
+class MemoryRatioBenchmark(RatioBenchmark):
+    """Base class of the peak-memory ratios against PyTorch, in fresh
+    processes, under each allocator (Note [Two allocators]). A subclass sets
+    ``memory_medians``, a function ``(env_overrides=...) -> {"tape": MB,
+    "torch": MB}``; its ``track_`` method returns ``self.memory_ratio(allocator)``."""
+
+    params = [list(ALLOCATORS)]
+    param_names = ["allocator"]
+
+    def setup(self, allocator):
+        super().setup()
+
+    def memory_ratio(self, allocator):
+        medians = type(self).memory_medians(env_overrides=ALLOCATORS[allocator])
+        return medians["tape"] / medians["torch"]
