@@ -603,7 +603,7 @@ def test_vmap_refuses_what_it_cannot_batch(fn, text):
     assert str(info.value).startswith(text)
 
 
-# -- tape functions inside vmap (Note [Batched tape functions])
+# -- tape functions inside vmap (Note [Op declarations])
 
 W3 = RNG.normal(size=3)
 M3 = RNG.normal(size=(3, 3))
