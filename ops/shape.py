@@ -15,7 +15,7 @@ from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched
 
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
-from tape._record import record, sum_to
+from tape._record import record, record_variadic, sum_to
 from tape._registry import defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
@@ -779,52 +779,61 @@ def getitem(x, key, recorded_as=None):
     return out
 
 
-# cat and stack join two tensors a row: x then y along dim, ints = (dim, x's
-# size along it); a list is joined pairwise, as a balanced tree
+# cat and stack are one row of all their tensors (a variadic op: Note [Tape
+# layout]), ints = (where each tensor starts along dim, where the last ends,
+# dim): for stack, a new dim, where tensor j is at j
 
 
 def _join_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    d, nx = ints[0], ints[1]
+    # inputs two at a time (tape/_gen.py's _more_vjps): ints from this pair's first entry on
+    d = ints[ints.size - 1]
     inner = 1
     for k in range(d + 1, osh.size):
         inner *= osh[k]
-    ix, iy = nx * inner, (osh[d] - nx) * inner
-    for o in range(G.size // max(ix + iy, 1)):
-        start = o * (ix + iy)
+    width = osh[d] * inner
+    x0, y0 = ints[0] * inner, ints[1] * inner
+    ix = y0 - x0
+    iy = (ints[2] - ints[1]) * inner if GB.size else 0
+    for o in range(G.size // max(width, 1)):
+        start = o * width
         if GA.size:
             for j in range(ix):
-                GA[o * ix + j] += G[start + j]
+                GA[o * ix + j] += G[start + x0 + j]
         if GB.size:
             for j in range(iy):
-                GB[o * iy + j] += G[start + ix + j]
+                GB[o * iy + j] += G[start + y0 + j]
 
 
-def _join_vjp(ctx, g):
-    d, nx = int(ctx.ints[0]), int(ctx.ints[1])
-    before = (slice(None),) * d
-    return (getitem(g, before + (slice(0, nx),)) if ctx.needs[0] else None,
-            getitem(g, before + (slice(nx, None),)) if ctx.needs[1] else None)
+def _join_grads(ctx, part):
+    """The gradients of a join's inputs, `part(j, start, end)` of g for input j."""
+    ints = ctx.ints
+    grads = [part(j, int(ints[j]), int(ints[j + 1])) if need else None
+             for j, need in zip(range(len(ints) - 2), ctx.needs)]
+    return tuple(grads) + (None,) * (len(ctx.needs) - len(grads))
 
 
-_CAT = defop("cat", "CatBackward0", 2, vjp=_join_vjp, native=_join_native)
-_STACK = defop("stack", "StackBackward0", 2, vjp=_join_vjp, native=_join_native)
+def _cat_vjp(ctx, g):
+    before = (slice(None),) * int(ctx.ints[-1])
+    return _join_grads(ctx, lambda j, start, end: getitem(g, before + (slice(start, end),)))
 
 
-def _join(tensors, dim, opdef):
-    while len(tensors) > 1:
-        pairs = [tensors[i:i + 2] for i in range(0, len(tensors), 2)]
-        last = len(pairs) == 1
-        tensors = [_join_two(*pair, dim, opdef if last else _CAT) if len(pair) == 2 else pair[0]
-                   for pair in pairs]
-    (x,) = tensors
-    return x
+def _stack_vjp(ctx, g):
+    before = (slice(None),) * int(ctx.ints[-1])
+    return _join_grads(ctx, lambda j, start, end: getitem(g, before + (j,)))
 
 
-def _join_two(x, y, dim, opdef):
-    value = wrap_value(np.concatenate(promoted(x._array(), y._array()), axis=dim))  # Note [Type promotion]
-    if not ((x._rg or y._rg) and state.tape.grad_enabled):
+_CAT = defop("cat", "CatBackward0", 2, vjp=_cat_vjp, native=_join_native, variadic=True,
+             saved=(("dim", lambda row: int(row.ints[-1])),))
+_STACK = defop("stack", "StackBackward0", 2, vjp=_stack_vjp, native=_join_native, variadic=True,
+               saved=(("dim", lambda row: int(row.ints[-1])),))
+
+
+def _join(opdef, value, tensors, starts, dim):
+    """The joined `value` of `tensors`, as one row when one requires grad."""
+    value = wrap_value(value)
+    if not (state.tape.grad_enabled and any(t._rg for t in tensors)):
         return new_tensor(value)
-    return record(opdef, value, (x if x._rg else None, y if y._rg else None), ints=(dim, x.shape[dim]))
+    return record_variadic(opdef, value, [t if t._rg else None for t in tensors], ints=(*starts, dim))
 
 
 def _tensor_list(name, tensors):
@@ -869,13 +878,8 @@ def cat(tensors, dim=0):
     if len(joined) < len(given) and joined:
         empty = first.shape[:d] + (0,) + first.shape[d + 1:]
         tensors = [reshape(t, empty) if t.shape == (0,) else t for t in given]
-    if len(tensors) == 1:  # a copy, still PyTorch's CatBackward0
-        x = first
-        value = wrap_value(np.array(x._array(), copy=True))
-        if x._rg and state.tape.grad_enabled:
-            return record(_CAT, value, (x, None), ints=(d, x.shape[d]))
-        return new_tensor(value)
-    return _join(tensors, d, _CAT)
+    value = np.concatenate(promoted(*(t._array() for t in tensors)), axis=d)  # Note [Type promotion]
+    return _join(_CAT, value, tensors, np.cumsum([0] + [t.shape[d] for t in tensors]).tolist(), d)
 
 
 @declare(signature="tensors, dim=0, *, out=None", methods=(), batch=along("dim", new=1))
@@ -889,10 +893,8 @@ def stack(tensors, dim=0):
             raise RuntimeError(f"stack expects each tensor to be equal size, but got {list(tensors[0].shape)} "
                                f"at entry 0 and {list(t.shape)} at entry {i}")
     d = _norm_dim(dim, tensors[0].ndim + 1)
-    parts = [unsqueeze(t, d) for t in tensors]
-    if len(parts) == 1:
-        return parts[0]
-    return _join(parts, d, _STACK)
+    value = np.stack(promoted(*(t._array() for t in tensors)), axis=d)
+    return _join(_STACK, value, tensors, range(len(tensors) + 1), d)
 
 
 swapaxes = declare(transpose, name="swapaxes", signature="input, axis0, axis1", methods=(),

@@ -261,10 +261,11 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
     (Note [Kernels by opcode]): it stops before it begins, so it is called
     again, with the same marks."""
     if targeted:
-        _sweep.mark_leads(tp.a0, tp.a1, tp.flags, tp.work[3], roots, tp.sweep_id, tp.work[1])
+        _sweep.mark_leads(tp.a0, tp.a1, tp.xs, tp.nx, tp.pool, tp.flags, tp.work[3], roots, tp.sweep_id,
+                          tp.work[1])
     while True:
         n = tp.n
-        result = sweep(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
+        result = sweep(tp.op, tp.a0, tp.a1, tp.xs, tp.nx, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
                        tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
                        tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
                        _NO_SCRATCH if scratch is None else scratch, _kernels.ADDRESSES,
@@ -418,6 +419,11 @@ class _Ctx:
         # autograd.grad, leads to one of its inputs (the walk's copy of the
         # sweep's marks, `leads`)
         self.leads = leads
+        if tp.m_nx[r]:  # a variadic op's row (Note [Tape layout])
+            self.rows = rows = tp.inputs(r)
+            self.needs = tuple(q >= 0 and bool(flags[q] & RG) and (leads is None or bool(leads[q]))
+                               for q in rows)
+            return
         self.needs = (a >= 0 and bool(flags[a] & RG) and (leads is None or bool(leads[a])),
                       b >= 0 and bool(flags[b] & RG) and (leads is None or bool(leads[b])))
         # the rows that the VJP's gradients go to, in order with `needs`
@@ -650,7 +656,7 @@ def _failed_row(tp, roots, status, bad):
     saved it (the first the walk met)."""
     if status != _sweep.ERR_DIRTY:
         return bad
-    reached = _sweep.reachable(tp.a0, tp.a1, int(roots.max()) + 1, roots)
+    reached = tp.reachable(roots)
     for r in reached[::-1].tolist():
         saves_for = REGISTRY[tp.op[r]].saves_for
         saves = saves_for[0] | saves_for[1]
@@ -828,7 +834,7 @@ def _reaches_a_python_row(tp, roots):
     rows.extend(tp.hook_groups)  # Note [Undefined gradients]
     if not rows or not roots.size:
         return False
-    reached = _sweep.reachable(tp.a0, tp.a1, int(roots.max()) + 1, roots)
+    reached = tp.reachable(roots)
     return bool(np.isin(np.array(rows, np.int64), reached).any())
 
 

@@ -54,7 +54,7 @@ from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
 _SWEEP = '''
 @_jit
-def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
+def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
           pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
           scan_to):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
@@ -122,10 +122,15 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
+        more = nx[r]  # inputs past the second (Note [Tape layout]), which are never saved
+        need_more = False
+        for j in range(xs[r], xs[r] + more):
+            e = pool[j]
+            need_more = need_more or (e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid))
         # one table read for both refusals: a not-differentiable op always,
         # a python-only op when computing (Note [Python-only rows])
         refusal = REFUSES[o]
-        if refusal != 0 and (need_a or need_b) and (refusal == REFUSES_ALWAYS or compute):
+        if refusal != 0 and (need_a or need_b or need_more) and (refusal == REFUSES_ALWAYS or compute):
             status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
@@ -162,6 +167,18 @@ def %(name)s(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, fla
             if _captures(b, op, flags, targeted):
                 caps[ncaps] = b
                 ncaps += 1
+        if need_more:
+            for j in range(xs[r], xs[r] + more):
+                e = pool[j]
+                if e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid) and stamp[e] != sid:
+                    stamp[e] = sid
+                    if ndim[e] == 0:
+                        sadj[e] = 0.0
+                    if op[e] > CONST:
+                        pending += 1
+                    if _captures(e, op, flags, targeted):
+                        caps[ncaps] = e
+                        ncaps += 1
         if not compute:
             visited[nvisited] = r
             nvisited += 1
@@ -245,7 +262,12 @@ _SWEEP_VARIANTS = {
                        "                status, bad = ERR_FREED, r\n                break\n"
                        "            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,\n"
                        "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf,\n"
-                       "                        kernels)"),
+                       "                        kernels)\n"
+                       "            if need_more:\n"
+                       "                _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim,\n"
+                       "                           shp, ia, ian, sadj, pool, empty, kernels)\n"
+                       "            if ndim[r] > 0 and not _captures(r, op, flags, targeted) and r in adj:\n"
+                       "                adj.pop(r)"),
         # element by element: a slice assignment's shape check formats its
         # error message with Numba's string code, a second of compile
         gather=("            elif i in adj:\n"
@@ -451,7 +473,7 @@ def _adjoint(r, adj, numel, ndim, sadj):
 
 
 @_jit
-def mark_leads(a0, a1, flags, leads, roots, sid, found):
+def mark_leads(a0, a1, xs, nx, pool, flags, leads, roots, sid, found):
     """leads[r] = sid for each row reachable from `roots` that leads to a
     TARGET row (one of autograd.grad's inputs), -sid for the other reachable
     rows. The rows are found from the roots along input edges (`found`, as
@@ -480,12 +502,21 @@ def mark_leads(a0, a1, flags, leads, roots, sid, found):
             leads[b] = -sid
             found[n] = b
             n += 1
+        for j in range(xs[r], xs[r] + nx[r]):
+            e = pool[j]
+            if e >= 0 and leads[e] != -sid:
+                leads[e] = -sid
+                found[n] = e
+                n += 1
     rows = found[:n]
     _heapsort(rows)
     for r in rows:
         a = a0[r]
         b = a1[r]
-        if (flags[r] & TARGET) != 0 or (a >= 0 and leads[a] == sid) or (b >= 0 and leads[b] == sid):
+        lead = (flags[r] & TARGET) != 0 or (a >= 0 and leads[a] == sid) or (b >= 0 and leads[b] == sid)
+        for j in range(xs[r], xs[r] + nx[r]):
+            lead = lead or (pool[j] >= 0 and leads[pool[j]] == sid)
+        if lead:
             leads[r] = sid
 
 
@@ -667,8 +698,32 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
     else:
         _call_structural(kernels[TENSOR, o], G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    if ndim[r] > 0 and not keep:
-        adj.pop(r)
+
+
+@_jit
+def _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim, shp, ia, ian, sadj, pool,
+               empty, kernels):
+    """The VJP of row r into its inputs past the second (Note [Tape layout]):
+    its kernel takes them two at a time, as it takes a0 and a1, with its
+    static ints from the pair's first input's entry on: a variadic op's ints
+    hold one entry per input (cat's offsets), then one more, then its own."""
+    if ndim[r] > 0 and r not in adj:
+        return  # no gradient reached this row
+    G = _adjoint(r, adj, numel, ndim, sadj)
+    osh = pool[shp[r]:shp[r] + ndim[r]]
+    for q in range(0, nx[r], 2):
+        e = pool[xs[r] + q]
+        f = pool[xs[r] + q + 1] if q + 1 < nx[r] else -1
+        need_e = e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid)
+        need_f = f >= 0 and (flags[f] & RG) != 0 and (not targeted or leads[f] == sid)
+        if not (need_e or need_f):
+            continue
+        GA = _adjoint(e, adj, numel, ndim, sadj) if need_e else empty
+        GB = _adjoint(f, adj, numel, ndim, sadj) if need_f else empty
+        esh = pool[shp[e]:shp[e] + ndim[e]] if e >= 0 else pool[0:0]
+        fsh = pool[shp[f]:shp[f] + ndim[f]] if f >= 0 else pool[0:0]
+        ints = pool[ia[r] + 2 + q:ia[r] + ian[r]]
+        _call_structural(kernels[TENSOR, o], G, empty, empty, empty, GA, GB, osh, esh, fsh, ints, param[r])
 
 
 # not nogil: it writes into the .grad arrays of tensors that another thread's
@@ -692,35 +747,39 @@ def add_into(flat, offsets, dest):
 
 
 @_jit
-def reachable(a0, a1, n, roots):
-    """Rows reachable from `roots` along input edges, ascending (for compaction)."""
-    seen = np.zeros(n, np.bool_)
+def reachable(a0, a1, xs, nx, pool, lo, hi, roots):
+    """The rows among lo..hi-1 that `roots` (rows in that range) reach along
+    input edges that stay in it, ascending (for compaction, checkpoint)."""
+    seen = np.zeros(hi - lo, np.bool_)
     for i in range(roots.size):
-        seen[roots[i]] = True
+        seen[roots[i] - lo] = True
     count = 0
-    for r in range(n - 1, -1, -1):
-        if seen[r]:
+    for r in range(hi - 1, lo - 1, -1):
+        if seen[r - lo]:
             count += 1
-            if a0[r] >= 0:
-                seen[a0[r]] = True
-            if a1[r] >= 0:
-                seen[a1[r]] = True
+            if a0[r] >= lo:
+                seen[a0[r] - lo] = True
+            if a1[r] >= lo:
+                seen[a1[r] - lo] = True
+            for j in range(xs[r], xs[r] + nx[r]):
+                if pool[j] >= lo:
+                    seen[pool[j] - lo] = True
     kept = np.empty(count, np.int64)
     k = 0
-    for r in range(n):
+    for r in range(hi - lo):
         if seen[r]:
-            kept[k] = r
+            kept[k] = r + lo
             k += 1
     return kept
 
 
 @_jit
-def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
+def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
     """Move rows `kept` down to 0..len(kept)-1, renumbering inputs and
     repacking their pool entries; return the new pool and its fill."""
     live = 0
     for j in range(kept.size):
-        live += ndim[kept[j]] + ian[kept[j]]
+        live += ndim[kept[j]] + ian[kept[j]] + nx[kept[j]]
     # sized for what survives, with room to grow: a pool the size of the old
     # one would be fresh memory to fault in on every compaction
     new_pool = np.zeros(max(2 * live, 4096), np.int64)
@@ -736,6 +795,12 @@ def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
         s, k = ia[i], ian[i]
         new_pool[q:q + k] = pool[s:s + k]
         ia[j] = q
+        q += k
+        s, k = xs[i], nx[i]
+        for e in range(k):
+            new_pool[q + e] = newidx[pool[s + e]] if pool[s + e] >= 0 else -1
+        xs[j] = q
+        nx[j] = k
         q += k
     return new_pool, q
 '''

@@ -209,8 +209,9 @@ def next_rows(tp, r):
     itself (a custom Function's arguments, past the rows that join them)."""
     a0, flags = tp.m_a0, tp.m_flags
     state = tp.python_rows.get(r) if tp.python_rows else None
+    opdef = REGISTRY[tp.m_op[r]]
     inputs = (state.input_rows(tp, r) if state is not None
-              else (a0[r], tp.m_a1[r])[:REGISTRY[tp.m_op[r]].arity])
+              else tp.inputs(r) if opdef.variadic else (a0[r], tp.m_a1[r])[:opdef.arity])
     rows = []
     for i in inputs:
         if i >= 0 and flags[i] & RG:

@@ -6,7 +6,6 @@ gets: a removed op's number is never given again."""
 OPCODES = {
     "leaf": 0,
     "const": 1,
-    "function_inputs": 2,
     "function": 3,
     "function_output": 4,
     "delayed_error": 5,

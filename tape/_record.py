@@ -9,7 +9,7 @@ from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
-__all__ = ["record", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
+__all__ = ["record", "record_variadic", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
            "operand_value", "python_number", "sum_to"]
 
 _NUMBER = (float, int)
@@ -110,6 +110,20 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
 
 
 _SAVES_NOTHING = (0, 0)
+
+
+def record_variadic(opdef, value, inputs, *, ints=None):
+    """`record` for a variadic op (`opdef.variadic`: cat, stack) of any
+    number of `inputs` (Tensors, or None for one that needs no gradient)."""
+    tp = state.tape
+    tp.reserve(len(inputs) + 3)
+    for t in inputs:  # rows for leaves first: every input row is below its consumer
+        if t is not None:
+            tp.adopt(t)
+    out = record(opdef, value, inputs[:2], ints=ints)
+    if len(inputs) > 2:
+        tp.more_inputs(out._row, [-1 if t is None else tp.adopt(t) for t in inputs[2:]])
+    return out
 
 
 def op_result(opdef, value, inputs, **kwargs):

@@ -146,6 +146,10 @@ class OpDef:
               rows through the Python walk (Note [Python-only rows])
     saved     PyTorch's names of what the row saves, (name, source) pairs in
               PyTorch's order (Note [Saved values' names])
+    variadic  an op of any number of tensor inputs (cat, a custom Function):
+              its rows keep those past the second in the pool (Note [Tape
+              layout]); it saves no input, and its native kernel takes its
+              inputs two at a time (tape/_gen.py's _more_vjps)
     """
     name: str
     grad_fn: str
@@ -161,6 +165,7 @@ class OpDef:
     not_differentiable: str = None
     python_only: bool = False
     saved: tuple = ()
+    variadic: bool = False
     # an elementwise op's function and scalar forward, set by tape/_record.py's
     # factories: the vocabulary of partials reaches them here
     function: object = field(default=None, repr=False)
@@ -229,7 +234,7 @@ def _saves_of(names):
 
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
-          not_differentiable=None, python_only=False, saved=None):
+          not_differentiable=None, python_only=False, saved=None, variadic=False):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
@@ -263,10 +268,13 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
         if arity > 0 and (vjp is None or native is None):
             raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
         saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
+    if variadic and (arity != 2 or partials is not None or (saves or 0) & (SAVES_X | SAVES_Y)):
+        raise ValueError(f"op {name!r}: a variadic op is structural or python-only, of arity 2 (its "
+                         "first two inputs), and saves no input")
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
                   saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
                   not_differentiable=not_differentiable, python_only=python_only,
-                  saved=_saved_names(name, saved, saves or 0, arity))
+                  saved=_saved_names(name, saved, saves or 0, arity), variadic=variadic)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

@@ -18,18 +18,18 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "5c258d4d1307aba7"
+REGISTRY_DIGEST = "d44482696e0da5dc"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5], np.int64)
 ELEMENTWISE = np.array([False, False, False, False, False, False, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False], np.bool_)
 UNIT_A = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, -1.0, 0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], np.float64)
 UNIT_B = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, -1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0], np.float64)
-REFUSES = np.array([0, 0, 2, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
+REFUSES = np.array([0, 0, 0, 2, 2, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], np.int8)
 HAS_B = np.array([False, False, False, False, False, False, True, True, True, True, False, False, False, False, False, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, True, True, True, False, False, False, True, True, True, True, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, False, True, False, False, False, False], np.bool_)
 REFUSES_ALWAYS = 1
 NOPS = 152
-OPCODES = ('leaf', 'const', 'function_inputs', 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'floor_div', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'norm0', 'norm_p', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'slogdet_sign', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_', 'prod', 'prod_dim')
+OPCODES = ('leaf', 'const', None, 'function', 'function_output', 'delayed_error', 'add', 'sub', 'mul', 'div', 'neg', 'reciprocal', 'pow_scalar', 'rsub', 'rpow', 'pow', 'floor_div', 'remainder', 'remainder_scalar', 'exp', 'log', 'sin', 'cos', 'tanh', 'sigmoid', 'relu', 'sqrt', 'abs', 'sign', 'floor', 'step', 'ceil', 'trunc', 'round', 'round_decimals', 'maximum', 'minimum', 'atan2', 'erf', 'silu', 'gelu', 'gelu_tanh', 'softplus', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'asinh', 'acosh', 'atanh', 'exp2', 'expm1', 'log2', 'log10', 'log1p', 'rsqrt', 'square', 'clone', 'to_copy', 'xlogy', 'xlogy_scalar_other', 'xlogy_scalar_self', 'hypot', 'logaddexp', 'lerp', 'clamp', 'clamp_min', 'clamp_max', 'clamp_tensor_lower', 'clamp_tensor_upper', 'clamp_min_tensor', 'clamp_max_tensor', 'rremainder', 'floor_divide', 'expand', 'view', 'unsqueeze', 'squeeze', 'squeeze_dim', 'permute', 'transpose', 't', 'select', 'slice', 'alias', 'index_unsqueeze', 'strided_scatter', 'index', 'index_put', 'cat', 'stack', 'repeat', 'roll', 'sum', 'sum_dim', 'mean', 'mean_dim', 'amax', 'amin', 'max_all', 'min_all', 'max_dim', 'min_dim', 'logsumexp', 'softmax', 'log_softmax', 'var', 'std', 'norm', 'norm0', 'norm_p', 'cumsum', 'cumprod', 'where', 'masked_fill', 'masked_fill_tensor', 'masked_select', 'split', 'split_with_sizes', 'unbind', 'flip', 'index_select', 'gather', 'diagonal', 'diag_embed', 'diag_copy', 'trace', 'triu', 'tril', 'mm', 'mv', 'dot', 'bmm', 'inv', 'det', 'slogdet', 'slogdet_sign', 'solve', 'cholesky', 'sort', 'topk', 'zero_', 'fill_', 'uniform_', 'normal_', 'copy', 'copy_slices', 'index_put_', 'prod', 'prod_dim')
 
 
 
@@ -220,7 +220,7 @@ def _adjoint(r, adj, numel, ndim, sadj):
 
 
 @_jit
-def mark_leads(a0, a1, flags, leads, roots, sid, found):
+def mark_leads(a0, a1, xs, nx, pool, flags, leads, roots, sid, found):
     """leads[r] = sid for each row reachable from `roots` that leads to a
     TARGET row (one of autograd.grad's inputs), -sid for the other reachable
     rows. The rows are found from the roots along input edges (`found`, as
@@ -249,12 +249,21 @@ def mark_leads(a0, a1, flags, leads, roots, sid, found):
             leads[b] = -sid
             found[n] = b
             n += 1
+        for j in range(xs[r], xs[r] + nx[r]):
+            e = pool[j]
+            if e >= 0 and leads[e] != -sid:
+                leads[e] = -sid
+                found[n] = e
+                n += 1
     rows = found[:n]
     _heapsort(rows)
     for r in rows:
         a = a0[r]
         b = a1[r]
-        if (flags[r] & TARGET) != 0 or (a >= 0 and leads[a] == sid) or (b >= 0 and leads[b] == sid):
+        lead = (flags[r] & TARGET) != 0 or (a >= 0 and leads[a] == sid) or (b >= 0 and leads[b] == sid)
+        for j in range(xs[r], xs[r] + nx[r]):
+            lead = lead or (pool[j] >= 0 and leads[pool[j]] == sid)
+        if lead:
             leads[r] = sid
 
 
@@ -436,8 +445,32 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
     else:
         _call_structural(kernels[TENSOR, o], G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
-    if ndim[r] > 0 and not keep:
-        adj.pop(r)
+
+
+@_jit
+def _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim, shp, ia, ian, sadj, pool,
+               empty, kernels):
+    """The VJP of row r into its inputs past the second (Note [Tape layout]):
+    its kernel takes them two at a time, as it takes a0 and a1, with its
+    static ints from the pair's first input's entry on: a variadic op's ints
+    hold one entry per input (cat's offsets), then one more, then its own."""
+    if ndim[r] > 0 and r not in adj:
+        return  # no gradient reached this row
+    G = _adjoint(r, adj, numel, ndim, sadj)
+    osh = pool[shp[r]:shp[r] + ndim[r]]
+    for q in range(0, nx[r], 2):
+        e = pool[xs[r] + q]
+        f = pool[xs[r] + q + 1] if q + 1 < nx[r] else -1
+        need_e = e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid)
+        need_f = f >= 0 and (flags[f] & RG) != 0 and (not targeted or leads[f] == sid)
+        if not (need_e or need_f):
+            continue
+        GA = _adjoint(e, adj, numel, ndim, sadj) if need_e else empty
+        GB = _adjoint(f, adj, numel, ndim, sadj) if need_f else empty
+        esh = pool[shp[e]:shp[e] + ndim[e]] if e >= 0 else pool[0:0]
+        fsh = pool[shp[f]:shp[f] + ndim[f]] if f >= 0 else pool[0:0]
+        ints = pool[ia[r] + 2 + q:ia[r] + ian[r]]
+        _call_structural(kernels[TENSOR, o], G, empty, empty, empty, GA, GB, osh, esh, fsh, ints, param[r])
 
 
 # not nogil: it writes into the .grad arrays of tensors that another thread's
@@ -461,35 +494,39 @@ def add_into(flat, offsets, dest):
 
 
 @_jit
-def reachable(a0, a1, n, roots):
-    """Rows reachable from `roots` along input edges, ascending (for compaction)."""
-    seen = np.zeros(n, np.bool_)
+def reachable(a0, a1, xs, nx, pool, lo, hi, roots):
+    """The rows among lo..hi-1 that `roots` (rows in that range) reach along
+    input edges that stay in it, ascending (for compaction, checkpoint)."""
+    seen = np.zeros(hi - lo, np.bool_)
     for i in range(roots.size):
-        seen[roots[i]] = True
+        seen[roots[i] - lo] = True
     count = 0
-    for r in range(n - 1, -1, -1):
-        if seen[r]:
+    for r in range(hi - 1, lo - 1, -1):
+        if seen[r - lo]:
             count += 1
-            if a0[r] >= 0:
-                seen[a0[r]] = True
-            if a1[r] >= 0:
-                seen[a1[r]] = True
+            if a0[r] >= lo:
+                seen[a0[r] - lo] = True
+            if a1[r] >= lo:
+                seen[a1[r] - lo] = True
+            for j in range(xs[r], xs[r] + nx[r]):
+                if pool[j] >= lo:
+                    seen[pool[j] - lo] = True
     kept = np.empty(count, np.int64)
     k = 0
-    for r in range(n):
+    for r in range(hi - lo):
         if seen[r]:
-            kept[k] = r
+            kept[k] = r + lo
             k += 1
     return kept
 
 
 @_jit
-def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
+def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
     """Move rows `kept` down to 0..len(kept)-1, renumbering inputs and
     repacking their pool entries; return the new pool and its fill."""
     live = 0
     for j in range(kept.size):
-        live += ndim[kept[j]] + ian[kept[j]]
+        live += ndim[kept[j]] + ian[kept[j]] + nx[kept[j]]
     # sized for what survives, with room to grow: a pool the size of the old
     # one would be fresh memory to fault in on every compaction
     new_pool = np.zeros(max(2 * live, 4096), np.int64)
@@ -506,12 +543,18 @@ def compact_rows(a0, a1, shp, ndim, ia, ian, pool, npool, kept, newidx):
         new_pool[q:q + k] = pool[s:s + k]
         ia[j] = q
         q += k
+        s, k = xs[i], nx[i]
+        for e in range(k):
+            new_pool[q + e] = newidx[pool[s + e]] if pool[s + e] >= 0 else -1
+        xs[j] = q
+        nx[j] = k
+        q += k
     return new_pool, q
 
 
 
 @_jit
-def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
+def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
           pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
           scan_to):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
@@ -598,10 +641,15 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
+        more = nx[r]  # inputs past the second (Note [Tape layout]), which are never saved
+        need_more = False
+        for j in range(xs[r], xs[r] + more):
+            e = pool[j]
+            need_more = need_more or (e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid))
         # one table read for both refusals: a not-differentiable op always,
         # a python-only op when computing (Note [Python-only rows])
         refusal = REFUSES[o]
-        if refusal != 0 and (need_a or need_b) and (refusal == REFUSES_ALWAYS or compute):
+        if refusal != 0 and (need_a or need_b or need_more) and (refusal == REFUSES_ALWAYS or compute):
             status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
@@ -638,6 +686,18 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             if _captures(b, op, flags, targeted):
                 caps[ncaps] = b
                 ncaps += 1
+        if need_more:
+            for j in range(xs[r], xs[r] + more):
+                e = pool[j]
+                if e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid) and stamp[e] != sid:
+                    stamp[e] = sid
+                    if ndim[e] == 0:
+                        sadj[e] = 0.0
+                    if op[e] > CONST:
+                        pending += 1
+                    if _captures(e, op, flags, targeted):
+                        caps[ncaps] = e
+                        ncaps += 1
         if not compute:
             visited[nvisited] = r
             nvisited += 1
@@ -663,6 +723,11 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
             _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,
                         shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf,
                         kernels)
+            if need_more:
+                _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim,
+                           shp, ia, ian, sadj, pool, empty, kernels)
+            if ndim[r] > 0 and not _captures(r, op, flags, targeted) and r in adj:
+                adj.pop(r)
         if not retain:
             # Free what this row saved. A row's value goes once no consumer
             # needs it: all of them sit above it, so that is known here for
@@ -713,7 +778,7 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
 
 
 @_jit
-def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
+def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
           pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
           scan_to):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
@@ -782,10 +847,15 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
+        more = nx[r]  # inputs past the second (Note [Tape layout]), which are never saved
+        need_more = False
+        for j in range(xs[r], xs[r] + more):
+            e = pool[j]
+            need_more = need_more or (e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid))
         # one table read for both refusals: a not-differentiable op always,
         # a python-only op when computing (Note [Python-only rows])
         refusal = REFUSES[o]
-        if refusal != 0 and (need_a or need_b) and (refusal == REFUSES_ALWAYS or compute):
+        if refusal != 0 and (need_a or need_b or need_more) and (refusal == REFUSES_ALWAYS or compute):
             status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
@@ -822,6 +892,18 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
             if _captures(b, op, flags, targeted):
                 caps[ncaps] = b
                 ncaps += 1
+        if need_more:
+            for j in range(xs[r], xs[r] + more):
+                e = pool[j]
+                if e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid) and stamp[e] != sid:
+                    stamp[e] = sid
+                    if ndim[e] == 0:
+                        sadj[e] = 0.0
+                    if op[e] > CONST:
+                        pending += 1
+                    if _captures(e, op, flags, targeted):
+                        caps[ncaps] = e
+                        ncaps += 1
         if not compute:
             visited[nvisited] = r
             nvisited += 1
@@ -3622,19 +3704,23 @@ def _k_index_put(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n,
 
 @_jit
 def _vjp_cat(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    d, nx = ints[0], ints[1]
+    # inputs two at a time (tape/_gen.py's _more_vjps): ints from this pair's first entry on
+    d = ints[ints.size - 1]
     inner = 1
     for k in range(d + 1, osh.size):
         inner *= osh[k]
-    ix, iy = nx * inner, (osh[d] - nx) * inner
-    for o in range(G.size // max(ix + iy, 1)):
-        start = o * (ix + iy)
+    width = osh[d] * inner
+    x0, y0 = ints[0] * inner, ints[1] * inner
+    ix = y0 - x0
+    iy = (ints[2] - ints[1]) * inner if GB.size else 0
+    for o in range(G.size // max(width, 1)):
+        start = o * width
         if GA.size:
             for j in range(ix):
-                GA[o * ix + j] += G[start + j]
+                GA[o * ix + j] += G[start + x0 + j]
         if GB.size:
             for j in range(iy):
-                GB[o * iy + j] += G[start + ix + j]
+                GB[o * iy + j] += G[start + y0 + j]
 
 
 def _k_cat(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, ints_p, ints_n, pp):
@@ -4106,7 +4192,7 @@ def _k_prod(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, osh_
 KERNELS = (
     (None, None, None),  # leaf
     (None, None, None),  # const
-    (None, None, None),  # function_inputs
+    (None, None, None),  # no op
     (None, None, None),  # function
     (None, None, None),  # function_output
     (None, None, None),  # delayed_error

@@ -22,11 +22,18 @@ __all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_
 # input row is below its consumer and a reverse sweep needs no sort.
 #
 #   op     int32    opcode (tape._registry.Op)
-#   a0,a1  int64    input rows; -1 for "no input", or, for an elementwise op,
-#                   "this operand is the constant in c". An elementwise op's
-#                   input may have fewer elements than its output (a bias
-#                   over a batch): the sweep broadcasts it and sums its
-#                   gradient back, so broadcasting costs no row
+#   a0,a1  int64    the first two input rows; -1 for "no input", or, for an
+#                   elementwise op, "this operand is the constant in c". An
+#                   elementwise op's input may have fewer elements than its
+#                   output (a bias over a batch): the sweep broadcasts it and
+#                   sums its gradient back, so broadcasting costs no row
+#   xs, nx int64    the inputs past the second (cat of 50 tensors: one row,
+#                   48 of them here) at pool[xs:xs+nx]; nx is 0 for the rows
+#                   of every op of at most two inputs, which keep theirs in
+#                   a0 and a1: the scalar path writes two columns, not a
+#                   pool entry and its offset, and the sweep reads them
+#                   without an indirection. An op of more inputs saves none
+#                   of the extra ones (tape._registry's `variadic`)
 #   c      float64  constant operand of an elementwise op (stride 0)
 #   p      float64  op parameter (exponent, alpha, 1/n); 1.0 when unused
 #   sval   float64  the value, when the output is 0-d
@@ -65,6 +72,7 @@ __all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
 
 _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
+            ("xs", np.int64, 0), ("nx", np.int64, 0),
             ("c", np.float64, 0.0), ("p", np.float64, 1.0), ("sval", np.float64, 0.0),
             ("ptr", np.int64, 0), ("numel", np.int64, 1), ("ndim", np.int64, 0),
             ("shp", np.int64, 0), ("ia", np.int64, 0), ("ian", np.int64, 0),
@@ -420,7 +428,7 @@ class Tape:
         """Drop every row no live Tensor or node can reach; renumber the rest
         in a new epoch (see Note [Tape layout])."""
         n = self.n
-        kept = _sweep.reachable(self.a0, self.a1, n, self._roots())
+        kept = self.reachable(self._roots(), 0, n)
         while self.python_rows:
             # a dead Function's ctx still holds the tensors it saved, which
             # made their rows roots: without it, they may be garbage too
@@ -430,7 +438,7 @@ class Tape:
                 break
             for r in dropped:
                 del self.python_rows[r]
-            kept = _sweep.reachable(self.a0, self.a1, n, self._roots())
+            kept = self.reachable(self._roots(), 0, n)
         # the outputs a live Function saved keep their rows (their only input
         # is its node, kept): a create_graph backward goes through them
         saved = [r for state in self.python_rows.values() for r in state.saved_rows()]
@@ -439,11 +447,11 @@ class Tape:
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)
-        pool, npool = _sweep.compact_rows(self.a0, self.a1, self.shp, self.ndim, self.ia,
+        pool, npool = _sweep.compact_rows(self.a0, self.a1, self.xs, self.nx, self.shp, self.ndim, self.ia,
                                           self.ian, self.pool, self.npool, kept, newidx)
         for name, _, default in _COLUMNS:
             col = getattr(self, name)
-            if name not in ("a0", "a1", "shp", "ia"):
+            if name not in ("a0", "a1", "xs", "nx", "shp", "ia"):
                 col[:m] = col[kept]
             col[m:n] = default
         self.pool, self.npool = pool, npool
@@ -553,21 +561,38 @@ class Tape:
         old[k] (its nuse now, less `old_uses[k]`, its count before them)."""
         n = self.n
         nuse = self.nuse
+        more = np.flatnonzero(self.nx[lo:n]) + lo
+        extra = [self.pool[s:s + k] for s, k in zip(self.xs[more].tolist(), self.nx[more].tolist())]
         for o, p, before in zip(old, new, old_uses):
-            for col in (self.a0, self.a1):
-                seg = col[lo:n]
+            for seg in (self.a0[lo:n], self.a1[lo:n], *extra):
                 seg[seg == o] = p
             moved = nuse[o] - before
             nuse[o] -= moved
             nuse[p] += moved
 
-    def reachable_within(self, lo, hi, roots):
-        """The rows among lo..hi-1 that `roots` (rows in that range) reach
-        along input edges that stay in it, ascending: the work is the
-        range's, however long the tape below it."""
-        local = np.asarray(roots, np.int64) - lo
-        # inputs below lo come out negative, which `reachable` takes for none
-        return _sweep.reachable(self.a0[lo:hi] - lo, self.a1[lo:hi] - lo, hi - lo, local) + lo
+    def reachable(self, roots, lo=0, hi=None):
+        """The rows among lo..hi-1 (hi: past the highest root) that `roots`
+        (rows in that range) reach along input edges that stay in it,
+        ascending: the work is the range's, however long the tape below it."""
+        roots = np.asarray(roots, np.int64)
+        if hi is None:
+            hi = int(roots.max()) + 1 if roots.size else lo
+        return _sweep.reachable(self.a0, self.a1, self.xs, self.nx, self.pool, lo, hi, roots)
+
+    def inputs(self, r):
+        """The input rows of row r, in order (-1 for a constant operand or a
+        missing one), as many as its op takes (`arity`; all of a variadic op's)."""
+        rows = (int(self.m_a0[r]), int(self.m_a1[r]))
+        k = self.m_nx[r]
+        if k:
+            s = self.m_xs[r]
+            return rows + tuple(self.pool[s:s + k].tolist())
+        return rows
+
+    def more_inputs(self, r, rows):
+        """Give row r (just appended, inputs a0 and a1) the further input rows `rows`."""
+        self.m_xs[r] = self._push(rows)
+        self.m_nx[r] = len(rows)
 
     def drop_cut_off(self, lo, hi):
         """Drop the values of rows lo..hi-1 that nothing live reaches, saved
@@ -579,7 +604,7 @@ class Tape:
                 and sys.getrefcount(owners[r]) > _DEAD_REFS_AT]
         live.extend(r for r in (*(node.row() for node in self.nodes), *self.retained, *self.hooks)
                     if lo <= r < hi)
-        reached = set(self.reachable_within(lo, hi, live).tolist()) if live else set()
+        reached = set(self.reachable(live, lo, hi).tolist()) if live else set()
         op, ptr = self.m_op, self.m_ptr
         for r in range(lo, hi):
             if ptr[r] and op[r] > CONST and r not in reached:

@@ -239,7 +239,7 @@ class _Level:
                 roots.append(r)
         if not roots:
             return False
-        reached = _sweep.reachable(tp.a0, tp.a1, max(roots) + 1, np.array(roots, np.int64))
+        reached = tp.reachable(roots)
         for r in reached[(tp.op[reached] == LEAF) & (tp.flags[reached] & RG != 0)].tolist():
             leaf = tp.tensor_at(r)
             # a dead leaf: nothing can ask for its gradient

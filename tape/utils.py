@@ -223,10 +223,12 @@ def _sources(tp, start, recorded, args, kwargs):
     the arguments as given, leaves as themselves, other rows as tensors
     naming them."""
     roots = np.array([where(o)[1] for o in recorded], np.int64)
-    reached = tp.reachable_within(start, tp.n, roots[roots >= start])
+    reached = tp.reachable(roots[roots >= start], start, tp.n)
     op, flags = tp.op, tp.flags
     inside = reached[op[reached] > CONST]
-    inputs = np.concatenate([tp.a0[inside], tp.a1[inside], roots, reached[op[reached] == LEAF]])
+    more = inside[tp.nx[inside] > 0].tolist()
+    inputs = np.concatenate([tp.a0[inside], tp.a1[inside], roots, reached[op[reached] == LEAF],
+                             np.array([q for r in more for q in tp.inputs(r)[2:]], np.int64)])
     inputs = inputs[inputs >= 0]
     rows = np.unique(inputs[((inputs < start) | (op[inputs] == LEAF)) & (flags[inputs] & RG != 0)])
     given = {}

@@ -22,9 +22,7 @@ __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 # ~~~~~~~~~~~~~~~~~~~~
 # One apply of a Function whose tensor arguments require grad records, in
 # this order (see Note [Python-only rows] in tape._engine):
-#   - join rows (op function_inputs) pairing the rows of those arguments into
-#     a binary tree, since a row has at most two inputs;
-#   - the node row (op function) over the tree's top one or two rows;
+#   - the node row (op function, variadic) over the rows of those arguments;
 #     `tp.python_rows[node]` is the apply's ctx, which names the node's type,
 #     `<Name>Backward`;
 #   - a hidden row per differentiable output (op function_output) over the
@@ -33,7 +31,7 @@ __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 # The reverse walk reaches the output rows before the node: each hands its
 # gradient to the node as _OutputGrads, which add up into one per walk; the
 # node's VJP runs the user's backward and sends the arguments' gradients
-# straight to their rows (ctx.rows), so the join rows pass none.
+# to their rows (ctx.rows).
 #
 # Lifetime: the ctx lives in tp.python_rows while the node row does, and
 # compaction drops it with the row. It holds saved arguments as Tensors
@@ -47,10 +45,6 @@ __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 # retain_graph frees them.
 
 
-def _join_vjp(ctx, g):
-    return (None, None)  # never reached by a gradient: the node sends its own
-
-
 def _output_vjp(ctx, g):
     ctx.rows = (ctx._a,)
     # an undefined gradient (Note [Undefined gradients] in tape._engine) hands on none
@@ -61,8 +55,7 @@ def _node_vjp(ctx, g):
     return ctx._tp.python_rows[ctx._r]._backward(ctx, g)
 
 
-_JOIN = defop("function_inputs", "FunctionInputs", 2, vjp=_join_vjp, python_only=True)
-_NODE = defop("function", "FunctionBackward", 2, vjp=_node_vjp, python_only=True)
+_NODE = defop("function", "FunctionBackward", 2, vjp=_node_vjp, python_only=True, variadic=True)
 _OUTPUT = defop("function_output", "FunctionOutput", 1, vjp=_output_vjp, python_only=True)
 _DELAYED_ERROR = defop("delayed_error", "Error", 1, not_differentiable=(
     "trying to differentiate twice a function that was marked with @once_differentiable"))
@@ -364,18 +357,8 @@ def _fit(g, shape, i, name):
 
 
 def _argument_rows(tp, r):
-    """The rows of node r's arguments that require grad, in order: the leaves
-    of its tree of join rows (Note [Function rows]), walked without recursion."""
-    rows = []
-    a0, a1, op = tp.m_a0, tp.m_a1, tp.m_op
-    pending = [q for q in (a1[r], a0[r]) if q >= 0]
-    while pending:
-        q = pending.pop()
-        if op[q] == _JOIN.code:
-            pending.extend(i for i in (a1[q], a0[q]) if i >= 0)
-        else:
-            rows.append(int(q))
-    return rows
+    """The rows of node r's arguments that require grad, in order (Note [Function rows])."""
+    return [q for q in tp.inputs(r) if q >= 0]
 
 
 class FunctionNode(Node):
@@ -528,10 +511,9 @@ def _record(tp, ctx, args, outputs):
     tp.reserve(2 * len(tensors) + len(outputs) + 2)
     recorded = [isinstance(a, Tensor) and a._rg for a in args]
     rows = [tp.adopt(a) for a, rec in zip(args, recorded) if rec]
-    while len(rows) > 2:
-        rows = [tp.append(_JOIN.code, 0.0, object(), rows[i], rows[i + 1]) if i + 1 < len(rows) else rows[i]
-                for i in range(0, len(rows), 2)]
     node = tp.append(_NODE.code, 0.0, object(), rows[0], rows[1] if len(rows) > 1 else -1)
+    if len(rows) > 2:
+        tp.more_inputs(node, rows[2:])
     if anomaly.enabled:
         keep_trace(tp, node)
     ctx._tape = tp
