@@ -1117,11 +1117,20 @@ def _vstack_dim(shape):
     return 0
 
 
+def _lift(t, lifted):
+    """t in the shape `lifted` gives, as PyTorch's atleast_1d/atleast_2d make
+    it: a vector gets its leading dim by unsqueeze, a 0-d tensor by a view."""
+    shape = lifted(t.shape)
+    if shape == t.shape:
+        return t
+    return unsqueeze(t, 0) if t.ndim == 1 else reshape(t, shape)
+
+
 def _stacked(name, tensors, lifted, dim_of):
     tensors = _tensor_list(name, tensors)
     if not tensors:
         raise RuntimeError(f"{name} expects a non-empty TensorList")
-    parts = [t if lifted(t.shape) == t.shape else reshape(t, lifted(t.shape)) for t in tensors]
+    parts = [_lift(t, lifted) for t in tensors]
     return cat(parts, dim_of(parts[0].shape))
 
 

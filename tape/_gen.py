@@ -779,7 +779,7 @@ def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
     repacking their pool entries; return the new pool and its fill."""
     live = 0
     for j in range(kept.size):
-        live += ndim[kept[j]] + ian[kept[j]] + nx[kept[j]]
+        live += ndim[kept[j]] + ian[kept[j]] + max(nx[kept[j]], 0)
     # sized for what survives, with room to grow: a pool the size of the old
     # one would be fresh memory to fault in on every compaction
     new_pool = np.zeros(max(2 * live, 4096), np.int64)
@@ -801,7 +801,7 @@ def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
             new_pool[q + e] = newidx[pool[s + e]] if pool[s + e] >= 0 else -1
         xs[j] = q
         nx[j] = k
-        q += k
+        q += max(k, 0)
     return new_pool, q
 '''
 

@@ -121,8 +121,8 @@ def record_variadic(opdef, value, inputs, *, ints=None):
         if t is not None:
             tp.adopt(t)
     out = record(opdef, value, inputs[:2], ints=ints)
-    if len(inputs) > 2:
-        tp.more_inputs(out._row, [-1 if t is None else tp.adopt(t) for t in inputs[2:]])
+    if len(inputs) != 2:
+        tp.more_inputs(out._row, [-1 if t is None else tp.adopt(t) for t in inputs[2:]] if inputs[1:] else None)
     return out
 
 

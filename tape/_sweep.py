@@ -18,7 +18,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "d44482696e0da5dc"
+REGISTRY_DIGEST = "93341b178f3c0a36"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5], np.int64)
@@ -526,7 +526,7 @@ def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
     repacking their pool entries; return the new pool and its fill."""
     live = 0
     for j in range(kept.size):
-        live += ndim[kept[j]] + ian[kept[j]] + nx[kept[j]]
+        live += ndim[kept[j]] + ian[kept[j]] + max(nx[kept[j]], 0)
     # sized for what survives, with room to grow: a pool the size of the old
     # one would be fresh memory to fault in on every compaction
     new_pool = np.zeros(max(2 * live, 4096), np.int64)
@@ -548,7 +548,7 @@ def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
             new_pool[q + e] = newidx[pool[s + e]] if pool[s + e] >= 0 else -1
         xs[j] = q
         nx[j] = k
-        q += k
+        q += max(k, 0)
     return new_pool, q
 
 

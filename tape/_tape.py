@@ -33,7 +33,8 @@ __all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_
 #                   a0 and a1: the scalar path writes two columns, not a
 #                   pool entry and its offset, and the sweep reads them
 #                   without an indirection. An op of more inputs saves none
-#                   of the extra ones (tape._registry's `variadic`)
+#                   of the extra ones (tape._registry's `variadic`); nx is -1
+#                   for such an op's row of one input (a1 is no input there)
 #   c      float64  constant operand of an elementwise op (stride 0)
 #   p      float64  op parameter (exponent, alpha, 1/n); 1.0 when unused
 #   sval   float64  the value, when the output is 0-d
@@ -561,7 +562,7 @@ class Tape:
         old[k] (its nuse now, less `old_uses[k]`, its count before them)."""
         n = self.n
         nuse = self.nuse
-        more = np.flatnonzero(self.nx[lo:n]) + lo
+        more = np.flatnonzero(self.nx[lo:n] > 0) + lo
         extra = [self.pool[s:s + k] for s, k in zip(self.xs[more].tolist(), self.nx[more].tolist())]
         for o, p, before in zip(old, new, old_uses):
             for seg in (self.a0[lo:n], self.a1[lo:n], *extra):
@@ -584,15 +585,20 @@ class Tape:
         missing one), as many as its op takes (`arity`; all of a variadic op's)."""
         rows = (int(self.m_a0[r]), int(self.m_a1[r]))
         k = self.m_nx[r]
-        if k:
+        if k > 0:
             s = self.m_xs[r]
             return rows + tuple(self.pool[s:s + k].tolist())
-        return rows
+        return rows[:1] if k < 0 else rows
 
     def more_inputs(self, r, rows):
-        """Give row r (just appended, inputs a0 and a1) the further input rows `rows`."""
-        self.m_xs[r] = self._push(rows)
-        self.m_nx[r] = len(rows)
+        """Give row r of a variadic op (just appended, with inputs a0 and a1)
+        its input rows past the second, or none past the first (`rows` None:
+        nx -1, Note [Tape layout])."""
+        if rows is None:
+            self.m_nx[r] = -1
+        elif rows:
+            self.m_xs[r] = self._push(rows)
+            self.m_nx[r] = len(rows)
 
     def drop_cut_off(self, lo, hi):
         """Drop the values of rows lo..hi-1 that nothing live reaches, saved

@@ -512,8 +512,8 @@ def _record(tp, ctx, args, outputs):
     recorded = [isinstance(a, Tensor) and a._rg for a in args]
     rows = [tp.adopt(a) for a, rec in zip(args, recorded) if rec]
     node = tp.append(_NODE.code, 0.0, object(), rows[0], rows[1] if len(rows) > 1 else -1)
-    if len(rows) > 2:
-        tp.more_inputs(node, rows[2:])
+    if len(rows) != 2:
+        tp.more_inputs(node, rows[2:] if rows[1:] else None)
     if anomaly.enabled:
         keep_trace(tp, node)
     ctx._tape = tp
