@@ -202,8 +202,8 @@ def split(tensor, split_size, dim=0):
     before = (slice(None),) * d
     with_sizes = isinstance(split_size, (list, tuple))
     op = _SPLIT_WITH_SIZES if with_sizes else _SPLIT
-    return _views_of("SplitWithSizes" if with_sizes else "Split", [getitem(tensor, before + (slice(start, start + k),), recorded_as=op)
-                               for start, k in zip(starts, sizes)])
+    return _views_of("SplitWithSizes" if with_sizes else "Split", tensor, op,
+                     [before + (slice(start, start + k),) for start, k in zip(starts, sizes)])
 
 
 _MULTI_VIEW = ("This view is the output of a function that returns multiple views. Such functions do not allow "
@@ -211,9 +211,18 @@ _MULTI_VIEW = ("This view is the output of a function that returns multiple view
                "out-of-place one.")
 
 
-def _views_of(name, outputs):
-    """The outputs of a function that returns several views, marked so that an
+def _views_of(name, input, opdef, keys):
+    """The parts input[key] of a function that returns several views: the
+    outputs of one node of `opdef` (Note [Tape layout]), marked so that an
     in-place op on one that requires grad raises, as in PyTorch."""
+    tp = state.tape
+    recording = input._rg and tp.grad_enabled
+    if recording:  # the parts' rows follow one another: input's row first
+        tp.reserve(len(keys) + 1)
+        tp.adopt(input)
+    outputs = [getitem(input, key, recorded_as=opdef) for key in keys]
+    if recording and len(outputs) > 1:
+        tp.number_outputs([tp.row_of(t) for t in outputs])
     siblings = [(t._ep, t._row) for t in outputs if t._rg and t._ep is not None]
     for i, t in enumerate(outputs):
         if t._rg:
@@ -237,8 +246,7 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     """The slices of input at each index along dim, without that dim."""
     d = _norm_dim(dim, input.ndim)
-    return _views_of("Unbind", [getitem(input, (slice(None),) * d + (i,), recorded_as=_UNBIND)
-                                for i in range(input.shape[d])])
+    return _views_of("Unbind", input, _UNBIND, [(slice(None),) * d + (i,) for i in range(input.shape[d])])
 
 
 def _taken(name, grad_fn):

@@ -534,6 +534,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     zeros = set()  # Note [Undefined gradients]
     hooked = set()  # rows whose hooks ran when the walk reached them
     groups_done = set()
+    nodes_run = set()  # the multi-output nodes with hooks that the walk ran
     for r, s in zip(roots.tolist(), seeds):
         _accumulate(grads, r, s)
     node_state.restore(tp)
@@ -542,10 +543,18 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
         if user_code_ran:
             node_state.restore(tp)
             user_code_ran = False
-        g = grads.get(r) if r in captured else grads.pop(r, None)
         opdef = REGISTRY[tp.op[r]]
         hooks = tp.hooks.get(r)
-        node_hooks = tp.node_hooks.get(r) if tp.node_hooks and opdef.arity else None
+        node_hooks = tp.node_hooks.get(r - tp.m_oi[r]) if tp.node_hooks and opdef.arity else None
+        if node_hooks and len(tp.outputs(r)) > 1:
+            # a node of several outputs runs its hooks once, on all of their gradients
+            if r - tp.m_oi[r] not in nodes_run:
+                nodes_run.add(r - tp.m_oi[r])
+                node_state.restore(tp)
+                _run_outputs(tp, tp.outputs(r), node_hooks, grads, captured, zeros, leads, node_state)
+                user_code_ran = True
+            continue
+        g = grads.get(r) if r in captured else grads.pop(r, None)
         if g is None and r in zeros:
             if not (hooks or opdef.python_only or node_hooks):  # passed on without being computed
                 ctx = _Ctx(tp, r, leads)
@@ -586,18 +595,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             if anomaly.enabled:
                 _warn_error_detected(tp, r)
             raise
-        for row, need, gi in zip(ctx.rows, ctx.needs, input_grads):
-            if not need:
-                continue
-            if gi is None:
-                if not opdef.python_only:
-                    zeros.add(row)
-                continue
-            # as PyTorch's engine, a gradient takes its input's dtype
-            # (what a python-only op hands on may be no Tensor)
-            if type(gi) is Tensor and (gi.dtype == float32) != (tp.m_dt[row] == 1):
-                gi = gi.to(float32 if tp.m_dt[row] == 1 else float64)
-            _accumulate(grads, row, gi)
+        _pass_on(tp, ctx, input_grads, grads, zeros, opdef.python_only)
     if tp.packed and not retain:  # the walk freed these rows, and what they packed goes too
         drop_packed(tp, visited)
     _release(tp, released, retain)
@@ -610,6 +608,53 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             g = _hooked(tp, r, g, node_state)
         out.append(g)
     return caps, out
+
+
+def _pass_on(tp, ctx, input_grads, grads, zeros, python_only):
+    """Add the gradients a row's VJP gave into those of its inputs' rows."""
+    for row, need, gi in zip(ctx.rows, ctx.needs, input_grads):
+        if not need:
+            continue
+        if gi is None:
+            if not python_only:
+                zeros.add(row)
+            continue
+        # as PyTorch's engine, a gradient takes its input's dtype
+        # (what a python-only op hands on may be no Tensor)
+        if type(gi) is Tensor and (gi.dtype == float32) != (tp.m_dt[row] == 1):
+            gi = gi.to(float32 if tp.m_dt[row] == 1 else float64)
+        _accumulate(grads, row, gi)
+
+
+def _run_outputs(tp, outputs, node_hooks, grads, captured, zeros, leads, node_state):
+    """Run a node of several outputs (rows `outputs`, Note [Tape layout])
+    that has hooks: its pre-hooks on the gradients of all its outputs (None
+    where none came), each output row's VJP, their sum for each input, then
+    its hooks, as PyTorch runs the node once. Every gradient of its outputs
+    is complete here: their consumers are above them all."""
+    gs = []
+    for q in outputs:
+        g = grads.get(q) if q in captured else grads.pop(q, None)
+        gs.append(_zeros_of(tp, q) if g is None and q in zeros else g)
+    gs = tuple(gs)
+    if all(g is None for g in gs):
+        return
+    ctx = _Ctx(tp, outputs[0], leads)
+    if not any(ctx.needs):  # PyTorch runs no node that passes no gradient on
+        return
+    prehooks, hooks = node_hooks[1], node_hooks[0]
+    if prehooks:
+        gs = _node_hooked(tp, prehooks, gs, (gs,), node_state)
+    total = [None] * len(ctx.rows)
+    for q, g in zip(outputs, gs):
+        if g is None:
+            continue
+        part = _vjp_of(REGISTRY[tp.op[q]])(_Ctx(tp, q, leads), g)
+        total = [t if p is None else p if t is None else t + p for t, p in zip(total, part)]
+    if hooks:
+        grad_inputs = tuple(gi if need else None for need, gi in zip(ctx.needs, total))
+        total = _node_hooked(tp, hooks, grad_inputs, (grad_inputs, gs), node_state)
+    _pass_on(tp, ctx, total, grads, zeros, False)
 
 
 def _zeros_of(tp, r):
@@ -828,7 +873,8 @@ def _reaches_a_python_row(tp, roots):
         return False  # hook_groups matter only while a row has hooks
     rows = [r for r, hooks in tp.hooks.items() if hooks and tp.m_op[r] != LEAF]
     # (an AccumulateGrad node's hooks run where its leaf's .grad is accumulated)
-    rows.extend(r for r, (hooks, prehooks) in tp.node_hooks.items() if (hooks or prehooks) and tp.m_op[r] != LEAF)
+    rows.extend(q for r, (hooks, prehooks) in tp.node_hooks.items() if (hooks or prehooks) and tp.m_op[r] != LEAF
+                for q in tp.outputs(r))
     rows.extend(tp.python_rows)
     rows.extend(tp.packed)  # Note [Saved tensor hooks]
     rows.extend(tp.hook_groups)  # Note [Undefined gradients]

@@ -12,11 +12,12 @@ reach its row through the Python walk, Note [Python-only rows] in
 tape._engine; an AccumulateGrad node's run where backward() accumulates).
 """
 from ._engine import RemovableHandle
+from ._tensor import Tensor
 from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
 from ._saved import SavedTensor, saved_tensor
-from ._tape import HIDDEN, RG
+from ._tape import HIDDEN, RG, where
 
-__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows"]
+__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "next_edges", "output_edge"]
 
 
 class Node:
@@ -40,7 +41,7 @@ class Node:
     @property
     def next_functions(self):
         tp = self._ep.tape
-        return tuple((None, 0) if i < 0 else (node_for(tp, i), 0) for i in next_rows(tp, self.row()))
+        return tuple((None, 0) if i < 0 else (node_for(tp, i), nr) for i, nr in next_edges(tp, self.row()))
 
     @property
     def metadata(self):
@@ -192,9 +193,23 @@ def node_type(tp, r):
     return cls
 
 
+def output_edge(tp, r):
+    """(the row of the node, the output number) of the tensor at row r:
+    past the rows that are no PyTorch node (implicit broadcasts and copies,
+    a custom Function's output rows, which number their output in p), to
+    the node's row (Note [Tape layout])."""
+    flags, a0 = tp.m_flags, tp.m_a0
+    nr = -1
+    while flags[r] & HIDDEN:
+        if nr < 0 and REGISTRY[tp.m_op[r]].python_only:
+            nr = int(tp.m_p[r])
+        r = a0[r]
+    oi = tp.m_oi[r]
+    return int(r - oi), int(oi) if nr < 0 else nr
+
+
 def node_for(tp, r):
-    while tp.flags[r] & HIDDEN:  # implicit broadcasts and copies are not PyTorch nodes
-        r = int(tp.a0[r])
+    r = output_edge(tp, r)[0]
     cls = node_type(tp, r)
     node = cls.__new__(cls)
     node._ep, node._row = tp.ep, r
@@ -202,24 +217,35 @@ def node_for(tp, r):
     return node
 
 
-def next_rows(tp, r):
-    """The rows of the nodes in row r's `next_functions`, -1 where it has None:
-    the one rule of which input reaches which node, shared with walks that
-    make no Node objects (tape.viz). A python-only row names its inputs
-    itself (a custom Function's arguments, past the rows that join them)."""
-    a0, flags = tp.m_a0, tp.m_flags
+def next_edges(tp, r):
+    """The (row, output number) of the nodes in row r's `next_functions`,
+    (-1, 0) where it has None: the one rule of which input reaches which
+    node, shared with walks that make no Node objects (tape.viz). A
+    python-only row names its inputs itself (a custom Function's arguments)."""
+    flags = tp.m_flags
     state = tp.python_rows.get(r) if tp.python_rows else None
     opdef = REGISTRY[tp.m_op[r]]
     inputs = (state.input_rows(tp, r) if state is not None
-              else tp.inputs(r) if opdef.variadic else (a0[r], tp.m_a1[r])[:opdef.arity])
-    rows = []
+              else tp.inputs(r) if opdef.variadic else (tp.m_a0[r], tp.m_a1[r])[:opdef.arity])
+    edges = []
     for i in inputs:
-        if i >= 0 and flags[i] & RG:
-            while flags[i] & HIDDEN:
-                i = a0[i]
-            if tp.m_op[i] == LEAF and tp.tensor_at(i) is None:
-                i = -1
-        else:
-            i = -1
-        rows.append(i)
-    return rows
+        edge = output_edge(tp, i) if i >= 0 and flags[i] & RG else (-1, 0)
+        if edge[0] >= 0 and tp.m_op[edge[0]] == LEAF and tp.tensor_at(edge[0]) is None:
+            edge = (-1, 0)
+        edges.append(edge)
+    return edges
+
+
+def next_rows(tp, r):
+    """The rows of the nodes in row r's `next_functions`, -1 where it has None."""
+    return [i for i, _ in next_edges(tp, r)]
+
+
+def _output_nr(self):
+    """This tensor's output number in its grad_fn (0 for a leaf), as PyTorch's."""
+    if self.is_leaf:
+        return 0
+    return output_edge(*where(self))[1]
+
+
+Tensor.output_nr = property(_output_nr)

@@ -35,6 +35,14 @@ __all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_
 #                   without an indirection. An op of more inputs saves none
 #                   of the extra ones (tape._registry's `variadic`); nx is -1
 #                   for such an op's row of one input (a1 is no input there)
+#   oi     int32    the row's output number in its node: a node of k outputs
+#                   (unbind, split) is k consecutive rows, one per output
+#                   value (each needs its own value, shape and adjoint
+#                   columns), whose node row is r - oi; 0 for every row of a
+#                   one-output op. Each output row has its op and inputs, and
+#                   its own VJP (the part of the node's for that output's
+#                   gradient), so the sweeps treat it as any row; nodes,
+#                   hooks and compaction see the group (`outputs`)
 #   c      float64  constant operand of an elementwise op (stride 0)
 #   p      float64  op parameter (exponent, alpha, 1/n); 1.0 when unused
 #   sval   float64  the value, when the output is 0-d
@@ -73,7 +81,7 @@ __all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
 
 _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
-            ("xs", np.int64, 0), ("nx", np.int64, 0),
+            ("xs", np.int64, 0), ("nx", np.int64, 0), ("oi", np.int32, 0),
             ("c", np.float64, 0.0), ("p", np.float64, 1.0), ("sval", np.float64, 0.0),
             ("ptr", np.int64, 0), ("numel", np.int64, 1), ("ndim", np.int64, 0),
             ("shp", np.int64, 0), ("ia", np.int64, 0), ("ian", np.int64, 0),
@@ -445,6 +453,14 @@ class Tape:
         saved = [r for state in self.python_rows.values() for r in state.saved_rows()]
         if saved:
             kept = np.union1d(kept, np.array(saved, np.int64))
+        oi = self.oi[:n]
+        if oi[kept].any() or oi[np.minimum(kept + 1, n - 1)].any():
+            # a node's outputs stay together, so that each keeps its number
+            # (their inputs are the node's, which every output row reaches)
+            group = np.arange(n) - oi
+            live_group = np.zeros(n, np.bool_)
+            live_group[group[kept]] = True
+            kept = np.flatnonzero(live_group[group])
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)
@@ -589,6 +605,24 @@ class Tape:
             s = self.m_xs[r]
             return rows + tuple(self.pool[s:s + k].tolist())
         return rows[:1] if k < 0 else rows
+
+    def number_outputs(self, rows):
+        """Make `rows`, just appended one after the other, the outputs of one
+        node, numbered in order (Note [Tape layout])."""
+        first = rows[0]
+        if list(rows) != list(range(first, first + len(rows))):
+            raise RuntimeError(f"tape: the outputs of one node were recorded at rows {rows}, not one after "
+                               "the other")
+        for j, r in enumerate(rows):
+            self.m_oi[r] = j
+
+    def outputs(self, r):
+        """The rows of the outputs of row r's node, in order."""
+        node = r - self.m_oi[r]
+        end = node + 1
+        while end < self.n and self.m_oi[end] == end - node:
+            end += 1
+        return range(node, end)
 
     def more_inputs(self, r, rows):
         """Give row r of a variadic op (just appended, with inputs a0 and a1)

@@ -132,3 +132,93 @@ def test_checkpoint_of_a_join_of_outside_tensors():
     out.sum().backward()
     for x in xs:
         np.testing.assert_allclose(x.grad.numpy(), np.exp(np.sin(x.detach().numpy())) * np.cos(x.detach().numpy()))
+
+
+# -- nodes of several outputs ---------------------------------------------------
+X = np.arange(12.0).reshape(4, 3) / 5
+
+
+def test_the_parts_of_unbind_are_the_outputs_of_one_node():
+    x = tape.tensor(X, requires_grad=True)
+    u = x.unbind(0)
+    assert type(u[2].grad_fn).__name__ == "UnbindBackward0"
+    assert u[0].grad_fn == u[2].grad_fn
+    assert [t.output_nr for t in u] == [0, 1, 2, 3]
+    assert edges(u[1] * u[3]) == [("UnbindBackward0", 1), ("UnbindBackward0", 3)]
+    assert edges(u[1]) == [("AccumulateGrad", 0)]
+
+
+@pytest.mark.parametrize("parts, name, numbers", [
+    (lambda x: x.split(1), "SplitBackward0", [0, 1, 2, 3]),
+    (lambda x: x.split([1, 3]), "SplitWithSizesBackward0", [0, 1]),
+    (lambda x: x.chunk(2), "SplitBackward0", [0, 1]),
+    (lambda x: x.unbind(1), "UnbindBackward0", [0, 1, 2]),
+])
+def test_split_and_chunk_number_their_outputs(parts, name, numbers):
+    x = tape.tensor(X, requires_grad=True)
+    out = parts(x)
+    assert {type(t.grad_fn).__name__ for t in out} == {name}
+    assert len({t.grad_fn for t in out}) == 1
+    assert [t.output_nr for t in out] == numbers
+
+
+def test_a_functions_outputs_are_numbered_by_their_place():
+    class F(tape.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, b):
+            return a * 2, 5, b * 3
+
+        @staticmethod
+        def backward(ctx, g1, g2, g3):
+            return g1, g3
+
+    a, b = tape.tensor([1.0, 2.0], requires_grad=True), tape.tensor([3.0, 4.0], requires_grad=True)
+    o = F.apply(a, b)
+    assert (o[0].output_nr, o[2].output_nr) == (0, 2)
+    assert edges(o[0] + o[2]) == [("FBackward", 0), ("FBackward", 2)]
+
+
+def test_a_multi_output_nodes_hooks_run_once_on_all_its_gradients():
+    x = tape.tensor(X, requires_grad=True)
+    u = x.unbind(0)
+    seen = []
+    u[0].grad_fn.register_prehook(lambda go: seen.append(("pre", [None if g is None else g.shape for g in go])))
+    u[0].grad_fn.register_hook(lambda gi, go: seen.append(("post", [g.shape for g in gi], len(go))))
+    (u[1].sum() + u[2].sum() * 2).backward()
+    # PyTorch 2.13: pre [None, (3,), (3,), None]; post [(4, 3)] 4
+    assert seen == [("pre", [None, (3,), (3,), None]), ("post", [(4, 3)], 4)]
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0, 0], [1, 1, 1], [2, 2, 2], [0, 0, 0]])
+
+
+def test_a_prehook_replaces_the_gradients_of_every_output():
+    x = tape.tensor(X, requires_grad=True)
+    a, b = x.split(2)
+    a.grad_fn.register_prehook(lambda go: tuple(None if g is None else g * 10 for g in go))
+    (a.sum() + 2 * b.sum()).backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[10] * 3] * 2 + [[20] * 3] * 2)
+
+
+def test_compaction_keeps_a_nodes_outputs_together():
+    x = tape.tensor(X, requires_grad=True)
+    u = list(x.unbind(0))
+    del u[1]  # output 1's tensor dies; its row stays for the others' numbering
+    gc.collect()
+    for _ in range(100):
+        (x * 2).exp()
+    tp = tape._tape.state.tape
+    tp.compact()
+    assert [t.output_nr for t in u] == [0, 2, 3]
+    assert edges(u[1] * u[2]) == [("UnbindBackward0", 2), ("UnbindBackward0", 3)]
+    (u[0] + 2 * u[1] + 3 * u[2]).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [[1] * 3, [0] * 3, [2] * 3, [3] * 3])
+
+
+def test_second_order_through_the_outputs_of_unbind():
+    x = tape.tensor(X, requires_grad=True)
+    u = x.unbind(1)
+    (g,) = tape.autograd.grad((u[0] ** 2 * u[2]).sum(), x, create_graph=True)
+    (gg,) = tape.autograd.grad(g.sum(), x)
+    expected = np.zeros((4, 3))
+    expected[:, 0] = 2 * X[:, 2] + 2 * X[:, 0]
+    expected[:, 2] = 2 * X[:, 0]
+    np.testing.assert_allclose(gg.numpy(), expected)
