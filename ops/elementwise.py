@@ -12,8 +12,9 @@ import numpy as np
 from tape import _vecmath
 from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, promoted, result_type, scalar_type_name
 from tape._batched import elementwise
-from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
-from tape._registry import defop, native_helper
+from tape._record import (binary, broadcast_shapes, formula_node, operand_value, python_number, quiet, record, sum_to,
+                          unary, with_constant)
+from tape._registry import SAVES_X, SAVES_Y, SAVES_Z, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, check_device, new_tensor, refuse_half_grad, wrap_value
 from tape._tensor import device as _Device
@@ -591,9 +592,8 @@ _LERP = defop("lerp", "LerpBackward0", 2, partials=("1 - p", "p"), saved=(("weig
 def lerp(input, end, weight):
     """input + weight * (end - input), computed from the nearer end.
 
-    A number weight is PyTorch's LerpBackward0. PyTorch's LerpBackward1, of a
-    tensor weight, has three inputs and a tape row two (Note [Tape layout]):
-    it is recorded as `_lerp_composite`.
+    A number weight is PyTorch's LerpBackward0, a tensor weight its
+    LerpBackward1, of three inputs.
 
     >>> import tape
     >>> tape.lerp(tape.tensor([0., 1.]), tape.tensor([10., 10.]), 0.5).tolist()
@@ -616,20 +616,9 @@ def lerp(input, end, weight):
     recording = state.tape.grad_enabled and (rgx or rgy or isinstance(weight, Tensor) and weight._rg)
     if not recording:
         return new_tensor(out)
-    if isinstance(weight, Tensor):
-        return _lerp_composite(input, end, to(weight, input.dtype))
+    if isinstance(weight, Tensor):  # Note [Elementwise ops of three inputs]
+        return formula_node(_LERP_TENSOR, lambda: new_tensor(out), (input, end, to(weight, input.dtype)))
     return record(_LERP, out, (input if rgx else None, end if rgy else None), p=w)
-
-
-def _lerp_composite(input, end, weight):
-    """lerp of a tensor weight, recorded as base + s * (end - input): from
-    the nearer end, base and s are (input, weight) or (end, weight - 1), so
-    the value is _lerp_array's exactly and the gradients are PyTorch's:
-    grad * (1 - weight), grad * weight and grad * (end - input)."""
-    nearer_input = new_tensor(wrap_value(np.abs(weight._array()) < 0.5))
-    base = input.where(nearer_input, end)
-    s = weight.where(nearer_input, weight - 1)
-    return base + s * (end - input)
 
 
 def scalar_in(dtype, s):
@@ -651,11 +640,89 @@ def _added_product_operands(name, input, tensor1, tensor2):
     return dtype, to(input, dtype), to(tensor1, dtype), to(tensor2, dtype)
 
 
-# addcmul and addcdiv are PyTorch's nodes of three tensor inputs
-# (AddcmulBackward0, AddcdivBackward0), composed of the tape's binary rows
-# until a row may have three (Note [Tape layout]), in the order of PyTorch's
-# kernel, input + value * tensor1 op tensor2: its values, and its gradients
-# to every order; grad_fn is AddBackward0.
+# Note [Elementwise ops of three inputs]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# addcmul, addcdiv and lerp of a tensor weight are one node of three
+# inputs, as PyTorch's (AddcmulBackward0, AddcdivBackward0, LerpBackward1),
+# broadcast together. The row keeps first the inputs its gradients may read
+# (addcmul's tensor1, tensor2, then input; lerp's input, end, weight); its
+# value is the formula of the tape's ops in the order of PyTorch's kernel
+# (`formula_node`). The native kernels read each operand at the result's
+# size and sum each gradient back to its input's shape.
+
+def _addcmul_native(G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc):
+    if GA.size:
+        reduce_broadcast(G * full_size(Y, ysh, osh), GA, osh, xsh, pp)
+    if GB.size:
+        reduce_broadcast(G * full_size(X, xsh, osh), GB, osh, ysh, pp)
+    if GC.size:
+        reduce_broadcast(G, GC, osh, zsh, 1.0)
+
+
+def _addcdiv_native(G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc):
+    Yf = full_size(Y, ysh, osh)
+    if GA.size:
+        reduce_broadcast(G / Yf, GA, osh, xsh, pp)
+    if GB.size:
+        reduce_broadcast(G * full_size(X, xsh, osh) / (Yf * Yf), GB, osh, ysh, -pp)
+    if GC.size:
+        reduce_broadcast(G, GC, osh, zsh, 1.0)
+
+
+def _lerp_native(G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc):
+    if GA.size or GB.size:
+        W = full_size(Z, zsh, osh)
+        if GA.size:
+            reduce_broadcast(G * (1.0 - W), GA, osh, xsh, 1.0)
+        if GB.size:
+            reduce_broadcast(G * W, GB, osh, ysh, 1.0)
+    if GC.size:
+        reduce_broadcast(G * (full_size(Y, ysh, osh) - full_size(X, xsh, osh)), GC, osh, zsh, 1.0)
+
+
+@native_helper
+def full_size(X, xsh, osh):
+    """X (shape xsh) at the size of shape osh, which it broadcasts to."""
+    n = 1
+    for d in osh:
+        n *= d
+    return X if X.size == n else expand_flat(X, xsh, osh)
+
+
+def _value_times(ctx, t):
+    return t if ctx.p == 1 else t * ctx.p
+
+
+def _addcmul_vjp(ctx, g):
+    return (sum_to(g * _value_times(ctx, ctx.y), ctx.x_shape) if ctx.needs[0] else None,
+            sum_to(g * _value_times(ctx, ctx.x), ctx.y_shape) if ctx.needs[1] else None,
+            sum_to(g, ctx.z_shape) if ctx.needs[2] else None)
+
+
+def _addcdiv_vjp(ctx, g):
+    return (sum_to(g * _value_times(ctx, 1 / ctx.y), ctx.x_shape) if ctx.needs[0] else None,
+            sum_to(-g * _value_times(ctx, ctx.x) / (ctx.y * ctx.y), ctx.y_shape) if ctx.needs[1] else None,
+            sum_to(g, ctx.z_shape) if ctx.needs[2] else None)
+
+
+def _lerp_vjp(ctx, g):
+    return (sum_to(g * (1 - ctx.z), ctx.x_shape) if ctx.needs[0] else None,
+            sum_to(g * ctx.z, ctx.y_shape) if ctx.needs[1] else None,
+            sum_to(g * (ctx.y - ctx.x), ctx.z_shape) if ctx.needs[2] else None)
+
+
+def _added_quotient_op(name, grad_fn, native, vjp, saves_for):
+    return defop(name, grad_fn, 3, saves=SAVES_X | SAVES_Y, saves_for=saves_for, native=native, vjp=vjp,
+                 edge_order=(2, 0, 1), saved=(("tensor1", "x"), ("tensor2", "y"), ("value", "p")))
+
+
+_ADDCMUL = _added_quotient_op("addcmul", "AddcmulBackward0", _addcmul_native, _addcmul_vjp, (SAVES_Y, SAVES_X))
+_ADDCDIV = _added_quotient_op("addcdiv", "AddcdivBackward0", _addcdiv_native, _addcdiv_vjp,
+                              (SAVES_Y, SAVES_X | SAVES_Y))
+_LERP_TENSOR = defop("lerp_tensor", "LerpBackward1", 3, saves=SAVES_X | SAVES_Y | SAVES_Z,
+                     saves_for=(SAVES_Z, SAVES_Z, SAVES_X | SAVES_Y), native=_lerp_native, vjp=_lerp_vjp,
+                     edge_order=(0, 1, 2), saved=(("end", "y"), ("self", "x"), ("weight", "z")))
+
 
 @declare(signature="input, tensor1, tensor2, *, value=1, out=None", operands=3, batch=elementwise)
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -667,7 +734,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     """
     dtype, input, tensor1, tensor2 = _added_product_operands("addcmul", input, tensor1, tensor2)
     value = scalar_in(dtype, value)
-    return input + (tensor1 if value == 1 else tensor1 * value) * tensor2
+    return formula_node(_ADDCMUL, lambda: input + (tensor1 if value == 1 else tensor1 * value) * tensor2,
+                        (tensor1, tensor2, input), p=float(value))
 
 
 @declare(signature="input, tensor1, tensor2, *, value=1, out=None", operands=3, batch=elementwise)
@@ -688,7 +756,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
             "(input + value * tensor1 / tensor2), for all dtypes.")
     dtype, input, tensor1, tensor2 = _added_product_operands("addcdiv", input, tensor1, tensor2)
     value = scalar_in(dtype, value)
-    return input + (tensor1 if value == 1 else tensor1 * value) / tensor2
+    return formula_node(_ADDCDIV, lambda: input + (tensor1 if value == 1 else tensor1 * value) / tensor2,
+                        (tensor1, tensor2, input), p=float(value))
 
 
 def _scaled(other, alpha, tensors):

@@ -293,8 +293,8 @@ def floor_divide_(t, other):
     return _apply(t, elementwise.floor_divide, other)
 
 
-# the backwards of these read none of self's values (composites of adds and
-# products: Note [Products added to a tensor]), so self needs no saved copy
+# the backwards of these read none of self's values (Note [Elementwise ops
+# of three inputs]), so self needs no saved copy
 @declare(function=False, operands=3, batch=_at_level("addcmul_"))
 def addcmul_(t, tensor1, tensor2, *, value=1):
     return _apply(t, lambda x, a, b: elementwise.addcmul(x, a, b, value=value), tensor1, tensor2)
@@ -307,7 +307,8 @@ def addcdiv_(t, tensor1, tensor2, *, value=1):
 
 @declare(function=False, operands=3, batch=_at_level("lerp_"))
 def lerp_(t, end, weight):
-    return _apply(t, elementwise.lerp, end, weight)
+    # a tensor weight's gradient reads self (Note [Elementwise ops of three inputs])
+    return _apply(t, elementwise.lerp, end, weight, saves_self=isinstance(weight, Tensor) and requires_grad(weight))
 
 
 def _same_shape(t, result):

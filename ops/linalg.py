@@ -14,8 +14,8 @@ from ops._declare import declare, exports
 from tape._batched import BatchedTensor, aligned, batched, composite, levels_of, physical
 
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
-from tape._record import broadcast_shapes, record
-from tape._registry import SAVES_X, SAVES_Y, defop
+from tape._record import broadcast_shapes, formula_node, record, sum_to
+from tape._registry import SAVES_X, SAVES_Y, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, new_tensor, wrap_value
 
@@ -251,15 +251,13 @@ def bmm(input, mat2):
 # Note [Products added to a tensor]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # addmm, addmv, addbmm and baddbmm are beta * input + alpha * product, and
-# PyTorch's are one node each (AddmmBackward0, ...) of three tensor inputs.
-# A tape row has two (Note [Tape layout]) until issue 20, so they are
-# composed of rows the tape has: input expanded to the product's shape and
-# scaled, plus the product scaled. Values, dtypes and gradients to every
-# order are PyTorch's; grad_fn is the last row's (AddBackward0). They are
-# written with Tensor methods, so that vmap batches them through those
-# (`composite`). PyTorch's BLAS leaves input out where beta is 0, and the
-# product where alpha is 0 (not baddbmm's): nan and inf in it do not reach
-# the result, though its gradient, zero, does.
+# each is one node of three inputs, as PyTorch's (AddmmBackward0, ...). The
+# row keeps the two factors first, which its gradients may save, and input
+# third (its gradient, beta * g summed to its shape, reads nothing): c is
+# beta, p is alpha. The value is the formula of the tape's ops that PyTorch's
+# BLAS computes: it leaves input out where beta is 0, and the product where
+# alpha is 0 (not baddbmm's), so nan and inf in them do not reach the result,
+# though their gradients, zero, do. vmap batches the formula (`composite`).
 
 def _scaled(t, s, left_out_at_zero=True):
     """s * t as PyTorch's BLAS makes it: t itself for 1; for 0 (where it
@@ -275,10 +273,117 @@ def _scaled(t, s, left_out_at_zero=True):
 _EVERYWHERE = new_tensor(wrap_value(np.True_))
 
 
-def _product_added(input, product, beta, alpha, *, product_left_out_at_zero=True):
-    """beta * input + alpha * product, input expanded to the product's shape
-    by then (Note [Products added to a tensor])."""
-    return _scaled(input, beta) + _scaled(product, alpha, product_left_out_at_zero)
+def _product_added(opdef, input, x, y, product, shape, beta, alpha, *, product_left_out_at_zero=True):
+    """beta * input + alpha * product(x, y), input expanded to `shape`, the
+    product's: one row of opdef over (x, y, input) (Note [Products added to a
+    tensor])."""
+    return formula_node(
+        opdef, lambda: _scaled(input.expand(shape), beta) + _scaled(product(x, y), alpha, product_left_out_at_zero),
+        (x, y, input), c=float(beta), p=float(alpha))
+
+
+def _added_input_grad(ctx, g):
+    """input's gradient: beta * g, summed back to input's shape."""
+    return sum_to(g if ctx.c == 1 else g * ctx.c, ctx.z_shape)
+
+
+def _alpha_times(ctx, g):
+    return g if ctx.p == 1 else g * ctx.p
+
+
+@native_helper
+def added_input_native(G, GC, osh, zsh, cc):
+    """input's gradient in a product added to it: cc * G summed to its shape."""
+    reduce_broadcast(G, GC, osh, zsh, cc)
+
+
+@native_helper
+def scaled_gradient(G, pp):
+    """alpha * G, a product's gradient (G itself for alpha 1)."""
+    return G if pp == 1.0 else G * pp
+
+
+# `shaped` views own nothing: the scaled gradient Gs is named in each call,
+# so that Numba keeps it alive through it
+
+def _addmm_native(G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc):
+    m, k, n = xsh[0], xsh[1], ysh[1]
+    Gs = scaled_gradient(G, pp)
+    if GA.size:
+        add_product(shaped(GA, (m, k)), shaped(Gs, (m, n)), False, shaped(Y, (k, n)), True)
+    if GB.size:
+        add_product(shaped(GB, (k, n)), shaped(X, (m, k)), True, shaped(Gs, (m, n)), False)
+    if GC.size:
+        added_input_native(G, GC, osh, zsh, cc)
+
+
+def _addmv_native(G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc):
+    m, k = xsh[0], xsh[1]
+    Gs = scaled_gradient(G, pp)
+    if GA.size:
+        add_product(shaped(GA, (m, k)), shaped(Gs, (m, 1)), False, shaped(Y, (1, k)), False)
+    if GB.size:
+        add_product(shaped(GB, (k, 1)), shaped(X, (m, k)), True, shaped(Gs, (m, 1)), False)
+    if GC.size:
+        added_input_native(G, GC, osh, zsh, cc)
+
+
+def _baddbmm_native(G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc):
+    # addbmm's product is summed over the batch: its g is one matrix for every pair
+    b, m, k, n = xsh[0], xsh[1], xsh[2], ysh[2]
+    Gs = scaled_gradient(G, pp)
+    one = Gs.size == m * n  # addbmm's
+    for i in range(b):
+        if GA.size:
+            add_product(shaped(GA, (b, m, k))[i], shaped(Gs, (m, n)) if one else shaped(Gs, (b, m, n))[i], False,
+                        shaped(Y, (b, k, n))[i], True)
+        if GB.size:
+            add_product(shaped(GB, (b, k, n))[i], shaped(X, (b, m, k))[i], True,
+                        shaped(Gs, (m, n)) if one else shaped(Gs, (b, m, n))[i], False)
+    if GC.size:
+        added_input_native(G, GC, osh, zsh, cc)
+
+
+def _addmm_vjp(ctx, g):
+    ga = _alpha_times(ctx, g)
+    return (_need(ctx, 0, lambda: mm(ga, transpose(ctx.y, 0, 1))),
+            _need(ctx, 1, lambda: mm(transpose(ctx.x, 0, 1), ga)),
+            _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
+
+
+def _addmv_vjp(ctx, g):
+    ga = _alpha_times(ctx, g)
+    return (_need(ctx, 0, lambda: outer(ga, ctx.y)),
+            _need(ctx, 1, lambda: mv(transpose(ctx.x, 0, 1), ga)),
+            _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
+
+
+def _baddbmm_vjp(ctx, g):
+    ga = _alpha_times(ctx, g)
+    return (_need(ctx, 0, lambda: bmm(ga, transpose(ctx.y, 1, 2))),
+            _need(ctx, 1, lambda: bmm(transpose(ctx.x, 1, 2), ga)),
+            _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
+
+
+def _addbmm_vjp(ctx, g):
+    b = ctx.x_shape[0]
+    ga = expand(unsqueeze(_alpha_times(ctx, g), 0), (b,) + tuple(g.shape))
+    return (_need(ctx, 0, lambda: bmm(ga, transpose(ctx.y, 1, 2))),
+            _need(ctx, 1, lambda: bmm(transpose(ctx.x, 1, 2), ga)),
+            _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
+
+
+def _added_product_op(name, grad_fn, factors, native, vjp):
+    """The op of one of addmm's family: factors x, y (PyTorch's names), input third."""
+    alpha_beta = (("alpha", "p"), ("beta", "c"))
+    return defop(name, grad_fn, 3, saves=SAVES_X | SAVES_Y, saves_for=(SAVES_Y, SAVES_X, 0), native=native, vjp=vjp,
+                 edge_order=(2, 0, 1), saved=((factors[0], "x"), (factors[1], "y")) + alpha_beta)
+
+
+_ADDMM = _added_product_op("addmm", "AddmmBackward0", ("mat1", "mat2"), _addmm_native, _addmm_vjp)
+_ADDMV = _added_product_op("addmv", "AddmvBackward0", ("mat", "vec"), _addmv_native, _addmv_vjp)
+_BADDBMM = _added_product_op("baddbmm", "BaddbmmBackward0", ("batch1", "batch2"), _baddbmm_native, _baddbmm_vjp)
+_ADDBMM = _added_product_op("addbmm", "AddbmmBackward0", ("batch1", "batch2"), _baddbmm_native, _addbmm_vjp)
 
 
 def _expect_matrix(name, t):
@@ -326,9 +431,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     if mat1.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x{mat1.shape[1]} and "
                            f"{mat2.shape[0]}x{mat2.shape[1]})")
-    input = input.expand(mat1.shape[0], mat2.shape[1])
     _refuse_bool("addmm_impl_cpu_", input)
-    return _product_added(input, mat1.mm(mat2), beta, alpha)
+    return _product_added(_ADDMM, input, mat1, mat2, Tensor.mm, (mat1.shape[0], mat2.shape[1]), beta, alpha)
 
 
 @declare(signature="input, mat, vec, *, beta=1, alpha=1, out=None", operands=3, batch=composite)
@@ -346,7 +450,7 @@ def addmv(input, mat, vec, *, beta=1, alpha=1):
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {scalar_type_name(input.dtype)}, "
                            f"{scalar_type_name(mat.dtype)}, and {scalar_type_name(vec.dtype)}")
     _refuse_bool("addmv_impl_cpu", input)
-    return _product_added(input.expand(mat.shape[0]), mat.mv(vec), beta, alpha)
+    return _product_added(_ADDMV, input, mat, vec, Tensor.mv, (mat.shape[0],), beta, alpha)
 
 
 def _check_batches(batch1, batch2):
@@ -361,7 +465,8 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
     matrices, input broadcast to them (Note [Products added to a tensor])."""
     for position, (name, t) in enumerate((("input", input), ("batch1", batch1), ("batch2", batch2)), 1):
         _expect_tensor("baddbmm", position, name, t)
-    input = input.expand(_size(batch1, 0), _size(batch1, 1), _size(batch2, 2))
+    shape = (_size(batch1, 0), _size(batch1, 1), _size(batch2, 2))
+    input.expand(shape)  # PyTorch's error text
     if input.dtype != batch1.dtype:
         raise RuntimeError(f"Input dtypes must be the same, got: input {cpp_type_name(input.dtype)}, batch1: "
                            f"{cpp_type_name(batch1.dtype)}, batch2: {cpp_type_name(batch2.dtype)}")
@@ -373,7 +478,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
         raise RuntimeError(f"expected scalar type {scalar_type_name(batch1.dtype)} but found "
                            f"{scalar_type_name(batch2.dtype)}")
     _refuse_bool("baddbmm", input)
-    return _product_added(input, batch1.bmm(batch2), beta, alpha, product_left_out_at_zero=False)
+    return _product_added(_BADDBMM, input, batch1, batch2, Tensor.bmm, shape, beta, alpha, product_left_out_at_zero=False)
 
 
 @declare(signature="input, batch1, batch2, *, beta=1, alpha=1, out=None", operands=3, batch=composite)
@@ -382,7 +487,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     matrices, input broadcast to it (Note [Products added to a tensor])."""
     for position, (name, t) in enumerate((("input", input), ("batch1", batch1), ("batch2", batch2)), 1):
         _expect_tensor("addbmm", position, name, t)
-    input = input.expand(_size(batch1, 1), _size(batch2, 2))
+    shape = (_size(batch1, 1), _size(batch2, 2))
+    input.expand(shape)  # PyTorch's error text
     _check_batches(batch1, batch2)
     if batch1.shape[0] != batch2.shape[0]:
         raise RuntimeError(f"batch1 and batch2 must have same number of batches, got {batch1.shape[0]} and "
@@ -392,7 +498,7 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
                            f"{batch2.shape[1]}x{batch2.shape[2]})")
     _check_same_dtype((((input, "self"), (batch2, "mat2")), ((batch1, "mat1"), (batch2, "mat2"))))
     _refuse_bool("addmm_impl_cpu_", input)
-    return _product_added(input, batch1.bmm(batch2).sum(0), beta, alpha)
+    return _product_added(_ADDBMM, input, batch1, batch2, lambda x, y: x.bmm(y).sum(0), shape, beta, alpha)
 
 
 def _batched_outer(op, args):

@@ -15,7 +15,7 @@ from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched
 
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
-from tape._record import record, record_variadic, sum_to
+from tape._record import record, record_many, sum_to
 from tape._registry import defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
@@ -833,7 +833,7 @@ def _join(opdef, value, tensors, starts, dim):
     value = wrap_value(value)
     if not (state.tape.grad_enabled and any(t._rg for t in tensors)):
         return new_tensor(value)
-    return record_variadic(opdef, value, [t if t._rg else None for t in tensors], ints=(*starts, dim))
+    return record_many(opdef, value, [t if t._rg else None for t in tensors], ints=(*starts, dim))
 
 
 def _tensor_list(name, tensors):

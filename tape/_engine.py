@@ -11,7 +11,7 @@ import numpy as np
 from . import _kernels, _sweep
 from ._native import compiling
 from ._dtypes import float32, float64
-from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
+from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z
 from ._saved import FREED_MESSAGE, drop_packed, unpack_saved
 from ._saved import row_tensor as _row_tensor
 from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, current_row, state, where
@@ -419,7 +419,7 @@ class _Ctx:
         # autograd.grad, leads to one of its inputs (the walk's copy of the
         # sweep's marks, `leads`)
         self.leads = leads
-        if tp.m_nx[r]:  # a variadic op's row (Note [Tape layout])
+        if tp.m_nx[r]:  # a row of more inputs, or a variadic op's (Note [Tape layout])
             self.rows = rows = tp.inputs(r)
             self.needs = tuple(q >= 0 and bool(flags[q] & RG) and (leads is None or bool(leads[q]))
                                for q in rows)
@@ -459,11 +459,21 @@ class _Ctx:
         return self._unpacked(1, self._b) if self.packed else _row_tensor(self._tp, self._b)
 
     @property
+    def z(self):
+        """The third input of an op of three."""
+        z = self.rows[2]
+        return self._unpacked(3, z) if self.packed else _row_tensor(self._tp, z)
+
+    @functools.cached_property
+    def z_shape(self):
+        return self._tp.shape(self.rows[2])
+
+    @property
     def out(self):
         return self._unpacked(2, self._r) if self.packed else _row_tensor(self._tp, self._r)
 
     def _unpacked(self, k, r):
-        """Saved value k (x, y, out) at row r of a row whose values
+        """Saved value k (x, y, out, z) at row r of a row whose values
         saved_tensors_hooks packed: unpacked once per walk of the row, as
         PyTorch unpacks once per node call."""
         done = self.__dict__.setdefault("_unpacked_values", {})
@@ -704,9 +714,10 @@ def _failed_row(tp, roots, status, bad):
     reached = tp.reachable(roots)
     for r in reached[::-1].tolist():
         saves_for = REGISTRY[tp.op[r]].saves_for
-        saves = saves_for[0] | saves_for[1]
-        if (r == bad and saves & SAVES_OUT or tp.a0[r] == bad and saves & SAVES_X
-                or tp.a1[r] == bad and saves & SAVES_Y):
+        saves = saves_for[0] | saves_for[1] | saves_for[2]
+        inputs = tp.inputs(r)
+        if (r == bad and saves & SAVES_OUT or inputs[0] == bad and saves & SAVES_X
+                or inputs[1:2] == (bad,) and saves & SAVES_Y or inputs[2:3] == (bad,) and saves & SAVES_Z):
             return r
     return -1
 

@@ -122,11 +122,13 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
-        more = nx[r]  # inputs past the second (Note [Tape layout]), which are never saved
+        more = nx[r]  # inputs past the second (Note [Tape layout]): z, the third, may be saved
         need_more = False
         for j in range(xs[r], xs[r] + more):
             e = pool[j]
             need_more = need_more or (e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid))
+        z = pool[xs[r]] if more > 0 else -1
+        need_z = z >= 0 and (flags[z] & RG) != 0 and (not targeted or leads[z] == sid)
         # one table read for both refusals: a not-differentiable op always,
         # a python-only op when computing (Note [Python-only rows])
         refusal = REFUSES[o]
@@ -134,7 +136,7 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
             status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
-        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
+        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0) | (SAVES_C[o] if need_z else 0)
         if sv != 0:
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
@@ -147,6 +149,9 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
                 break
             if (sv & 4) != 0 and (flags[r] & DIRTY) != 0:
                 status, bad = ERR_DIRTY, r
+                break
+            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0:
+                status, bad = ERR_DIRTY, z
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)
         if need_a and stamp[a] != sid:
@@ -217,6 +222,11 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
                 if nuse[b] == 0 and op[b] <= CONST:
                     released[nreleased] = b
                     nreleased += 1
+            if (sv & 8) != 0 and z >= 0 and ndim[z] > 0:
+                nuse[z] -= 1
+                if nuse[z] == 0 and op[z] <= CONST:
+                    released[nreleased] = z
+                    nreleased += 1
             if ndim[r] > 0:
                 if (sv & 4) != 0:
                     nuse[r] -= 1
@@ -258,12 +268,12 @@ _SWEEP_VARIANTS = {
                   "    empty = np.zeros(0)\n    cbuf = np.zeros(1)\n" + _UNOWNED_COLUMNS),
         seed=("            g = _adjoint(r, adj, numel, ndim, sadj)\n            s = seed_off[i]\n"
               "            for k in range(g.size):\n                g[k] += seeds[s + k]\n"),
-        tensor_branch=("            if sv != 0 and _released(a, b, r, sv, ndim, ptr):\n"
+        tensor_branch=("            if sv != 0 and _released(a, b, z, r, sv, ndim, ptr):\n"
                        "                status, bad = ERR_FREED, r\n                break\n"
-                       "            _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim,\n"
+                       "            _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, ptr, numel, ndim,\n"
                        "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf,\n"
                        "                        kernels)\n"
-                       "            if need_more:\n"
+                       "            if need_more and VARIADIC[o]:\n"
                        "                _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim,\n"
                        "                           shp, ia, ian, sadj, pool, empty, kernels)\n"
                        "            if ndim[r] > 0 and not _captures(r, op, flags, targeted) and r in adj:\n"
@@ -404,12 +414,13 @@ def npow(x, e):
 
 
 @_jit_inline
-def _released(a, b, r, sv, ndim, ptr):
+def _released(a, b, z, r, sv, ndim, ptr):
     """Whether a value a tensor row's VJP reads is gone: never read a
     released value's memory, whatever path released it (0-d values live in
     sval and are never released)."""
     return (((sv & 1) != 0 and a >= 0 and ndim[a] > 0 and ptr[a] == 0)
             or ((sv & 2) != 0 and b >= 0 and ndim[b] > 0 and ptr[b] == 0)
+            or ((sv & 8) != 0 and z >= 0 and ndim[z] > 0 and ptr[z] == 0)
             or ((sv & 4) != 0 and ndim[r] > 0 and ptr[r] == 0))
 
 
@@ -648,20 +659,23 @@ def _call_elementwise(typingctx, address, G, X, Y, O, GA, GB, pp, into_g):
 
 
 @intrinsic
-def _call_structural(typingctx, address, G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+def _call_structural(typingctx, address, G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc):
     """Call the structural kernel at `address` (STRUCTURAL_KERNEL)."""
-    return _call_typing(address, (G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)), _call_codegen
+    return _call_typing(address, (G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc)), _call_codegen
 
 
 _F64, _I64 = types.float64[::1], types.int64[::1]
 ELEMENTWISE_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, types.float64, types.int64)
-STRUCTURAL_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, _I64, _I64, _I64, _I64, types.float64)
+STRUCTURAL_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, _F64, _F64, _I64, _I64, _I64, _I64, _I64,
+                                 types.float64, types.float64)
 
 
 @_jit
-def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel, ndim, shp, ia, ian,
+def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, ptr, numel, ndim, shp, ia, ian,
                 dt, sadj, pool, keep, empty, cbuf, kernels):
-    """One row's VJP on the tensor path: any row that is not a 0-d elementwise op."""
+    """One row's VJP on the tensor path: any row that is not a 0-d elementwise
+    op. z is the third input of an op of three (a variadic op's inputs past
+    the second go to _more_vjps)."""
     if ndim[r] > 0 and r not in adj:
         return  # no gradient reached this row
     cbuf[0] = c[r]
@@ -697,7 +711,10 @@ def _tensor_row(r, o, a, b, sv, need_a, need_b, adj, c, param, sval, ptr, numel,
         if FB.size and FB.size != GB.size:
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
     else:
-        _call_structural(kernels[TENSOR, o], G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp)
+        Z = _value(z, ptr, numel, ndim, dt, sval) if (sv & 8) != 0 else empty
+        GC = _adjoint(z, adj, numel, ndim, sadj) if need_z and not VARIADIC[o] else empty
+        zsh = pool[shp[z]:shp[z] + ndim[z]] if z >= 0 else pool[0:0]
+        _call_structural(kernels[TENSOR, o], G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, c[r])
 
 
 @_jit
@@ -723,7 +740,8 @@ def _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndi
         esh = pool[shp[e]:shp[e] + ndim[e]] if e >= 0 else pool[0:0]
         fsh = pool[shp[f]:shp[f] + ndim[f]] if f >= 0 else pool[0:0]
         ints = pool[ia[r] + 2 + q:ia[r] + ian[r]]
-        _call_structural(kernels[TENSOR, o], G, empty, empty, empty, GA, GB, osh, esh, fsh, ints, param[r])
+        _call_structural(kernels[TENSOR, o], G, empty, empty, empty, empty, GA, GB, empty, osh, esh, fsh,
+                         pool[0:0], ints, param[r], 0.0)
 
 
 # not nogil: it writes into the .grad arrays of tensors that another thread's
@@ -864,18 +882,22 @@ def _elementwise_kernel(opdef):
 
 
 _ELEMENTWISE_ARRAYS = ("G", "X", "Y", "O", "GA", "GB")
-_STRUCTURAL_ARRAYS = _ELEMENTWISE_ARRAYS + ("osh", "xsh", "ysh", "ints")
+_STRUCTURAL_ARRAYS = ("G", "X", "Y", "Z", "O", "GA", "GB", "GC", "osh", "xsh", "ysh", "zsh", "ints")
+# what the native VJP of an op of at most two inputs takes: the rest is empty
+_BINARY_ARRAYS = ("G", "X", "Y", "O", "GA", "GB", "osh", "xsh", "ysh", "ints")
 
 
 def _c_parameters(arrays, scalars):
     return ", ".join([f"{a}_p, {a}_n" for a in arrays] + list(scalars))
 
 
-def _structural_wrapper(kernel_name):
+def _structural_wrapper(kernel_name, opdef):
     """The lines of a structural op's C kernel: its arrays rebuilt from
-    (pointer, length), then its native VJP called with them."""
-    args = ", ".join(f"carray({a}_p, ({a}_n,))" for a in _STRUCTURAL_ARRAYS)
-    return [f"{kernel_name}({args}, pp)"]
+    (pointer, length), then its native VJP called with them: an op of three
+    inputs takes them all and the row's c, others their own."""
+    three = opdef.arity == 3
+    args = ", ".join(f"carray({a}_p, ({a}_n,))" for a in (_STRUCTURAL_ARRAYS if three else _BINARY_ARRAYS))
+    return [f"{kernel_name}({args}, pp{', cc' if three else ''})"]
 
 
 # partials' sin and cos are libm's (exact, scalar); the vectorizing ones
@@ -962,6 +984,8 @@ def _body():
     tables = ["LEAF, CONST = 0, 1",
               f"SAVES_A = np.array({_by_code(lambda d: d.saves_for[0], 0)}, np.int64)",
               f"SAVES_B = np.array({_by_code(lambda d: d.saves_for[1], 0)}, np.int64)",
+              f"SAVES_C = np.array({_by_code(lambda d: d.saves_for[2], 0)}, np.int64)",
+              f"VARIADIC = np.array({_by_code(lambda d: d.variadic, False)}, np.bool_)",
               f"ELEMENTWISE = np.array({_by_code(lambda d: d.elementwise, False)}, np.bool_)",
               f"UNIT_A = np.array({_by_code(lambda d: _unit_partial(d, 0), 0.0)}, np.float64)",
               f"UNIT_B = np.array({_by_code(lambda d: _unit_partial(d, 1), 0.0)}, np.float64)",
@@ -982,7 +1006,7 @@ def _body():
     kernels = {}  # body lines -> kernel name
     by_op = [["None", "None", "None"] for _ in REGISTRY]  # a hole keeps "no kernel"
     ew_params = _c_parameters(_ELEMENTWISE_ARRAYS, ("pp", "into_g"))
-    st_params = _c_parameters(_STRUCTURAL_ARRAYS, ("pp",))
+    st_params = _c_parameters(_STRUCTURAL_ARRAYS, ("pp", "cc"))
     wrappers = {}  # native VJP -> the kernel that calls it
 
     def add(kind, name, params, lines, signature):
@@ -1004,7 +1028,7 @@ def _body():
                 wrappers[d.native] = f"_k_{d.name}"
                 parts.append(_structural_kernel(d))
                 parts.append(_kernel_function(wrappers[d.native], st_params,
-                                              _structural_wrapper(_native_name(d))))
+                                              _structural_wrapper(_native_name(d), d)))
             by_op[d.code][0] = f"({wrappers[d.native]}, STRUCTURAL_KERNEL)"
     entries = "".join(f"    ({', '.join(kinds)}),  # {name or 'no op'}\n"
                       for kinds, name in zip(by_op, _by_code(lambda d: d.name, None)))

@@ -226,7 +226,9 @@ def next_edges(tp, r):
     state = tp.python_rows.get(r) if tp.python_rows else None
     opdef = REGISTRY[tp.m_op[r]]
     inputs = (state.input_rows(tp, r) if state is not None
-              else tp.inputs(r) if opdef.variadic else (tp.m_a0[r], tp.m_a1[r])[:opdef.arity])
+              else tp.inputs(r) if opdef.variadic else tp.inputs(r)[:opdef.arity])
+    if opdef.edge_order is not None:
+        inputs = [inputs[k] for k in opdef.edge_order]
     edges = []
     for i in inputs:
         edge = output_edge(tp, i) if i >= 0 and flags[i] & RG else (-1, 0)

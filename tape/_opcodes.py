@@ -155,5 +155,12 @@ OPCODES = {
     "index_put_": 149,
     "prod": 150,
     "prod_dim": 151,
+    "addmm": 152,
+    "addmv": 153,
+    "baddbmm": 154,
+    "addbmm": 155,
+    "addcmul": 156,
+    "addcdiv": 157,
+    "lerp_tensor": 158,
 }
-NEXT_OPCODE = 152
+NEXT_OPCODE = 159

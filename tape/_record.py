@@ -4,12 +4,12 @@ fast path and central broadcasting) and `record` for structural ops.
 import numpy as np
 
 from ._dtypes import _default as _default_dtype, float16, float32, float64, get_default_dtype, promoted
-from ._registry import PARTIAL_FUNCTIONS, SAVES_OUT, SAVES_X, SAVES_Y, lookup
+from ._registry import PARTIAL_FUNCTIONS, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
 from ._tensor import Tensor, new_tensor, wrap_value
 
-__all__ = ["record", "record_variadic", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
+__all__ = ["record", "record_many", "formula_node", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
            "operand_value", "python_number", "sum_to"]
 
 _NUMBER = (float, int)
@@ -109,21 +109,75 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     return out
 
 
-_SAVES_NOTHING = (0, 0)
+_SAVES_NOTHING = (0, 0, 0)
 
 
-def record_variadic(opdef, value, inputs, *, ints=None):
-    """`record` for a variadic op (`opdef.variadic`: cat, stack) of any
-    number of `inputs` (Tensors, or None for one that needs no gradient)."""
+def record_many(opdef, value, inputs, *, c=0.0, p=1.0, ints=None):
+    """`record` for an op of more than two inputs, or a variadic op (cat,
+    stack) of any number: `inputs` are Tensors, or None for one that needs
+    no gradient (Note [Tape layout])."""
     tp = state.tape
     tp.reserve(len(inputs) + 3)
     for t in inputs:  # rows for leaves first: every input row is below its consumer
         if t is not None:
             tp.adopt(t)
-    out = record(opdef, value, inputs[:2], ints=ints)
+    hooks, tp.saved_hooks = tp.saved_hooks, []  # packed below, once the row has all its inputs
+    try:
+        out = record(opdef, value, inputs[:2], c=c, p=p, ints=ints)
+    finally:
+        tp.saved_hooks = hooks
     if len(inputs) != 2:
-        tp.more_inputs(out._row, [-1 if t is None else tp.adopt(t) for t in inputs[2:]] if inputs[1:] else None)
+        rows = [-1 if t is None else tp.adopt(t) for t in inputs[2:]]
+        tp.more_inputs(out._row, rows if inputs[1:] else None)
+        z = rows[0] if rows else -1
+        saves_for = opdef.saves_for
+        if z >= 0 and (saves_for[2] or (saves_for[0] | saves_for[1]) & SAVES_Z):
+            # what record counted for the first two inputs, and what z's gradient adds
+            a, b = tp.m_a0[out._row], tp.m_a1[out._row]
+            flags, nuse = tp.m_flags, tp.m_nuse
+            counted = ((saves_for[0] if a >= 0 and flags[a] & RG else 0)
+                       | (saves_for[1] if b >= 0 and flags[b] & RG else 0))
+            saves = counted | (saves_for[2] if flags[z] & RG else 0)
+            added = saves & ~counted
+            if added & SAVES_X and a >= 0:
+                nuse[a] += 1
+            if added & SAVES_Y and b >= 0:
+                nuse[b] += 1
+            if added & SAVES_OUT:
+                nuse[out._row] += 1
+            if saves & SAVES_Z:
+                nuse[z] += 1
+    if hooks:  # Note [Saved tensor hooks]
+        pack_row(tp, opdef.code, out._row, inputs[0], inputs[1], out, inputs[2] if len(inputs) > 2 else None)
     return out
+
+
+_INPUT_BITS = (SAVES_X, SAVES_Y, SAVES_Z)
+
+
+def formula_node(opdef, formula, inputs, *, c=0.0, p=1.0):
+    """The result of `formula()` (a Tensor, computed with the engine's ops)
+    as one row of `opdef` over `inputs` (Tensors, in the row's order) when
+    one requires grad: an op of three inputs whose value a formula of the
+    tape's ops gives exactly (PyTorch's kernel's order of operations), and
+    whose node is PyTorch's one (AddmmBackward0). An input that needs no
+    gradient has a row only when a needed gradient reads it."""
+    tp = state.tape
+    # a batched operand (vmap's BatchedTensor, the one Tensor subclass) runs
+    # the formula, whose ops batch
+    if any(type(t) is not Tensor for t in inputs) or not (tp.grad_enabled and any(t._rg for t in inputs)):
+        return formula()
+    tp.grad_enabled = False
+    try:
+        value = formula()._value
+    finally:
+        tp.grad_enabled = True
+    reads = 0
+    for t, saves in zip(inputs, opdef.saves_for):
+        if t._rg:
+            reads |= saves
+    return record_many(opdef, value, [t if t._rg or reads & bit else None for t, bit in zip(inputs, _INPUT_BITS)],
+                       c=c, p=p)
 
 
 def op_result(opdef, value, inputs, **kwargs):

@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from ._opcodes import NEXT_OPCODE, OPCODES
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
-           "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
+           "SAVES_X", "SAVES_Y", "SAVES_OUT", "SAVES_Z", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
            "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed"]
 
-SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
-# the saved tensors a row can hold: its inputs and its result, by bit
-SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT}
+SAVES_X, SAVES_Y, SAVES_OUT, SAVES_Z = 1, 2, 4, 8
+# the saved tensors a row can hold: its first three inputs and its result, by bit
+SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT, "z": SAVES_Z}
 
 
 # Note [Saved values' names]
@@ -25,7 +25,8 @@ SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT}
 # names: `_saved_self`, `_saved_other`, `_saved_result`, `_saved_exponent`,
 # `_saved_dim`, ... (tape/_node.py). An op declares them with `saved=`, in
 # PyTorch's order, each name with where the row keeps it:
-#   "x", "y", "out"  a saved tensor: an input or the result. Their order is
+#   "x", "y", "z", "out"  a saved tensor: an input (z: the third, of an op
+#                    of three) or the result. Their order is
 #                    the order saved_tensors_hooks packs them in (PyTorch's:
 #                    for most binary ops other, self, then the result). An
 #                    elementwise operand that is the row's constant `c`
@@ -51,13 +52,13 @@ def _saved_names(name, saved, saves, arity):
     """The validated (name, source) pairs of an op's `saved=` declaration,
     or its default (Note [Saved values' names])."""
     if saved is None:
-        return tuple((n, s) for n, s in _DEFAULT_NAMES if saves & SAVED_TENSORS[s] and (s != "y" or arity == 2))
+        return tuple((n, s) for n, s in _DEFAULT_NAMES if saves & SAVED_TENSORS[s] and (s != "y" or arity >= 2))
     saved = tuple(saved)
     named = 0
     for n, s in saved:
         if callable(s) or s in _ATTRIBUTES:
             continue
-        if s not in SAVED_TENSORS or s == "y" and arity < 2:
+        if s not in SAVED_TENSORS or s == "y" and arity < 2 or s == "z" and arity < 3:
             raise ValueError(f"op {name!r}: saved {n!r} from {s!r}, which is no saved value")
         named |= SAVED_TENSORS[s]
     # a one-input op's y is its constant, a number: it need not be named
@@ -132,9 +133,12 @@ class OpDef:
     arity     number of tensor inputs (0 for leaves and constants)
     partials  elementwise ops: one expression per input, over `x`, `y`, `out`, `p`
     saves     bit mask of the values backward reads (SAVES_X | SAVES_Y | SAVES_OUT)
-    saves_for the values read for input 0's gradient and for input 1's: a value
-              is saved only when the input whose gradient reads it requires grad
-              (x * 2 saves nothing, as in PyTorch)
+    saves_for the values read for each input's gradient (inputs 0, 1 and 2): a
+              value is saved only when an input whose gradient reads it requires
+              grad (x * 2 saves nothing, as in PyTorch)
+    edge_order  the row's inputs in PyTorch's order of next_functions, when the
+              row keeps them in another (an op of three inputs keeps those it
+              may save first: addmm's row is mat1, mat2, self)
     vjp       differentiable VJP: `vjp(ctx, g) -> tuple` of input gradients or None
     native    structural ops: a plain-Python kernel copied into the generated sweep
     not_differentiable  for an op that PyTorch records but cannot differentiate
@@ -161,11 +165,12 @@ class OpDef:
     code: int = -1
     compiled_partials: tuple = field(default=None, repr=False)
     compiled_selections: tuple = field(default=None, repr=False)
-    saves_for: tuple = (0, 0)
+    saves_for: tuple = (0, 0, 0)
     not_differentiable: str = None
     python_only: bool = False
     saved: tuple = ()
     variadic: bool = False
+    edge_order: tuple = None
     # an elementwise op's function and scalar forward, set by tape/_record.py's
     # factories: the vocabulary of partials reaches them here
     function: object = field(default=None, repr=False)
@@ -230,18 +235,21 @@ def _names_in(expr, opname):
 
 def _saves_of(names):
     return (SAVES_X if "x" in names else 0) | (SAVES_Y if "y" in names else 0) | (
-        SAVES_OUT if "out" in names else 0)
+        SAVES_OUT if "out" in names else 0) | (SAVES_Z if "z" in names else 0)
 
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
-          not_differentiable=None, python_only=False, saved=None, variadic=False):
+          not_differentiable=None, python_only=False, saved=None, variadic=False, saves_for=None,
+          edge_order=None):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
     `native`; a `python_only` op gives `vjp` alone. Definitions are validated
     here, so a bad one fails at import. `saved` gives PyTorch's names of
-    what the row saves (Note [Saved values' names]).
+    what the row saves (Note [Saved values' names]). A structural op may give
+    `saves_for`, what each input's gradient reads, where it reads less than
+    `saves`; `edge_order` is for an op of three inputs (OpDef).
     """
     if Op is not None:
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
@@ -252,29 +260,38 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
             raise ValueError(f"op {name!r}: {arity} inputs but {len(partials)} partials")
         if vjp is not None or native is not None:
             raise ValueError(f"op {name!r}: elementwise ops derive vjp and native from partials")
-        saves_for = tuple(_saves_of(_names_in(e, name)) for e in partials) + (0,) * (2 - arity)
+        saves_for = tuple(_saves_of(_names_in(e, name)) for e in partials) + (0,) * (3 - arity)
         saves = saves_for[0] | saves_for[1]
     elif python_only:
         if vjp is None or native is not None or saves or not_differentiable is not None:
             raise ValueError(f"op {name!r}: a python-only op has a vjp and no native, saves or "
                              "not_differentiable (the sweep checks nothing for it)")
-        saves_for = (0, 0)
+        saves_for = (0, 0, 0)
     elif not_differentiable is not None:
         if vjp is not None or native is not None:
             raise ValueError(f"op {name!r}: an op that is not differentiable has no vjp or native")
         vjp = _refusal(not_differentiable)
-        saves_for = (0, 0)
+        saves_for = (0, 0, 0)
     else:
         if arity > 0 and (vjp is None or native is None):
             raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
-        saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
-    if variadic and (arity != 2 or partials is not None or (saves or 0) & (SAVES_X | SAVES_Y)):
+        if saves_for is None:
+            saves_for = (saves or 0,) * 3 if arity > 0 else (0, 0, 0)
+        else:
+            saves_for = tuple(saves_for) + (0,) * (3 - len(saves_for))
+            if any(k & ~(saves or 0) for k in saves_for):
+                raise ValueError(f"op {name!r}: saves_for reads what saves does not save")
+    if arity > 3 or arity == 3 and (partials is not None or edge_order is None):
+        raise ValueError(f"op {name!r}: an op of three inputs is structural or python-only and gives "
+                         "edge_order; one of more is variadic")
+    if variadic and (arity != 2 or partials is not None or (saves or 0) & (SAVES_X | SAVES_Y | SAVES_Z)):
         raise ValueError(f"op {name!r}: a variadic op is structural or python-only, of arity 2 (its "
                          "first two inputs), and saves no input")
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
                   saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
                   not_differentiable=not_differentiable, python_only=python_only,
-                  saved=_saved_names(name, saved, saves or 0, arity), variadic=variadic)
+                  saved=_saved_names(name, saved, saves or 0, arity), variadic=variadic,
+                  edge_order=None if edge_order is None else tuple(edge_order))
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

@@ -41,7 +41,7 @@ __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pa
 _NOT_SAVED = object()
 
 # the position of each saved tensor in a _Packed entry
-_SLOT = {"x": 0, "y": 1, "out": 2}
+_SLOT = {"x": 0, "y": 1, "out": 2, "z": 3}
 
 FREED_MESSAGE = (
     "Trying to backward through the graph a second time (or directly access saved tensors after they "
@@ -121,7 +121,7 @@ def disable_saved_tensors_hooks(error_message):
 
 
 class _Packed:
-    """What saved-tensor hooks made of one row's saved values: x, y and out
+    """What saved-tensor hooks made of one row's saved values: x, y, out and z
     (pack_hook's results, or _NOT_SAVED), and the unpack_hook of each."""
     __slots__ = ("values", "unpack_hooks", "nbytes")
 
@@ -166,27 +166,29 @@ def row_saves(tp, r):
     saves_for = REGISTRY[tp.m_op[r]].saves_for
     flags = tp.m_flags
     a, b = tp.m_a0[r], tp.m_a1[r]
+    z = tp.pool[tp.m_xs[r]] if tp.m_nx[r] > 0 else -1
     return ((saves_for[0] if a >= 0 and flags[a] & RG else 0)
-            | (saves_for[1] if b >= 0 and flags[b] & RG else 0))
+            | (saves_for[1] if b >= 0 and flags[b] & RG else 0)
+            | (saves_for[2] if z >= 0 and flags[z] & RG else 0))
 
 
-def pack_row(tp, code, r, x, y, out):
-    """Pack the values row r (op `code`, inputs x and y: Tensors or None, result
-    `out`) saves, with the innermost hooks, in its op's order (Note [Saved
-    tensor hooks], Note [Saved values' names] in tape._registry)."""
+def pack_row(tp, code, r, x, y, out, z=None):
+    """Pack the values row r (op `code`, inputs x, y and z: Tensors or None,
+    result `out`) saves, with the innermost hooks, in its op's order (Note
+    [Saved tensor hooks], Note [Saved values' names] in tape._registry)."""
     pack_hook, unpack_hook = tp.saved_hooks[-1]
     saves = row_saves(tp, r)
     if not saves:
         return
-    values = [_NOT_SAVED] * 3
+    values = [_NOT_SAVED] * 4
     nbytes = 0
-    given = {"x": x, "y": y, "out": out}
+    given = {"x": x, "y": y, "out": out, "z": z}
     for source in REGISTRY[code].pack_order:
         t = given[source]
         if saves & SAVED_TENSORS[source] and t is not None:
             packed = values[_SLOT[source]] = pack(pack_hook, t, source != "out")
             nbytes += _packed_bytes(packed)
-    tp.packed[r] = _Packed(values, [unpack_hook] * 3, nbytes)
+    tp.packed[r] = _Packed(values, [unpack_hook] * 4, nbytes)
     tp.held_bytes += nbytes
 
 
@@ -241,7 +243,8 @@ def _saved_row(tp, r, source):
     """The row whose value row r saved as `source`, past hidden rows (an
     implicit broadcast saves its input, as PyTorch saves the operand); -1
     for the row's constant operand."""
-    i = r if source == "out" else int((tp.m_a0 if source == "x" else tp.m_a1)[r])
+    i = (r if source == "out" else int(tp.pool[tp.m_xs[r]]) if source == "z"
+         else int((tp.m_a0 if source == "x" else tp.m_a1)[r]))
     while i >= 0 and tp.m_flags[i] & HIDDEN:
         i = int(tp.m_a0[i])
     return i
@@ -321,7 +324,7 @@ class SavedTensor:
         # the input itself, as pack_hook gets it, or a new Tensor of the result
         packed = pack(pack_hook, saved_tensor(tp, r, source), True)
         if entry is None:
-            entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [None] * 3, 0)
+            entry = tp.packed[r] = _Packed([_NOT_SAVED] * 4, [None] * 4, 0)
         entry.values[k], entry.unpack_hooks[k] = packed, unpack_hook
         nbytes = _packed_bytes(packed)
         entry.nbytes += nbytes

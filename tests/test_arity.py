@@ -222,3 +222,74 @@ def test_second_order_through_the_outputs_of_unbind():
     expected[:, 0] = 2 * X[:, 2] + 2 * X[:, 0]
     expected[:, 2] = 2 * X[:, 0]
     np.testing.assert_allclose(gg.numpy(), expected)
+
+
+# -- ops of three inputs --------------------------------------------------------
+R = np.random.default_rng(7)
+I3, M24, M43, V4, I2 = R.standard_normal(3), R.standard_normal((2, 4)), R.standard_normal((4, 3)), R.standard_normal(4), \
+    R.standard_normal(2)
+B243, B234 = R.standard_normal((5, 2, 4)), R.standard_normal((5, 4, 3))
+A23, P13, W23 = R.standard_normal((2, 3)), R.uniform(0.5, 1, (1, 3)), R.uniform(0, 1, (2, 3))
+
+
+def grads_of(*arrays):
+    return [tape.tensor(a, requires_grad=True) for a in arrays]
+
+
+@pytest.mark.parametrize("build, name", [
+    (lambda i, a, b: tape.addmm(i, a, b, beta=0.5, alpha=2.0), "AddmmBackward0"),
+    (lambda i, a, b: tape.addbmm(i, tape.stack([a] * 5), tape.stack([b] * 5)), "AddbmmBackward0"),
+    (lambda i, a, b: i.addcmul(a[:, :3], b[:2], value=0.5), "AddcmulBackward0"),
+    (lambda i, a, b: tape.addcdiv(i, a[:, :3], b[:2] + 3), "AddcdivBackward0"),
+])
+def test_an_op_of_three_inputs_is_one_node_in_pytorchs_order(build, name):
+    i, a, b = grads_of(I3, M24, M43)
+    out = build(i, a, b)
+    assert type(out.grad_fn).__name__ == name
+    assert [type(n).__name__ for n, _ in out.grad_fn.next_functions][0] == "AccumulateGrad"  # input first
+    assert len(out.grad_fn.next_functions) == 3
+
+
+def test_an_input_needing_no_gradient_is_a_none_edge():
+    # PyTorch 2.13: [('AccumulateGrad', 0), ('AccumulateGrad', 0), (None, 0)]
+    i, m1 = grads_of(I3, M24)
+    assert edges(tape.addmm(i, m1, tape.tensor(M43))) == [("AccumulateGrad", 0), ("AccumulateGrad", 0), (None, 0)]
+    assert edges(tape.addcmul(i, tape.tensor(A23), m1[:1, :3])) == [("AccumulateGrad", 0), (None, 0),
+                                                                      ("SliceBackward0", 0)]
+    assert edges(tape.lerp(tape.tensor(I3), m1[:, :3], tape.tensor(W23, requires_grad=True))) == [
+        (None, 0), ("SliceBackward0", 0), ("AccumulateGrad", 0)]
+
+
+def test_a_constant_factor_is_read_by_the_others_gradient():
+    m1 = tape.tensor(M24, requires_grad=True)
+    (g,) = tape.autograd.grad(tape.addmm(tape.tensor(I3), m1, tape.tensor(M43), alpha=2).sum(), m1)
+    np.testing.assert_allclose(g.numpy(), 2 * np.ones((2, 3)) @ M43.T, rtol=1e-14)
+    v = tape.tensor(V4, requires_grad=True)
+    (g,) = tape.autograd.grad(tape.addmv(tape.tensor(I2), tape.tensor(M24), v, alpha=-1.5).sum(), v)
+    np.testing.assert_allclose(g.numpy(), -1.5 * M24.T @ np.ones(2), rtol=1e-14)
+
+
+def test_three_input_nodes_save_what_pytorchs_save():
+    i, m1, m2, v, i2, b1, b2 = grads_of(I3, M24, M43, V4, I2, B243, B234)
+    n = tape.addmm(i, m1, m2, beta=0.5, alpha=2.0).grad_fn
+    assert (n._saved_alpha, n._saved_beta, n._saved_mat1.shape, n._saved_mat2.shape) == (2.0, 0.5, (2, 4), (4, 3))
+    n = tape.addmv(i2, m1, v).grad_fn
+    assert (n._saved_mat.shape, n._saved_vec.shape) == ((2, 4), (4,))
+    assert tape.baddbmm(i, b1, b2).grad_fn._saved_batch2.shape == (5, 4, 3)
+    a, p, w = grads_of(A23, P13, W23)
+    n = tape.addcmul(i, a, p, value=0.5).grad_fn
+    assert (n._saved_tensor1.shape, n._saved_tensor2.shape, n._saved_value) == ((2, 3), (1, 3), 0.5)
+    n = tape.lerp(i, a, w).grad_fn
+    assert type(n).__name__ == "LerpBackward1"
+    assert (n._saved_self.shape, n._saved_end.shape, n._saved_weight.shape) == ((3,), (2, 3), (2, 3))
+
+
+def test_saved_tensor_hooks_pack_what_pytorchs_pack_in_its_order():
+    i, a, p, w, m1 = grads_of(I3, A23, P13, W23, M24)
+    packed = []
+    with tape.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t.shape) or t, lambda t: t):
+        out = tape.lerp(i, a, w) + tape.addcdiv(i, a, p) + tape.addmm(i, m1, tape.tensor(M43))
+    # PyTorch 2.13: lerp end, self, weight; addcdiv tensor1, tensor2; addmm mat2 only
+    assert packed == [(2, 3), (3,), (2, 3), (2, 3), (1, 3), (4, 3)]
+    out.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), np.broadcast_to(A23 - I3, (2, 3)), rtol=1e-14)
