@@ -597,8 +597,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                 (g,) = _node_hooked(tp, node_hooks[1], (g,), ((g,),), node_state)
             input_grads = _vjp_of(opdef)(ctx, g)
             if node_hooks and node_hooks[0]:
-                grad_inputs = tuple(gi if need else None for need, gi in zip(ctx.needs, input_grads))
-                input_grads = _node_hooked(tp, node_hooks[0], grad_inputs, (grad_inputs, (g,)), node_state)
+                input_grads = _input_hooked(tp, opdef, node_hooks[0], ctx, input_grads, (g,), node_state)
             if anomaly.enabled and anomaly.check_nan:
                 _check_nan(tp, r, input_grads)
         except BaseException:
@@ -662,9 +661,24 @@ def _run_outputs(tp, outputs, node_hooks, grads, captured, zeros, leads, node_st
         part = _vjp_of(REGISTRY[tp.op[q]])(_Ctx(tp, q, leads), g)
         total = [t if p is None else p if t is None else t + p for t, p in zip(total, part)]
     if hooks:
-        grad_inputs = tuple(gi if need else None for need, gi in zip(ctx.needs, total))
-        total = _node_hooked(tp, hooks, grad_inputs, (grad_inputs, gs), node_state)
+        total = _input_hooked(tp, REGISTRY[tp.op[outputs[0]]], hooks, ctx, total, gs, node_state)
     _pass_on(tp, ctx, total, grads, zeros, False)
+
+
+def _input_hooked(tp, opdef, hooks, ctx, input_grads, grad_outputs, node_state):
+    """A node's gradients of its inputs after its hooks, which see them in
+    PyTorch's order of next_functions (the row's own, but for an op that
+    keeps its inputs in another: `edge_order`)."""
+    grad_inputs = tuple(gi if need else None for need, gi in zip(ctx.needs, input_grads))
+    order = opdef.edge_order
+    if order is None:
+        return _node_hooked(tp, hooks, grad_inputs, (grad_inputs, grad_outputs), node_state)
+    shown = tuple(grad_inputs[k] for k in order)
+    hooked = _node_hooked(tp, hooks, shown, (shown, grad_outputs), node_state)
+    back = [None] * len(order)
+    for position, k in enumerate(order):
+        back[k] = hooked[position]
+    return tuple(back)
 
 
 def _zeros_of(tp, r):

@@ -293,3 +293,15 @@ def test_saved_tensor_hooks_pack_what_pytorchs_pack_in_its_order():
     assert packed == [(2, 3), (3,), (2, 3), (2, 3), (1, 3), (4, 3)]
     out.sum().backward()
     np.testing.assert_allclose(w.grad.numpy(), np.broadcast_to(A23 - I3, (2, 3)), rtol=1e-14)
+
+
+def test_a_node_hook_sees_the_inputs_gradients_in_pytorchs_order():
+    i, m1, m2 = grads_of(I3, M24, M43)
+    y = tape.addmm(i, m1, m2)
+    shapes = []
+    y.grad_fn.register_hook(lambda gi, go: shapes.append([g.shape for g in gi]))
+    y.grad_fn.register_hook(lambda gi, go: (gi[0] * 0, gi[1], gi[2]))
+    y.sum().backward()
+    assert shapes == [[(3,), (2, 4), (4, 3)]]
+    np.testing.assert_array_equal(i.grad.numpy(), np.zeros(3))
+    np.testing.assert_allclose(m1.grad.numpy(), np.ones((2, 3)) @ M43.T, rtol=1e-14)
