@@ -18,7 +18,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "378543cf9a3e1968"
+REGISTRY_DIGEST = "0786646d95bedf75"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 2, 2, 2, 2, 2, 2, 8], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 1, 1, 1, 1, 1, 3, 8], np.int64)
@@ -108,7 +108,7 @@ def add_product(C, A, ta, B, tb):
            _i64_at(at + 32), _f64_at(at + 48), _f64_at(C.ctypes.data), _i64_at(at + 40))
     args[0] = 0  # a use after the call: Numba frees a local array after its last use
 
-RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
+RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY, ERR_KERNELS = 0, 1, 2, 3, 4, 5, 6
 # the kinds of kernel an opcode has (rows of the `kernels` table)
 TENSOR, SCALAR_A, SCALAR_B = 0, 1, 2
@@ -651,13 +651,17 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
-        more = nx[r]  # inputs past the second (Note [Tape layout]): z, the third, may be saved
-        need_more = False
-        for j in range(xs[r], xs[r] + more):
-            e = pool[j]
-            need_more = need_more or (e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid))
-        z = pool[xs[r]] if more > 0 else -1
-        need_z = z >= 0 and (flags[z] & RG) != 0 and (not targeted or leads[z] == sid)
+        # inputs past the second (Note [Tape layout]): z, the third, may be saved
+        need_more = need_z = False
+        z = -1
+        more = 0
+        if (flags[r] & MORE) != 0:  # a flag: the rows of ops of at most two inputs read no more columns
+            more = nx[r]
+            for j in range(xs[r], xs[r] + more):
+                e = pool[j]
+                need_more = need_more or (e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid))
+            z = pool[xs[r]]
+            need_z = z >= 0 and (flags[z] & RG) != 0 and (not targeted or leads[z] == sid)
         # one table read for both refusals: a not-differentiable op always,
         # a python-only op when computing (Note [Python-only rows])
         refusal = REFUSES[o]
@@ -665,7 +669,9 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
             status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
-        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0) | (SAVES_C[o] if need_z else 0)
+        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
+        if need_z:
+            sv |= SAVES_C[o]
         if sv != 0:
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
@@ -867,13 +873,17 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
         b = a1[r]
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
-        more = nx[r]  # inputs past the second (Note [Tape layout]): z, the third, may be saved
-        need_more = False
-        for j in range(xs[r], xs[r] + more):
-            e = pool[j]
-            need_more = need_more or (e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid))
-        z = pool[xs[r]] if more > 0 else -1
-        need_z = z >= 0 and (flags[z] & RG) != 0 and (not targeted or leads[z] == sid)
+        # inputs past the second (Note [Tape layout]): z, the third, may be saved
+        need_more = need_z = False
+        z = -1
+        more = 0
+        if (flags[r] & MORE) != 0:  # a flag: the rows of ops of at most two inputs read no more columns
+            more = nx[r]
+            for j in range(xs[r], xs[r] + more):
+                e = pool[j]
+                need_more = need_more or (e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid))
+            z = pool[xs[r]]
+            need_z = z >= 0 and (flags[z] & RG) != 0 and (not targeted or leads[z] == sid)
         # one table read for both refusals: a not-differentiable op always,
         # a python-only op when computing (Note [Python-only rows])
         refusal = REFUSES[o]
@@ -881,7 +891,9 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
             status, bad = (ERR_NOT_DIFFERENTIABLE if refusal == REFUSES_ALWAYS else ERR_PYTHON_ONLY), r
             break
         # values read by the partials of the inputs that need a gradient
-        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0) | (SAVES_C[o] if need_z else 0)
+        sv = (SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)
+        if need_z:
+            sv |= SAVES_C[o]
         if sv != 0:
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r

@@ -13,7 +13,8 @@ import numpy as np
 from . import _sweep
 from ._registry import CONST, LEAF
 
-__all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_row", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET"]
+__all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_row", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET",
+           "MORE"]
 
 # Note [Tape layout]
 # ~~~~~~~~~~~~~~~~~~
@@ -56,7 +57,8 @@ __all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_
 #   ia, ian  int64  static int attributes (axes, permutation, index map) at
 #                   pool[ia:ia+ian]
 #   dt     int8     0 float64, 1 float32 (adjoints are always float64)
-#   flags  uint8    RG | RETAIN | DIRTY | FREED | HIDDEN | TARGET
+#   flags  uint8    RG | RETAIN | DIRTY | FREED | HIDDEN | TARGET | MORE (nx > 0:
+#                   the sweep reads xs and nx only where it is set)
 #   stamp  int64    sweep id that last reached the row (no clearing needed)
 #   sadj   float64  adjoint of a 0-d row during a sweep
 #   nuse   int64    consumers that saved this row's value and have not yet
@@ -78,7 +80,7 @@ __all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_
 # renumbered lazily, when it is next used (`where`), and nothing scans the
 # live tensors.
 
-RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET = 1, 2, 4, 8, 16, 32
+RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
 
 _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("xs", np.int64, 0), ("nx", np.int64, 0), ("oi", np.int32, 0),
@@ -633,6 +635,7 @@ class Tape:
         elif rows:
             self.m_xs[r] = self._push(rows)
             self.m_nx[r] = len(rows)
+            self.m_flags[r] |= MORE
 
     def drop_cut_off(self, lo, hi):
         """Drop the values of rows lo..hi-1 that nothing live reaches, saved
