@@ -376,7 +376,7 @@ def _addbmm_vjp(ctx, g):
 def _added_product_op(name, grad_fn, factors, native, vjp):
     """The op of one of addmm's family: factors x, y (PyTorch's names), input third."""
     alpha_beta = (("alpha", "p"), ("beta", "c"))
-    return defop(name, grad_fn, 3, saves=SAVES_X | SAVES_Y, saves_for=(SAVES_Y, SAVES_X, 0), native=native, vjp=vjp,
+    return defop(name, grad_fn, 3, saves=(SAVES_Y, SAVES_X, 0), native=native, vjp=vjp,
                  edge_order=(2, 0, 1), saved=((factors[0], "x"), (factors[1], "y")) + alpha_beta)
 
 

@@ -239,17 +239,19 @@ def _saves_of(names):
 
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
-          not_differentiable=None, python_only=False, saved=None, variadic=False, saves_for=None,
-          edge_order=None):
+          not_differentiable=None, python_only=False, saved=None, variadic=False, edge_order=None):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
     `native`; a `python_only` op gives `vjp` alone. Definitions are validated
     here, so a bad one fails at import. `saved` gives PyTorch's names of
-    what the row saves (Note [Saved values' names]). A structural op may give
-    `saves_for`, what each input's gradient reads, where it reads less than
-    `saves`; `edge_order` is for an op of three inputs (OpDef).
+    what the row saves (Note [Saved values' names]). A structural op's
+    `saves` is the mask of the values every input's gradient reads, or a
+    tuple of one mask per input (addmm's gradient for mat1 reads mat2), so
+    that a row saves only what the gradients of its inputs that require grad
+    read, as PyTorch's derivatives.yaml does; `edge_order` is for an op of
+    three inputs (OpDef).
     """
     if Op is not None:
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
@@ -275,12 +277,13 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
     else:
         if arity > 0 and (vjp is None or native is None):
             raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
-        if saves_for is None:
-            saves_for = (saves or 0,) * 3 if arity > 0 else (0, 0, 0)
+        if isinstance(saves, tuple):
+            if len(saves) != arity:
+                raise ValueError(f"op {name!r}: {arity} inputs but saves= gives {len(saves)} masks")
+            saves_for = saves + (0,) * (3 - arity)
         else:
-            saves_for = tuple(saves_for) + (0,) * (3 - len(saves_for))
-            if any(k & ~(saves or 0) for k in saves_for):
-                raise ValueError(f"op {name!r}: saves_for reads what saves does not save")
+            saves_for = (saves or 0,) * 3 if arity > 0 else (0, 0, 0)
+        saves = saves_for[0] | saves_for[1] | saves_for[2]
     if arity > 3 or arity == 3 and (partials is not None or edge_order is None):
         raise ValueError(f"op {name!r}: an op of three inputs is structural or python-only and gives "
                          "edge_order; one of more is variadic")
