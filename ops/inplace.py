@@ -26,7 +26,7 @@ from ops.shape import (_INDEX, _SLICE, _gather, _no_gradient, _no_gradient_nativ
                        register_copy, reshape, strided_offsets)
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
-_FILL = defop("fill_", "FillBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
+_FILL = defop("fill_", "FillBackward2", 1, vjp=_no_gradient, native=_no_gradient_native)
 _UNIFORM = defop("uniform_", "UniformBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 _NORMAL = defop("normal_", "NormalBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 

@@ -17,7 +17,7 @@ from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._record import broadcast_shapes, record
 from tape._registry import SAVES_X, SAVES_Y, defop
 from tape._tape import state
-from tape._tensor import Tensor, new_tensor, wrap_value
+from tape._tensor import Tensor, contiguous_strides, new_tensor, wrap_value
 
 from ops.comparison import _expect_tensor
 from ops.elementwise import scalar_in
@@ -73,9 +73,14 @@ def _need(ctx, k, fn):
     return fn() if ctx.needs[k] else None
 
 
-_SAVES = SAVES_X | SAVES_Y
+# each operand's gradient reads the other operand: PyTorch saves self only
+# when mat2 requires grad, and mat2 only when self does
+_SAVES = (SAVES_Y, SAVES_X)
 _MM = defop("mm", "MmBackward0", 2, saves=_SAVES, native=_mm_native,
-            saved=(("mat2", "y"), ("self", "x"), ("mat2_sym_sizes", "y_shape"), ("self_sym_sizes", "x_shape")),
+            saved=(("mat2", "y"), ("self", "x"), ("mat2_sym_sizes", "y_shape"), ("self_sym_sizes", "x_shape"),
+                   # an operand's strides, for its own gradient's layout
+                   ("mat2_sym_strides", lambda row: contiguous_strides(row.y_shape) if row.needs[1] else ()),
+                   ("self_sym_strides", lambda row: contiguous_strides(row.x_shape) if row.needs[0] else ())),
             vjp=lambda ctx, g: (_need(ctx, 0, lambda: mm(g, transpose(ctx.y, 0, 1))),
                                 _need(ctx, 1, lambda: mm(transpose(ctx.x, 0, 1), g))))
 _MV = defop("mv", "MvBackward0", 2, saves=_SAVES, native=_mv_native, saved=(("self", "x"), ("vec", "y")),

@@ -14,6 +14,7 @@ from tape._batched import (DYNAMIC_OUTPUT, BatchedTensor, aligned, along, batche
 
 from tape._broadcast import bcast_index
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
+from tape._node import keep_arguments
 from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import defop
 from tape._tape import state
@@ -241,14 +242,16 @@ def unbind(input, dim=0):
                                 for i in range(input.shape[d])])
 
 
-def _taken(name, grad_fn):
-    return defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
+def _taken(name, grad_fn, saved):
+    return defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native, saved=saved)
 
 
-_FLIP = _taken("flip", "FlipBackward0")
-_INDEX_SELECT = _taken("index_select", "IndexSelectBackward0")
-_GATHER = _taken("gather", "GatherBackward0")
-_DIAGONAL = _taken("diagonal", "DiagonalBackward0")
+_SIZES = (("self_sym_sizes", "x_shape"),)
+_DIAGONAL_SAVED = (("dim1", "arg"), ("dim2", "arg"), ("offset", "arg")) + _SIZES
+_FLIP = _taken("flip", "FlipBackward0", (("dims", "arg"),))
+_INDEX_SELECT = _taken("index_select", "IndexSelectBackward0", (("dim", "arg"),) + _SIZES)
+_GATHER = _taken("gather", "GatherBackward0", (("dim", "arg"), ("sparse_grad", "arg")))
+_DIAGONAL = _taken("diagonal", "DiagonalBackward0", _DIAGONAL_SAVED)
 
 
 def _take(opdef, x, positions):
@@ -262,7 +265,8 @@ def flip(input, *dims):
     """input reversed along dims."""
     dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
     positions = _flat_positions(input)
-    return _take(_FLIP, input, np.asarray(np.flip(positions, _dims(input, dims))) if dims else positions)
+    return keep_arguments(_take(_FLIP, input, np.asarray(np.flip(positions, _dims(input, dims))) if dims else positions),
+                          dims=tuple(dims))
 
 
 def _index_array(name, index):
@@ -306,8 +310,8 @@ def index_select(input, dim, index):
     bad = a[(a < 0) | (a >= n)]
     if bad.size:
         raise IndexError("index out of range in self")
-    return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
-                 if input.ndim else _flat_positions(input))
+    return keep_arguments(_take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
+                                if input.ndim else _flat_positions(input)), dim=dim)
 @declare(signature="input, dim, index, *, out=None", operands=2, batch=along("dim"))
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] for dim 0, and so on: index has
@@ -321,7 +325,7 @@ def gather(input, dim, index):
         raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {d} with size {input.shape[d]}")
     grid = list(np.indices(a.shape, sparse=True))
     grid[d] = a
-    return _take(_GATHER, input, _flat_positions(input)[tuple(grid)])
+    return keep_arguments(_take(_GATHER, input, _flat_positions(input)[tuple(grid)]), dim=dim, sparse_grad=False)
 
 
 @declare(signature="input, offset=0, dim1=0, dim2=1", batch=along("dim1", "dim2"))
@@ -331,22 +335,24 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     positions = np.diagonal(_flat_positions(input), offset, d1, d2)
-    return indexed_result(_take(_DIAGONAL, input, positions), input,
-                          np.unravel_index(positions, input.shape))
+    out = keep_arguments(_take(_DIAGONAL, input, positions), dim1=dim1, dim2=dim2, offset=offset)
+    return indexed_result(out, input, np.unravel_index(positions, input.shape))
 
 
 # diag of a vector places it on a diagonal of zeros: the gradient gathers g
 # from there (the index_put kernel); diag of a matrix gathers a diagonal, a
 # copy, which PyTorch records as DiagonalBackward0_copy
-_DIAG_EMBED = defop("diag_embed", "DiagEmbedBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
-_DIAG_COPY = _taken("diag_copy", "DiagonalBackward0_copy")
+_DIAG_EMBED = defop("diag_embed", "DiagEmbedBackward0", 1, vjp=_scatter_vjp, native=_scatter_native,
+                    saved=(("dim1", "arg"), ("dim2", "arg"), ("offset", "arg")))
+_DIAG_COPY = _taken("diag_copy", "DiagonalBackward0_copy", _DIAGONAL_SAVED)
 
 
 def _diag(input, diagonal, ndim):
     """diag of input's last `ndim` dims, a vector or a matrix; the dims before
     them are batch dims (vmap's)."""
     if ndim == 2:
-        return _take(_DIAG_COPY, input, np.diagonal(_flat_positions(input), diagonal, -2, -1))
+        return keep_arguments(_take(_DIAG_COPY, input, np.diagonal(_flat_positions(input), diagonal, -2, -1)),
+                              dim1=0, dim2=1, offset=diagonal)
     if ndim != 1:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D")
     k = int(diagonal)
@@ -357,7 +363,8 @@ def _diag(input, diagonal, ndim):
     positions = (np.arange(count, dtype=np.int64)[:, None] * (n * n) + diagonal_at).reshape(-1)
     value = np.zeros(count * n * n, input.dtype)
     value[positions] = input._array().reshape(-1)
-    return op_result(_DIAG_EMBED, value.reshape(lead + (n, n)), (input,), ints=positions)
+    return keep_arguments(op_result(_DIAG_EMBED, value.reshape(lead + (n, n)), (input,), ints=positions),
+                          dim1=-2, dim2=-1, offset=diagonal)
 
 
 def _diag_rule(op, args):
@@ -388,7 +395,7 @@ def _trace_vjp(ctx, g):
     return (_scatter(expand(g, (len(ctx.ints),)), ctx.ints, ctx.x_shape, unique=True),)
 
 
-_TRACE = defop("trace", "TraceBackward0", 1, vjp=_trace_vjp, native=_trace_native)
+_TRACE = defop("trace", "TraceBackward0", 1, vjp=_trace_vjp, native=_trace_native, saved=_SIZES)
 
 
 def _a_matrix(input):
@@ -433,8 +440,8 @@ def _triangle_vjp(ctx, g):
     return ((triu if ctx.p == 1.0 else tril)(g, int(ctx.ints[0])),)
 
 
-_TRIU = defop("triu", "TriuBackward0", 1, vjp=_triangle_vjp, native=_triangle_native)
-_TRIL = defop("tril", "TrilBackward0", 1, vjp=_triangle_vjp, native=_triangle_native)
+_TRIU = defop("triu", "TriuBackward0", 1, vjp=_triangle_vjp, native=_triangle_native, saved=(("diagonal", "arg"),))
+_TRIL = defop("tril", "TrilBackward0", 1, vjp=_triangle_vjp, native=_triangle_native, saved=(("diagonal", "arg"),))
 
 
 def _matrices(name, input):
@@ -451,7 +458,8 @@ def _triangle_rule(op, args):
 def _triangle(name, opdef, keep, side):
     def op(input, diagonal=0):
         _matrices(name, input)
-        return op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),))
+        return keep_arguments(op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),)),
+                              diagonal=diagonal)
     op.__name__ = name
     op.__doc__ = f"input with the elements {'below' if name == 'triu' else 'above'} the diagonal zeroed."
     return declare(op, signature="input, diagonal=0, *, out=None", batch=_triangle_rule)

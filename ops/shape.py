@@ -16,6 +16,7 @@ from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
 from tape._record import record, sum_to
+from tape._node import int_list, keep_arguments
 from tape._registry import defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
@@ -130,18 +131,19 @@ _SIZES = (("self_sym_sizes", "x_shape"),)
 _EXPAND = defop("expand", "ExpandBackward0", 1, vjp=lambda ctx, g: (sum_to(g, ctx.x_shape),),
                 native=_expand_native, saved=_SIZES)
 _VIEW = defop("view", "ViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
-_UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
+_UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=(("dim", "arg"),))
 _SQUEEZE_ALL = defop("squeeze", "SqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
-_SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
+_SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native,
+                     saved=(("dim", "arg"),) + _SIZES)
 
 
 def _permute_vjp(ctx, g):
     return (permute(g, tuple(np.argsort(ctx.ints).tolist())),)
 
 
-_PERMUTE = defop("permute", "PermuteBackward0", 1, vjp=_permute_vjp, native=_permute_native,
-                 saved=(("dims", lambda row: tuple(int(d) for d in row.ints)),))
-_TRANSPOSE = defop("transpose", "TransposeBackward0", 1, vjp=_permute_vjp, native=_permute_native)
+_PERMUTE = defop("permute", "PermuteBackward0", 1, vjp=_permute_vjp, native=_permute_native, saved=(("dims", "arg"),))
+_TRANSPOSE = defop("transpose", "TransposeBackward0", 1, vjp=_permute_vjp, native=_permute_native,
+                   saved=(("dim0", "arg"), ("dim1", "arg")))
 _T = defop("t", "TBackward0", 1, vjp=_permute_vjp, native=_permute_native)
 
 
@@ -164,14 +166,18 @@ def _scatter_vjp(ctx, g):
     return (_gather(_INDEX, g, ctx.ints, ctx.x_shape),)
 
 
-_SELECT = defop("select", "SelectBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
-_SLICE = defop("slice", "SliceBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+# a key of several parts is one row here, a chain of PyTorch's nodes there:
+# the row shows the last of them (_indexing_arguments)
+_SELECT = defop("select", "SelectBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native,
+                saved=(("dim", "arg"), ("index", "arg"), ("self_sym_sizes", "arg")))
+_SLICE = defop("slice", "SliceBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native,
+               saved=(("dim", "arg"), ("end", "arg"), ("self_sym_sizes", "arg"), ("start", "arg"), ("step", "arg")))
 _ALIAS = defop("alias", "AliasBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
 _INDEX_UNSQUEEZE = defop("index_unsqueeze", "UnsqueezeBackward0", 1, vjp=_strided_vjp,
-                         native=_strided_gather_native)
+                         native=_strided_gather_native, saved=(("dim", "arg"),))
 _STRIDED_SCATTER = defop("strided_scatter", "IndexPutBackward0", 1, vjp=_strided_scatter_vjp,
                          native=_strided_scatter_native)
-_INDEX = defop("index", "IndexBackward0", 1, vjp=_index_vjp, native=_gather_native)
+_INDEX = defop("index", "IndexBackward0", 1, vjp=_index_vjp, native=_gather_native, saved=_SIZES)
 _SCATTER = defop("index_put", "IndexPutBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
 
 
@@ -300,15 +306,16 @@ def squeeze(x, dim=None):
     if dim is None:
         return _view_result(_SQUEEZE_ALL, x, x._array().reshape([d for d in x.shape if d != 1]))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    dims = {_norm_dim(d, x.ndim) for d in dims}
+    given, dims = dim, {_norm_dim(d, x.ndim) for d in dims}
     shape = [d for k, d in enumerate(x.shape) if not (k in dims and d == 1)]
-    return _view_result(_SQUEEZE_DIM, x, x._array().reshape(shape))
+    return keep_arguments(_view_result(_SQUEEZE_DIM, x, x._array().reshape(shape)), dim=int_list(given)
+                          if isinstance(given, (tuple, list)) else given)
 
 
 @declare(signature="input, dim", batch=along("dim", new=1))
 def unsqueeze(x, dim):
-    dim = _norm_dim(dim, x.ndim + 1)
-    return _view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), dim))
+    d = _norm_dim(dim, x.ndim + 1)
+    return keep_arguments(_view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), d)), dim=dim)
 
 
 def _permute_rule(op, args):
@@ -333,13 +340,13 @@ def permute(x, *dims):
     """x with its dimensions reordered (a view)."""
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
-    dims = _shape_arg(dims)
-    if len(dims) != x.ndim:
-        raise _permute_length_error(x.ndim, dims)
-    dims = tuple(_norm_dim(d, x.ndim) for d in dims)
+    given = _shape_arg(dims)
+    if len(given) != x.ndim:
+        raise _permute_length_error(x.ndim, given)
+    dims = tuple(_norm_dim(d, x.ndim) for d in given)
     if len(set(dims)) != len(dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims)
+    return keep_arguments(_view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims), dims=tuple(given))
 
 
 def _swap(x, opdef, d0, d1):
@@ -352,9 +359,8 @@ def _swap(x, opdef, d0, d1):
 def transpose(x, dim0, dim1):
     """x with dims dim0 and dim1 swapped (a view)."""
     d0, d1 = _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim)
-    if x.ndim == 0:
-        return _view_result(_TRANSPOSE, x, x._value, ints=())
-    return _swap(x, _TRANSPOSE, d0, d1)
+    out = _view_result(_TRANSPOSE, x, x._value, ints=()) if x.ndim == 0 else _swap(x, _TRANSPOSE, d0, d1)
+    return keep_arguments(out, dim0=dim0, dim1=dim1)
 
 
 def _at_most_2d(x):
@@ -542,6 +548,37 @@ def _select_first(key, shape):
         rewritten.append(k)
         d += 1
     return tuple(rewritten)
+
+
+_INT64_MAX = (1 << 63) - 1
+
+
+def _indexing_arguments(shape, key):
+    """The arguments of the last of PyTorch's view ops for basic index `key`
+    of a tensor of `shape` (applied left to right, a full slice skipped):
+    select's dim and index, slice's dim, start, end and step (None as 0,
+    INT64_MAX and 1), unsqueeze's dim, and the sizes of the tensor it viewed."""
+    parts = key if isinstance(key, tuple) else (key,)
+    # an Ellipsis spans the dims no int or slice names
+    spanned = len(shape) - len([k for k in parts if k is not None and k is not Ellipsis])
+    shape, d, last = list(shape), 0, {}
+    for k in parts:
+        if k is Ellipsis:
+            d += spanned
+        elif k is None:
+            last, shape = {"dim": d}, shape[:d] + [1] + shape[d:]
+            d += 1
+        elif isinstance(k, slice):
+            if k != slice(None):
+                last = {"dim": d, "start": 0 if k.start is None else int(k.start),
+                        "end": _INT64_MAX if k.stop is None else int(k.stop), "step": 1 if k.step is None else int(k.step),
+                        "self_sym_sizes": tuple(shape)}
+                shape[d] = len(range(*k.indices(shape[d])))
+            d += 1
+        else:
+            last = {"dim": d, "index": int(k), "self_sym_sizes": tuple(shape)}
+            del shape[d]
+    return last
 
 
 def _getitem_op(key):
@@ -774,6 +811,8 @@ def getitem(x, key, recorded_as=None):
     where_ = _region(x.shape, key, opdef)
     if isinstance(where_, tuple):
         out = indexed_result(record(recorded_as or opdef, wrap_value(np.array(value)), (x,), ints=where_), x, key)
+        if recorded_as is None and opdef.saved:
+            keep_arguments(out, **_indexing_arguments(x.shape, key))
     else:
         out = _gather(_INDEX, x, where_, np.shape(value))
     return out
@@ -964,7 +1003,9 @@ def narrow(input, dim, start, length):
     start %= n if n else 1
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return input[(slice(None),) * d + (slice(start, start + length),)]
+    out = input[(slice(None),) * d + (slice(start, start + length),)]
+    # PyTorch's slice of narrow has dim as given and start as a dim's index
+    return keep_arguments(out, dim=dim, start=start, end=start + length, step=1, self_sym_sizes=input.shape)
 
 
 @declare(signature="input, dim, index", batch=composite)
@@ -982,12 +1023,14 @@ def select(input, dim, index):
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
                          f"dimension {d}")
-    return input[(slice(None),) * d + (index,)]
+    return keep_arguments(input[(slice(None),) * d + (index,)], dim=dim, index=index, self_sym_sizes=input.shape)
 
 
 # repeat and roll gather the input's elements at computed positions
-_REPEAT = defop("repeat", "RepeatBackward0", 1, vjp=_index_vjp, native=_gather_native)
-_ROLL = defop("roll", "RollBackward0", 1, vjp=_index_vjp, native=_gather_native)
+_REPEAT = defop("repeat", "RepeatBackward0", 1, vjp=_index_vjp, native=_gather_native,
+                saved=(("repeats", "arg"),) + _SIZES)
+_ROLL = defop("roll", "RollBackward0", 1, vjp=_index_vjp, native=_gather_native,
+              saved=(("dims", "arg"), ("shifts", "arg")))
 
 
 def _flat_positions(x):
@@ -1026,7 +1069,7 @@ def repeat(input, *repeats):
     if any(r < 0 for r in reps):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {sizes}")
     positions = np.tile(_flat_positions(input).reshape(shape), reps)
-    return _gather(_REPEAT, input, positions.reshape(-1), positions.shape)
+    return keep_arguments(_gather(_REPEAT, input, positions.reshape(-1), positions.shape), repeats=tuple(reps))
 
 
 @declare(signature="input, dims", methods=(), batch=composite)
@@ -1094,7 +1137,8 @@ def roll(input, shifts, dims=()):
     shifts, dims = _roll_arguments(shifts, dims)
     axis = tuple(_shape_dim(d, input.ndim) for d in dims) if dims else None
     positions = np.roll(_flat_positions(input), shifts if dims else shifts[0], axis)
-    return _gather(_ROLL, input, positions.reshape(-1), positions.shape)
+    return keep_arguments(_gather(_ROLL, input, positions.reshape(-1), positions.shape), dims=tuple(dims),
+                          shifts=tuple(shifts))
 
 
 # hstack and vstack: each tensor's shape made that of the parts (`lifted`),

@@ -11,12 +11,14 @@ on demand: `tp.node_data[r]` (metadata, the SavedTensor objects) and
 reach its row through the Python walk, Note [Python-only rows] in
 tape._engine; an AccumulateGrad node's run where backward() accumulates).
 """
+import numpy as np
+
 from ._engine import RemovableHandle
 from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
 from ._saved import SavedTensor, saved_tensor
-from ._tape import HIDDEN, RG
+from ._tape import HIDDEN, RG, where
 
-__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows"]
+__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "keep_arguments", "int_list"]
 
 
 class Node:
@@ -87,11 +89,48 @@ class AccumulateGrad(Node):
 
 
 class _RowData:
-    """A node's Python state that PyTorch keeps on the node object."""
-    __slots__ = ("metadata", "raw_saved")
+    """A node's Python state that PyTorch keeps on the node object, and the
+    arguments of the call that recorded its row (keep_arguments)."""
+    __slots__ = ("metadata", "raw_saved", "arguments")
 
     def __init__(self):
-        self.metadata, self.raw_saved = {}, {}
+        self.metadata, self.raw_saved, self.arguments = {}, {}, {}
+
+
+def keep_arguments(t, **arguments):
+    """Keep, for the node of the row that recorded t, the arguments of its
+    call that the node shows as they were given (the "arg" and "scalar"
+    sources of Note [Saved values' names] in tape._registry); nothing for a
+    tensor no row recorded. Returns t."""
+    tp, r = where(t)
+    if tp is not None:
+        entry = tp.node_data.get(r)
+        if entry is None:
+            entry = tp.node_data[r] = _RowData()
+        entry.arguments = arguments
+    return t
+
+
+def int_list(value):
+    """An int[] argument as PyTorch keeps it: one int as a 1-tuple, a list as
+    a tuple, None as None."""
+    if value is None or isinstance(value, tuple):
+        return value
+    return (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+
+
+_UINT64 = 1 << 64
+
+
+def _as_int64_getter_shows(value):
+    """`value` as PyTorch's generated node getters show an int64 argument
+    (or an int64 list): through an unsigned conversion, a negative int as
+    its two's complement."""
+    if isinstance(value, tuple):
+        return tuple(_as_int64_getter_shows(v) for v in value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value) % _UINT64
+    return value
 
 
 def _row_data(node):
@@ -134,9 +173,10 @@ def _saved_attribute(name):
             return float(tp.p[r])
         if source in ("x_shape", "y_shape"):
             return tuple(int(d) for d in tp.shape(int((tp.a0 if source == "x_shape" else tp.a1)[r])))
-        if source == "int":
-            (value,) = tp.ints(r)
-            return int(value)
+        if source == "arg":
+            return _as_int64_getter_shows(_row_data(node).arguments[name])
+        if source == "scalar":
+            return _row_data(node).arguments[name]
         return saved_tensor(tp, r, source)
     return property(get, doc=f"PyTorch's `_saved_{name}`: what the node's op saved as {name}")
 

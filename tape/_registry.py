@@ -33,18 +33,25 @@ SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT}
 #                    number
 #   "c", "p"         a Python number: the constant (pow's exponent), the
 #                    parameter (lerp's weight)
-#   "x_shape", "y_shape", "int"  an input's sizes, a tuple
-#                    (`_saved_self_sym_sizes`); the row's one static int
-#                    (softmax's dim)
-#   a function       any other attribute (dims, keepdim, sizes): its value
-#                    from the row, `f(row)`, where row has the VJP's view of
-#                    it (shape, x_shape, y_shape, ints, c, p)
+#   "x_shape", "y_shape"  an input's sizes, a tuple (`_saved_self_sym_sizes`)
+#   "arg", "scalar"  an argument of the op's call as the caller gave it
+#                    (dim=-1, keepdim, correction=None, ...), which the row
+#                    itself does not tell (its ints are normalized, kept
+#                    shapes): the op keeps it when it records
+#                    (tape._node.keep_arguments). An "arg" is an int64 (or a
+#                    list of them, a bool, a str, None) and shows as
+#                    PyTorch's generated getters show one, a negative int as
+#                    its unsigned 64-bit twin (dim=-1 as 18446744073709551615);
+#                    a "scalar" (PyTorch's Scalar: beta, ord) shows as given
+#   a function       any other attribute: its value from the row, `f(row)`,
+#                    where row has the VJP's view of it (shape, x_shape,
+#                    y_shape, ints, c, p, needs)
 # The tensors named must be exactly those the VJP reads (`saves`); in an op
 # of one tensor input, y is the constant, which a VJP reads but which is no
 # tensor. Without `saved=`, an op names the tensors it saves by PyTorch's
 # common convention: y "other", x "self", out "result", in that order.
 _DEFAULT_NAMES = (("other", "y"), ("self", "x"), ("result", "out"))
-_ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "int")
+_ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "arg", "scalar")
 
 
 def _saved_names(name, saved, saves, arity):
@@ -234,7 +241,9 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
-    `native`; a `python_only` op gives `vjp` alone. Definitions are validated
+    `native`; `saves` is what every input's gradient reads, or a tuple of what
+    each one's reads (a value is saved only for the inputs that require grad);
+    a `python_only` op gives `vjp` alone. Definitions are validated
     here, so a bad one fails at import. `saved` gives PyTorch's names of
     what the row saves (Note [Saved values' names]).
     """
@@ -262,7 +271,13 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
     else:
         if arity > 0 and (vjp is None or native is None):
             raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
-        saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
+        if isinstance(saves, tuple):  # what each input's gradient reads (mm's: the other operand)
+            if len(saves) != arity:
+                raise ValueError(f"op {name!r}: {arity} inputs but saves= for {len(saves)}")
+            saves_for = saves + (0,) * (2 - arity)
+            saves = saves_for[0] | saves_for[1]
+        else:
+            saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
                   saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
                   not_differentiable=not_differentiable, python_only=python_only,
