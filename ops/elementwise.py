@@ -13,6 +13,7 @@ from tape import _vecmath
 from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, promoted, result_type, scalar_type_name
 from tape._batched import elementwise
 from tape._record import binary, broadcast_shapes, operand_value, python_number, quiet, record, unary, with_constant
+from tape._node import keep_arguments
 from tape._registry import defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, check_device, new_tensor, refuse_half_grad, wrap_value
@@ -433,15 +434,15 @@ _softplus = _with_constant("softplus", "SoftplusBackward0",
                            "within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y))",
                            _softplus_scalar, _softplus_array,
                            # the row's softplus is of beta * input: its beta is 1
-                           saved=(("self", "x"), ("beta", lambda row: 1), ("threshold", "c")))
+                           saved=(("self", "x"), ("beta", "scalar"), ("threshold", "scalar")))
 
 
 @declare(signature="input, beta=1, threshold=20, *, out=None", batch=elementwise)
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input, beta=1, threshold=20):
     """log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's
     torch.nn.functional.softplus)."""
-    if beta == 1:
-        return _softplus(input, threshold)
+    if beta == 1:  # PyTorch's node shows its Scalars as given
+        return keep_arguments(_softplus(input, threshold), beta=beta, threshold=threshold)
     return _softplus(input * beta, threshold) / beta
 # the rest of the elementwise functions of one input; each partial is written
 # with the functions that native partials have (sin, cos, exp, log, sqrt, tanh)

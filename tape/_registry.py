@@ -258,6 +258,10 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
             raise ValueError(f"op {name!r}: elementwise ops derive vjp and native from partials")
         saves_for = tuple(_saves_of(_names_in(e, name)) for e in partials) + (0,) * (2 - arity)
         saves = saves_for[0] | saves_for[1]
+        # PyTorch saves an op's result whichever input requires grad (an
+        # input only for the gradients that read it): pow's for self's too
+        if saves & SAVES_OUT:
+            saves_for = tuple(s | SAVES_OUT for s in saves_for[:arity]) + saves_for[arity:]
     elif python_only:
         if vjp is None or native is not None or saves or not_differentiable is not None:
             raise ValueError(f"op {name!r}: a python-only op has a vjp and no native, saves or "
