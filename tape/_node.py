@@ -13,6 +13,7 @@ tape._engine; an AccumulateGrad node's run where backward() accumulates).
 """
 import numpy as np
 
+from ._batched import BatchedTensor
 from ._engine import RemovableHandle
 from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
 from ._saved import SavedTensor, saved_tensor
@@ -101,7 +102,10 @@ def keep_arguments(t, **arguments):
     """Keep, for the node of the row that recorded t, the arguments of its
     call that the node shows as they were given (the "arg" and "scalar"
     sources of Note [Saved values' names] in tape._registry); nothing for a
-    tensor no row recorded. Returns t."""
+    tensor no row recorded, nor for one inside vmap (its rows are of all
+    the samples, recorded by the ops it batches). Returns t."""
+    if isinstance(t, BatchedTensor):
+        return t
     tp, r = where(t)
     if tp is not None:
         entry = tp.node_data.get(r)
