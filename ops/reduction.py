@@ -15,12 +15,13 @@ from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
 from tape._node import int_list, keep_arguments
 from tape._record import op_result, quiet, record
-from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
+from tape._registry import SAVES_OUT, SAVES_ROW, SAVES_X, RowTensor, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import maximum, minimum
-from ops.shape import _gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand, reshape
+from ops.shape import (_gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand,
+                       gathered_index, reshape)
 
 # the batching rules of reductions over dims given as an int or a tuple, and
 # over one int dim (every dim of a sample flattened into one for "all")
@@ -307,8 +308,9 @@ def amin(input, dim=(), keepdim=False):
 
 # max(dim) and min(dim) gather the element at each index, the first that
 # attains the extreme: the gradient goes there alone, as PyTorch's
-_SELECTED = {name: defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native,
-                         saved=(("dim", "arg"), ("keepdim", "arg"), ("self_sym_sizes", "x_shape")))
+_SELECTED = {name: defop(name, grad_fn, 1, saves=SAVES_ROW, vjp=_index_vjp, native=_gather_native,
+                         saved=(("dim", "arg"), ("indices", RowTensor(gathered_index)), ("keepdim", "arg"),
+                                ("self_sym_sizes", "x_shape")))
              for name, grad_fn in (("max_dim", "MaxBackward0"), ("min_dim", "MinBackward0"))}
 
 

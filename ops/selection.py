@@ -16,13 +16,13 @@ from tape._broadcast import bcast_index
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._node import keep_arguments
 from tape._record import broadcast_shapes, op_result, python_number, record
-from tape._registry import defop
+from tape._registry import SAVES_ROW, RowTensor, defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.reduction import _dims
 from ops.shape import (_flat_positions, _gather, _gather_native, _index_vjp, _scatter, _scatter_native, _scatter_vjp,
-                       _strided_gather_native, _strided_vjp, expand, getitem, indexed_result, sum_to)
+                       _strided_gather_native, _strided_vjp, expand, gathered_index, getitem, indexed_result, sum_to)
 
 def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
@@ -242,15 +242,19 @@ def unbind(input, dim=0):
                                 for i in range(input.shape[d])])
 
 
-def _taken(name, grad_fn, saved):
-    return defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native, saved=saved)
+def _taken(name, grad_fn, saved, saves=0):
+    return defop(name, grad_fn, 1, saves=saves, vjp=_index_vjp, native=_gather_native, saved=saved)
 
 
 _SIZES = (("self_sym_sizes", "x_shape"),)
 _DIAGONAL_SAVED = (("dim1", "arg"), ("dim2", "arg"), ("offset", "arg")) + _SIZES
 _FLIP = _taken("flip", "FlipBackward0", (("dims", "arg"),))
-_INDEX_SELECT = _taken("index_select", "IndexSelectBackward0", (("dim", "arg"),) + _SIZES)
-_GATHER = _taken("gather", "GatherBackward0", (("dim", "arg"), ("sparse_grad", "arg")))
+_INDEX_SELECT = _taken("index_select", "IndexSelectBackward0",
+                       (("dim", "arg"), ("index", RowTensor(lambda row, arguments: arguments["index"]))) + _SIZES,
+                       SAVES_ROW)
+# (PyTorch's node also saves self, which the gradient does not read)
+_GATHER = _taken("gather", "GatherBackward0",
+                 (("dim", "arg"), ("index", RowTensor(gathered_index)), ("sparse_grad", "arg")), SAVES_ROW)
 _DIAGONAL = _taken("diagonal", "DiagonalBackward0", _DIAGONAL_SAVED)
 
 
@@ -311,7 +315,7 @@ def index_select(input, dim, index):
     if bad.size:
         raise IndexError("index out of range in self")
     return keep_arguments(_take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
-                                if input.ndim else _flat_positions(input)), dim=dim)
+                                if input.ndim else _flat_positions(input)), dim=dim, index=a)
 @declare(signature="input, dim, index, *, out=None", operands=2, batch=along("dim"))
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] for dim 0, and so on: index has

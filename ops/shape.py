@@ -670,6 +670,18 @@ def _gather(opdef, x, flat_index, shape):
     return new_tensor(value)
 
 
+def gathered_index(row, arguments):
+    """The index along the kept argument `dim` of each element a gather row
+    took from its input (its ints, flat positions into it), shaped as the
+    result: the indices PyTorch's nodes of max(dim), sort, topk and gather
+    save, as a RowTensor makes them."""
+    shape = row.x_shape
+    if not shape:
+        return np.zeros(row.shape, np.int64)
+    d = _norm_dim(arguments["dim"], len(shape))
+    return np.unravel_index(row.ints, shape)[d].reshape(row.shape).astype(np.int64)
+
+
 def _scatter(g, flat_index, shape, unique):
     """g placed at `flat_index` of zeros(shape); repeated indices add up,
     which only advanced indexing can produce (np.add.at is far slower)."""

@@ -9,10 +9,10 @@ import numpy as np
 from ops._declare import declare, exports
 from tape._batched import along, over_dims
 from tape._node import keep_arguments
-from tape._registry import defop
+from tape._registry import SAVES_ROW, RowTensor, defop
 from tape._tensor import _norm_dim, new_tensor, wrap_value
 
-from ops.shape import _flat_positions, _gather, _gather_native, _index_vjp
+from ops.shape import _flat_positions, _gather, _gather_native, _index_vjp, gathered_index
 
 
 def _arg_extreme(name, arg):
@@ -57,10 +57,9 @@ argmin = declare(_arg_extreme("argmin", np.argmin), signature="input, dim=None, 
 _SortResult = collections.namedtuple("sort", ["values", "indices"])
 _TopkResult = collections.namedtuple("topk", ["values", "indices"])
 
-# (PyTorch's nodes also save the indices, a tensor, which the row keeps as its gather positions)
-_SAVED = (("dim", "arg"), ("self_sym_sizes", "x_shape"))
-_SORT = defop("sort", "SortBackward0", 1, vjp=_index_vjp, native=_gather_native, saved=_SAVED)
-_TOPK = defop("topk", "TopkBackward0", 1, vjp=_index_vjp, native=_gather_native, saved=_SAVED)
+_SAVED = (("dim", "arg"), ("indices", RowTensor(gathered_index)), ("self_sym_sizes", "x_shape"))
+_SORT = defop("sort", "SortBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp, native=_gather_native, saved=_SAVED)
+_TOPK = defop("topk", "TopkBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp, native=_gather_native, saved=_SAVED)
 
 
 def _sorted_order(a, d, descending):

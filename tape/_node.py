@@ -15,8 +15,8 @@ import numpy as np
 
 from ._batched import BatchedTensor
 from ._engine import RemovableHandle
-from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
-from ._saved import SavedTensor, saved_tensor
+from ._registry import LEAF, REGISTRY, SAVED_TENSORS, RowTensor, opdefs
+from ._saved import SavedTensor, pack_row_tensors, saved_row_tensor, saved_tensor
 from ._tape import HIDDEN, RG, where
 
 __all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "keep_arguments", "int_list"]
@@ -112,6 +112,8 @@ def keep_arguments(t, **arguments):
         if entry is None:
             entry = tp.node_data[r] = _RowData()
         entry.arguments = arguments
+        if tp.saved_hooks:  # Note [Saved tensor hooks] in tape._saved
+            pack_row_tensors(tp, r, arguments)
     return t
 
 
@@ -181,6 +183,8 @@ def _saved_attribute(name):
             return _as_int64_getter_shows(_row_data(node).arguments[name])
         if source == "scalar":
             return _row_data(node).arguments[name]
+        if isinstance(source, RowTensor):
+            return saved_row_tensor(tp, r, name, source, _row_data(node).arguments)
         return saved_tensor(tp, r, source)
     return property(get, doc=f"PyTorch's `_saved_{name}`: what the node's op saved as {name}")
 

@@ -11,10 +11,14 @@ from dataclasses import dataclass, field
 from ._opcodes import NEXT_OPCODE, OPCODES
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
-           "SAVES_X", "SAVES_Y", "SAVES_OUT", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
-           "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed"]
+           "SAVES_X", "SAVES_Y", "SAVES_OUT", "SAVES_ROW", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
+           "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed", "RowTensor"]
 
 SAVES_X, SAVES_Y, SAVES_OUT = 1, 2, 4
+# a tensor PyTorch saves that the row keeps in its ints (max's indices as the
+# positions of its gather, a RowTensor): nothing to count or check for
+# in-place changes, but a backward frees it, as PyTorch's frees the tensor
+SAVES_ROW = 8
 # the saved tensors a row can hold: its inputs and its result, by bit
 SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT}
 
@@ -43,6 +47,11 @@ SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT}
 #                    PyTorch's generated getters show one, a negative int as
 #                    its unsigned 64-bit twin (dim=-1 as 18446744073709551615);
 #                    a "scalar" (PyTorch's Scalar: beta, ord) shows as given
+#   a RowTensor      a tensor PyTorch's node saves that the row keeps in
+#                    another form (max's indices as the positions of its
+#                    gather): made from the row when read, `make(row,
+#                    arguments)`, and under saved_tensors_hooks packed when
+#                    the op keeps its arguments (after the row's own values)
 #   a function       any other attribute: its value from the row, `f(row)`,
 #                    where row has the VJP's view of it (shape, x_shape,
 #                    y_shape, ints, c, p, needs)
@@ -54,6 +63,15 @@ _DEFAULT_NAMES = (("other", "y"), ("self", "x"), ("result", "out"))
 _ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "arg", "scalar")
 
 
+class RowTensor:
+    """A saved tensor that the row keeps in another form: `make(row,
+    arguments)` makes it (Note [Saved values' names])."""
+    __slots__ = ("make",)
+
+    def __init__(self, make):
+        self.make = make
+
+
 def _saved_names(name, saved, saves, arity):
     """The validated (name, source) pairs of an op's `saved=` declaration,
     or its default (Note [Saved values' names])."""
@@ -62,6 +80,9 @@ def _saved_names(name, saved, saves, arity):
     saved = tuple(saved)
     named = 0
     for n, s in saved:
+        if isinstance(s, RowTensor):
+            named |= SAVES_ROW
+            continue
         if callable(s) or s in _ATTRIBUTES:
             continue
         if s not in SAVED_TENSORS or s == "y" and arity < 2:
@@ -138,7 +159,8 @@ class OpDef:
     grad_fn   PyTorch's node type name (`"SinBackward0"`)
     arity     number of tensor inputs (0 for leaves and constants)
     partials  elementwise ops: one expression per input, over `x`, `y`, `out`, `p`
-    saves     bit mask of the values backward reads (SAVES_X | SAVES_Y | SAVES_OUT)
+    saves     bit mask of the values backward reads (SAVES_X | SAVES_Y | SAVES_OUT,
+              SAVES_ROW)
     saves_for the values read for input 0's gradient and for input 1's: a value
               is saved only when the input whose gradient reads it requires grad
               (x * 2 saves nothing, as in PyTorch)
@@ -177,7 +199,12 @@ class OpDef:
     def pack_order(self):
         """The saved tensors' sources ("x", "y", "out") in the order
         saved_tensors_hooks packs them."""
-        return tuple(s for _, s in self.saved if not callable(s) and s in SAVED_TENSORS)
+        return tuple(s for _, s in self.saved if type(s) is str and s in SAVED_TENSORS)
+
+    @property
+    def row_tensors(self):
+        """The (name, RowTensor) pairs of what the row saves, in PyTorch's order."""
+        return tuple((n, s) for n, s in self.saved if isinstance(s, RowTensor))
 
     @property
     def elementwise(self):

@@ -3,12 +3,13 @@ recorded row packs the values its VJP will read (Note [Saved tensor hooks]).
 """
 import contextlib
 
-from ._registry import CONST, REGISTRY, SAVED_TENSORS, lookup
+from ._registry import CONST, REGISTRY, SAVED_TENSORS, SAVES_OUT, SAVES_X, SAVES_Y, lookup
 from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
 from ._tensor import DetachedInPlace, Tensor, _unpinned, new_tensor
 
 __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved",
-           "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE"]
+           "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE", "pack_row_tensors",
+           "saved_row_tensor"]
 
 # Note [Saved tensor hooks]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -122,11 +123,13 @@ def disable_saved_tensors_hooks(error_message):
 
 class _Packed:
     """What saved-tensor hooks made of one row's saved values: x, y and out
-    (pack_hook's results, or _NOT_SAVED), and the unpack_hook of each."""
-    __slots__ = ("values", "unpack_hooks", "nbytes")
+    (pack_hook's results, or _NOT_SAVED), and the unpack_hook of each; and
+    its RowTensors', by name, each with its unpack_hook."""
+    __slots__ = ("values", "unpack_hooks", "nbytes", "row_tensors")
 
     def __init__(self, values, unpack_hooks, nbytes):
         self.values, self.unpack_hooks, self.nbytes = values, unpack_hooks, nbytes
+        self.row_tensors = {}
 
 
 def _packed_bytes(packed):
@@ -176,7 +179,7 @@ def pack_row(tp, code, r, x, y, out):
     tensor hooks], Note [Saved values' names] in tape._registry)."""
     pack_hook, unpack_hook = tp.saved_hooks[-1]
     saves = row_saves(tp, r)
-    if not saves:
+    if not saves & (SAVES_X | SAVES_Y | SAVES_OUT):
         return
     values = [_NOT_SAVED] * 3
     nbytes = 0
@@ -188,6 +191,40 @@ def pack_row(tp, code, r, x, y, out):
             nbytes += _packed_bytes(packed)
     tp.packed[r] = _Packed(values, [unpack_hook] * 3, nbytes)
     tp.held_bytes += nbytes
+
+
+def pack_row_tensors(tp, r, arguments):
+    """Pack the RowTensors of row r (made from it and the arguments its op
+    kept) with the innermost hooks, after what pack_row packed: PyTorch's
+    order for every op that saves one (Note [Saved tensor hooks])."""
+    pack_hook, unpack_hook = tp.saved_hooks[-1]
+    entry = tp.packed.get(r)
+    for name, source in REGISTRY[tp.m_op[r]].row_tensors:
+        if entry is None:
+            entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [None] * 3, 0)
+        packed = pack(pack_hook, make_row_tensor(tp, r, source, arguments), True)
+        entry.row_tensors[name] = (packed, unpack_hook)
+        nbytes = _packed_bytes(packed)
+        entry.nbytes += nbytes
+        tp.held_bytes += nbytes
+
+
+def make_row_tensor(tp, r, source, arguments):
+    from ._engine import _Ctx
+    return new_tensor(source.make(_Ctx(tp, r), arguments))
+
+
+def saved_row_tensor(tp, r, name, source, arguments):
+    """A node's `_saved_<name>` for a RowTensor: made from the row, or what
+    unpack_hook returns when hooks packed it; PyTorch's error after a
+    backward freed the row."""
+    if tp.m_flags[r] & FREED:
+        raise RuntimeError(FREED_MESSAGE)
+    entry = tp.packed.get(r)
+    if entry is not None and name in entry.row_tensors:
+        packed, unpack_hook = entry.row_tensors[name]
+        return _unpack_hook_result(unpack_hook, packed)
+    return make_row_tensor(tp, r, source, arguments)
 
 
 def unpacked(unpack_hook, packed, like):

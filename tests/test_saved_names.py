@@ -564,13 +564,12 @@ CASES = [
 ]
 
 # What PyTorch's node shows that tape's does not, and why: (case -> names).
-# Tape's rows keep an index or a mask as the positions of their gather or
-# scatter, and recompute LU factors, rather than save a tensor; a join tree
-# and the parts of split and unbind are rows of their own (issue 20, item 1).
+# Tape's rows keep an advanced index or a mask as the positions of their
+# gather or scatter, read no self in gather's gradient, and recompute LU
+# factors; a join tree and the parts of split and unbind are rows of their
+# own (issue 20, item 1).
 NOT_SHOWN = {
-    "index": {"indices"}, "index_put_": {"accumulate", "indices"}, "max_dim": {"indices"},
-    "min_dim": {"indices"}, "sort": {"indices"}, "topk": {"indices"}, "index_select": {"index"},
-    "gather": {"index", "self"}, "where": {"condition"}, "masked_fill": {"mask"}, "masked_fill_tensor": {"mask"},
+    "index": {"indices"}, "index_put_": {"accumulate", "indices"}, "gather": {"self"}, "where": {"condition"}, "masked_fill": {"mask"}, "masked_fill_tensor": {"mask"},
     "masked_select": {"mask", "self"}, "det": {"LU", "pivots"}, "slogdet": {"LU", "pivots", "sign"},
     "slogdet_sign": {"A", "LU", "pivots", "sign"}, "solve": {"LU", "pivots"}, "cat": {"dim"}, "stack": {"dim"},
     "split": {"dim", "self_sym_sizes", "split_size"}, "split_with_sizes": {"dim", "self_sym_sizes", "split_sizes"},

@@ -321,3 +321,46 @@ def test_post_accumulate_grad_hooks_are_for_leaves_that_require_grad():
         (x * 2).register_post_accumulate_grad_hook(lambda t: None)
     with pytest.raises(RuntimeError, match="^cannot register a hook on a tensor that doesn't require gradient$"):
         tape.ones(2).register_post_accumulate_grad_hook(lambda t: None)
+
+
+def test_the_arguments_a_node_shows_survive_compaction_and_backward():
+    a = tape.tensor([[1.0, 2.5, 0.5], [3.0, -1.0, 2.0]], requires_grad=True)
+    y = a.sum(-1, keepdim=True)
+    values, indices = a.max(1)
+    for _ in range(3):
+        (a * 2).sin()  # rows that die
+    tape._tape.state.tape.compact()
+    assert (y.grad_fn._saved_dim, y.grad_fn._saved_keepdim) == ((18446744073709551615,), True)
+    assert values.grad_fn._saved_indices.tolist() == indices.tolist() == [1, 0]
+    values.sum().backward()
+    assert values.grad_fn._saved_dim == 1 and values.grad_fn._saved_keepdim is False
+    with pytest.raises(RuntimeError) as e:
+        values.grad_fn._saved_indices
+    assert str(e.value) == FREED
+
+
+def test_under_hooks_a_saved_index_is_what_unpack_hook_returns():
+    x = tape.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    packed = []
+    with saved_tensors_hooks(lambda t: packed.append(t.tolist()) or ("packed", t), lambda p: p[1] * 10):
+        y = x.sort().values
+    assert packed == [[1, 2, 0]]
+    assert y.grad_fn._saved_indices.tolist() == [10, 20, 0]
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_mm_saves_each_operand_only_for_the_others_gradient():
+    m = tape.tensor([[1.0, 2.0], [3.0, 4.5]], requires_grad=True)
+    n = tape.tensor([[0.5, 1.0], [2.0, 1.5]])
+    h = m * 1
+    y = h @ n
+    assert y.grad_fn._saved_self is None and y.grad_fn._saved_mat2 is n
+    h.mul_(2)  # not saved: only mat2's gradient would read it
+    y.sum().backward()
+    assert m.grad.tolist() == [[1.5, 3.5], [1.5, 3.5]]
+    y = (m * 1) @ n
+    n.mul_(2)  # saved for self's gradient
+    with pytest.raises(RuntimeError, match="^one of the variables needed for gradient computation has been "
+                                           "modified by an inplace operation"):
+        y.sum().backward()
