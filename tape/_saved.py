@@ -20,7 +20,11 @@ __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pa
 # saves_for, for the inputs that require grad) the innermost pack_hook runs,
 # with grad mode off as in PyTorch, on a Tensor of that value in that row's
 # place in the graph, and `tp.packed[r]` keeps what it returns with the
-# unpack_hook of the pair.
+# unpack_hook of the pair. A tensor PyTorch saves that the row keeps in its
+# ints (a RowTensor: max's indices) is made and packed when the op keeps its
+# call's arguments (tape._node.keep_arguments), after the row's own values:
+# PyTorch's order for every op that saves one. The VJP reads the ints, not
+# what unpack_hook returns for it; the node's `_saved_<name>` reads that.
 #
 # The native sweep cannot call Python, so `_reaches_a_python_row` counts
 # the packed rows as Python rows: their graphs go through the Python walk,

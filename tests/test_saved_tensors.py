@@ -364,3 +364,15 @@ def test_mm_saves_each_operand_only_for_the_others_gradient():
     with pytest.raises(RuntimeError, match="^one of the variables needed for gradient computation has been "
                                            "modified by an inplace operation"):
         y.sum().backward()
+
+
+@pytest.mark.parametrize("f", [lambda x: x.sort()[0], lambda x: x.max(0)[0], lambda x: x.topk(1)[0],
+                               lambda x: x.index_select(0, tape.tensor([1])), lambda x: x.gather(0, tape.tensor([1]))],
+                         ids=["sort", "max", "topk", "index_select", "gather"])
+def test_a_second_backward_through_a_saved_index_is_refused(f):
+    x = tape.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    y = f(x).sum()
+    y.backward()
+    with pytest.raises(RuntimeError) as e:
+        y.backward()
+    assert str(e.value) == FREED
