@@ -40,7 +40,16 @@ def _where_vjp(ctx, g):
             sum_to(where(mask, 0.0, g), ctx.y_shape) if ctx.needs[1] else None)
 
 
-_WHERE = defop("where", "WhereBackward0", 2, vjp=_where_vjp, native=_where_native)
+def _given_mask(held, shape):
+    """The mask of `shape` that broadcast to `held` (a row's mask of every
+    output element): PyTorch's node saves the mask as it was given."""
+    lead = held.ndim - len(shape)
+    return held[(0,) * lead + tuple(slice(None) if n == m else slice(0, 1) for n, m in zip(shape, held.shape[lead:]))]
+
+
+_WHERE = defop("where", "WhereBackward0", 2, saves=SAVES_ROW, vjp=_where_vjp, native=_where_native, saved=(
+    ("condition", RowTensor(lambda row, arguments: _given_mask(row.ints.reshape(row.shape) != 0,
+                                                                arguments["condition_shape"]))),))
 
 
 def _where_rule(op, args):
@@ -70,7 +79,7 @@ def where(condition, input=None, other=None):
     if not (state.tape.grad_enabled and inputs != (None, None)):
         return new_tensor(value)
     held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
-    return record(_WHERE, value, inputs, ints=held)
+    return keep_arguments(record(_WHERE, value, inputs, ints=held), condition_shape=mask.shape)
 
 
 @declare(function=False, methods=("where",), operands=3, batch=elementwise)
@@ -85,10 +94,13 @@ def _masked_fill_number_vjp(ctx, g):
     return _where_vjp(ctx, g)[:1]
 
 
-_MASKED_FILL = defop("masked_fill", "MaskedFillBackward0", 1, vjp=_masked_fill_number_vjp,
-                     native=_where_native)
-_MASKED_FILL_TENSOR = defop("masked_fill_tensor", "MaskedFillBackward1", 2, vjp=_where_vjp,
-                            native=_where_native)
+# the row holds where the input is kept: the mask is where it is not
+_FILL_MASK = (("mask", RowTensor(lambda row, arguments: _given_mask(row.ints.reshape(row.shape) == 0,
+                                                                     arguments["mask_shape"]))),)
+_MASKED_FILL = defop("masked_fill", "MaskedFillBackward0", 1, saves=SAVES_ROW, vjp=_masked_fill_number_vjp,
+                     native=_where_native, saved=_FILL_MASK)
+_MASKED_FILL_TENSOR = defop("masked_fill_tensor", "MaskedFillBackward1", 2, saves=SAVES_ROW, vjp=_where_vjp,
+                            native=_where_native, saved=_FILL_MASK)
 
 
 def _bool_mask(mask, error):
@@ -132,11 +144,15 @@ def masked_fill(input, mask, value):
     kept = np.broadcast_to(~m, shape).reshape(-1).astype(np.int64)
     x = input if input._rg else None
     if isinstance(value, Tensor):
-        return record(_MASKED_FILL_TENSOR, out, (x, value if rgv else None), ints=kept)
-    return record(_MASKED_FILL, out, (x,), ints=kept)
+        return keep_arguments(record(_MASKED_FILL_TENSOR, out, (x, value if rgv else None), ints=kept),
+                              mask_shape=m.shape)
+    return keep_arguments(record(_MASKED_FILL, out, (x,), ints=kept), mask_shape=m.shape)
 
 
-_MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, vjp=_index_vjp, native=_gather_native)
+# (PyTorch's node also saves self, which the gradient does not read; the
+# positions it gathers do not tell a mask that broadcast x, which it keeps)
+_MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp,
+                       native=_gather_native, saved=(("mask", RowTensor(lambda row, arguments: arguments["mask"])),))
 
 
 def _masked_select_rule(op, args):
@@ -173,7 +189,7 @@ def masked_select(input, mask):
     m = _bool_mask(mask, _masked_select_mask_error)
     shape = broadcast_shapes(m.shape, input.shape)
     positions = np.broadcast_to(_flat_positions(input), shape)[np.broadcast_to(m, shape)]
-    return _gather(_MASKED_SELECT, input, positions.astype(np.int64), positions.shape)
+    return keep_arguments(_gather(_MASKED_SELECT, input, positions.astype(np.int64), positions.shape), mask=m)
 
 
 # each part of split, chunk and unbind is a strided view, recorded under PyTorch's name
