@@ -656,6 +656,62 @@ def test_saved_tensors_hooks_pack_what_pytorchs_do_in_its_order(f, saved, packed
         assert _matches(s, saved[name], t, y) or saved[name] is RESULT and s.tolist() == y.tolist(), name
 
 
+# The arguments PyTorch's nodes show, as given (a negative int as its
+# unsigned twin), for calls with several dims, negative ones and indexing
+# keys of several parts (whose last view op PyTorch's node is): (call on
+# `a` of shape (2, 3, 4), the node's type, its non-tensor `_saved_*` and indices)
+ARGUMENTS = [
+    ('a[..., 1:]', 'SliceBackward0', {'dim': 2, 'end': 9223372036854775807, 'self_sym_sizes': (2, 3, 4), 'start': 1, 'step': 1}),
+    ('a[1:, None]', 'UnsqueezeBackward0', {'dim': 1}),
+    ('a[None, ..., 0]', 'SelectBackward0', {'dim': 3, 'index': 0, 'self_sym_sizes': (1, 2, 3, 4)}),
+    ('a[:, ::2]', 'SliceBackward0', {'dim': 1, 'end': 9223372036854775807, 'self_sym_sizes': (2, 3, 4), 'start': 0, 'step': 2}),
+    ('a[0:1, 2]', 'SelectBackward0', {'dim': 1, 'index': 2, 'self_sym_sizes': (1, 3, 4)}),
+    ('a[..., 0, 1:]', 'SliceBackward0', {'dim': 1, 'end': 9223372036854775807, 'self_sym_sizes': (2, 4), 'start': 1, 'step': 1}),
+    ('a[1, ..., None]', 'UnsqueezeBackward0', {'dim': 2}),
+    ('a[:, :, -1]', 'SelectBackward0', {'dim': 2, 'index': 18446744073709551615, 'self_sym_sizes': (2, 3, 4)}),
+    ('a[-1:, 1:2, ::3]', 'SliceBackward0', {'dim': 2, 'end': 9223372036854775807, 'self_sym_sizes': (1, 1, 4), 'start': 0, 'step': 3}),
+    ('a[None]', 'UnsqueezeBackward0', {'dim': 0}),
+    ('a[:, None, 1]', 'SelectBackward0', {'dim': 2, 'index': 1, 'self_sym_sizes': (2, 1, 3, 4)}),
+    ('a[0][1]', 'SelectBackward0', {'dim': 0, 'index': 1, 'self_sym_sizes': (3, 4)}),
+    ('a[..., 2:]', 'SliceBackward0', {'dim': 2, 'end': 9223372036854775807, 'self_sym_sizes': (2, 3, 4), 'start': 2, 'step': 1}),
+    ('a.narrow(1, 1, 2)', 'SliceBackward0', {'dim': 1, 'end': 3, 'self_sym_sizes': (2, 3, 4), 'start': 1, 'step': 1}),
+    ('a.select(2, -2)', 'SelectBackward0', {'dim': 2, 'index': 18446744073709551614, 'self_sym_sizes': (2, 3, 4)}),
+    ('a.unsqueeze(-1)', 'UnsqueezeBackward0', {'dim': 18446744073709551615}),
+    ('a.transpose(-1, 0)', 'TransposeBackward0', {'dim0': 18446744073709551615, 'dim1': 0}),
+    ('a.permute(2, -3, 1)', 'PermuteBackward0', {'dims': (2, 18446744073709551613, 1)}),
+    ('a.roll((1, -1), (0, 2))', 'RollBackward0', {'dims': (0, 2), 'shifts': (1, 18446744073709551615)}),
+    ('a.flip((0, -1))', 'FlipBackward0', {'dims': (0, 18446744073709551615)}),
+    ('a.repeat(1, 1, 2)', 'RepeatBackward0', {'repeats': (1, 1, 2), 'self_sym_sizes': (2, 3, 4)}),
+    ('a.diagonal(1, -1, 0)', 'DiagonalBackward0', {'dim1': 18446744073709551615, 'dim2': 0, 'offset': 1, 'self_sym_sizes': (2, 3, 4)}),
+    ('a.sum((0, -1))', 'SumBackward1', {'dim': (0, 18446744073709551615), 'keepdim': False, 'self_sym_sizes': (2, 3, 4)}),
+    ('a.logsumexp(-2)', 'LogsumexpBackward0', {'dim': (18446744073709551614,), 'keepdim': False}),
+    ('a.var(-1, keepdim=True)', 'VarBackward0', {'correction': 1, 'dim': (18446744073709551615,), 'keepdim': True}),
+    ('a.std((0, 1), correction=2)', 'StdBackward0', {'correction': 2, 'dim': (0, 1), 'keepdim': False}),
+    ('a.norm(3.0, dim=(1, 2))', 'LinalgVectorNormBackward0', {'dim': (1, 2), 'keepdim': False, 'ord': 3.0}),
+    ('a.prod(-1, keepdim=True)', 'ProdBackward1', {'dim': 18446744073709551615, 'keepdim': True}),
+    ('a.cumsum(-3)', 'CumsumBackward0', {'dim': 18446744073709551613}),
+    ('a.log_softmax(-2)', 'LogSoftmaxBackward0', {'dim': 18446744073709551614}),
+    ('a.amin((-1, -2), True)', 'AminBackward0', {'dim': (18446744073709551615, 18446744073709551614), 'keepdim': True}),
+    ('a.mean(-1, True)', 'MeanBackward1', {'dim': (18446744073709551615,), 'keepdim': True, 'self_sym_numel': 24, 'self_sym_sizes': (2, 3, 4)}),
+    ('a.tril(1)', 'TrilBackward0', {'diagonal': 1}),
+    ('a.view(1, 24).squeeze(0)', 'SqueezeBackward1', {'dim': 0, 'self_sym_sizes': (1, 24)}),
+]
+
+
+@pytest.mark.parametrize("call, grad_fn, saved", ARGUMENTS, ids=[c[0] for c in ARGUMENTS])
+def test_nodes_show_the_arguments_of_the_call(call, grad_fn, saved):
+    a = tape.ones(2, 3, 4, requires_grad=True)
+    node = eval(call, {"a": a}).grad_fn
+    assert type(node).__name__ == grad_fn
+    shown = {}
+    for attr in dir(node):
+        if attr.startswith("_saved_") and hasattr(node, attr):
+            value = getattr(node, attr)
+            if not isinstance(value, tape.Tensor) or attr in ("_saved_indices", "_saved_index"):
+                shown[attr[len("_saved_"):]] = value.tolist() if isinstance(value, tape.Tensor) else value
+    assert {k: (type(v), v) for k, v in shown.items()} == {k: (type(v), v) for k, v in saved.items()}
+
+
 def test_every_op_with_a_node_has_a_case():
     ops = {d.name for d in opdefs()} - NO_NODE
     assert sorted(ops - {c[1] for c in CASES}) == []
