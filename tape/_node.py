@@ -195,7 +195,7 @@ def _raw_saved_attribute(name):
         raw = _row_data(node).raw_saved
         saved = raw.get(name)
         if saved is None:
-            saved = raw[name] = SavedTensor(node, source)
+            saved = raw[name] = SavedTensor(node, name, source, _row_data(node).arguments)
         return saved
     return property(get, doc=f"PyTorch's `_raw_saved_{name}`: the SavedTensor of {name}")
 
@@ -208,7 +208,7 @@ def _saved_attributes(grad_fn):
         if opdef.grad_fn == grad_fn:
             for name, source in opdef.saved:
                 attrs[f"_saved_{name}"] = _saved_attribute(name)
-                if not callable(source) and source in SAVED_TENSORS:
+                if isinstance(source, RowTensor) or not callable(source) and source in SAVED_TENSORS:
                     attrs[f"_raw_saved_{name}"] = _raw_saved_attribute(name)
     return attrs
 

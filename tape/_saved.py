@@ -3,7 +3,7 @@ recorded row packs the values its VJP will read (Note [Saved tensor hooks]).
 """
 import contextlib
 
-from ._registry import CONST, REGISTRY, SAVED_TENSORS, SAVES_OUT, SAVES_X, SAVES_Y, lookup
+from ._registry import CONST, REGISTRY, SAVED_TENSORS, SAVES_OUT, SAVES_X, SAVES_Y, RowTensor, lookup
 from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
 from ._tensor import DetachedInPlace, Tensor, _unpinned, new_tensor
 
@@ -338,11 +338,11 @@ class SavedTensor:
     """A node's `_raw_saved_<name>`: one saved tensor of its row, as
     torch._C._autograd.SavedTensor; `register_hooks(pack_hook, unpack_hook)`
     packs it now and unpacks it wherever it is read (Note [Saved tensor
-    hooks])."""
-    __slots__ = ("_node", "_source")
+    hooks]). Of a RowTensor, `arguments` are those its op kept."""
+    __slots__ = ("_node", "_name", "_source", "_arguments")
 
-    def __init__(self, node, source):
-        self._node, self._source = node, source
+    def __init__(self, node, name, source, arguments):
+        self._node, self._name, self._source, self._arguments = node, name, source, arguments
 
     def register_hooks(self, pack_hook, unpack_hook):
         if not (callable(pack_hook) and callable(unpack_hook)):
@@ -350,20 +350,25 @@ class SavedTensor:
                             "must be callable")
         tp, r = self._node._ep.tape, self._node.row()
         source = self._source
-        if not row_saves(tp, r) & SAVED_TENSORS[source]:
+        of_row = isinstance(source, RowTensor)
+        if not of_row and not row_saves(tp, r) & SAVED_TENSORS[source]:
             raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
         if tp.m_flags[r] & FREED:
             raise RuntimeError(_FREED_HOOKS)
         entry = tp.packed.get(r)
-        k = _SLOT[source]
-        if entry is not None and entry.values[k] is not _NOT_SAVED:
+        if entry is not None and (self._name in entry.row_tensors if of_row
+                                  else entry.values[_SLOT[source]] is not _NOT_SAVED):
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
-        # the input itself, as pack_hook gets it, or a new Tensor of the result
-        packed = pack(pack_hook, saved_tensor(tp, r, source), True)
+        # the input itself, as pack_hook gets it, or a new Tensor of the result (or of what the row keeps)
+        packed = pack(pack_hook, make_row_tensor(tp, r, source, self._arguments) if of_row
+                      else saved_tensor(tp, r, source), True)
         if entry is None:
             entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [None] * 3, 0)
-        entry.values[k], entry.unpack_hooks[k] = packed, unpack_hook
+        if of_row:
+            entry.row_tensors[self._name] = (packed, unpack_hook)
+        else:
+            entry.values[_SLOT[source]], entry.unpack_hooks[_SLOT[source]] = packed, unpack_hook
         nbytes = _packed_bytes(packed)
         entry.nbytes += nbytes
         tp.held_bytes += nbytes

@@ -376,3 +376,20 @@ def test_a_second_backward_through_a_saved_index_is_refused(f):
     with pytest.raises(RuntimeError) as e:
         y.backward()
     assert str(e.value) == FREED
+
+
+def test_raw_saved_index_register_hooks_packs_it_now_and_unpacks_where_read():
+    x = tape.tensor([3.0, 1.0, 2.0], requires_grad=True)
+    y = x.sort()[0]
+    raw = y.grad_fn._raw_saved_indices
+    assert raw is y.grad_fn._raw_saved_indices
+    packed = []
+    raw.register_hooks(lambda t: packed.append(t.tolist()) or t * 2, lambda p: p // 2)
+    assert packed == [[1, 2, 0]] and y.grad_fn._saved_indices.tolist() == [1, 2, 0]
+    with pytest.raises(RuntimeError, match="^Calling register_hooks on a saved tensor whose hooks have already "
+                                           "been set"):
+        raw.register_hooks(lambda t: t, lambda p: p)
+    (y * tape.tensor([1.0, 2.0, 3.0])).sum().backward()
+    assert x.grad.tolist() == [3.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="^Calling register_hooks on a saved tensor after it has been freed"):
+        raw.register_hooks(lambda t: t, lambda p: p)
