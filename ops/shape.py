@@ -17,7 +17,7 @@ from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
 from tape._record import record, sum_to
 from tape._node import int_list, keep_arguments
-from tape._registry import defop, native_helper
+from tape._registry import SAVES_ROW, RowTensor, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
 
@@ -177,7 +177,9 @@ _INDEX_UNSQUEEZE = defop("index_unsqueeze", "UnsqueezeBackward0", 1, vjp=_stride
                          native=_strided_gather_native, saved=(("dim", "arg"),))
 _STRIDED_SCATTER = defop("strided_scatter", "IndexPutBackward0", 1, vjp=_strided_scatter_vjp,
                          native=_strided_scatter_native)
-_INDEX = defop("index", "IndexBackward0", 1, vjp=_index_vjp, native=_gather_native, saved=_SIZES)
+_INDEX = defop("index", "IndexBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp, native=_gather_native,
+               saved=(("indices", RowTensor(lambda row, arguments: arguments["indices"], many=True)),
+                      ("self_sym_sizes", "arg")))
 _SCATTER = defop("index_put", "IndexPutBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
 
 
@@ -581,6 +583,43 @@ def _indexing_arguments(shape, key):
     return last
 
 
+def advanced_indexing_arguments(shape, key):
+    """The indices and sizes PyTorch's IndexBackward0 and IndexPutBackward0
+    save for advanced index `key` (normalized by _index_key) of a tensor of
+    `shape`: PyTorch applies its ints, slices and Nones first, as views (a
+    bool as a None indexed by [0] or []), then indexes their result by the
+    arrays, one entry each (None for a dim no array indexes, trailing ones
+    dropped; a mask one entry for all its dims)."""
+    parts = key if isinstance(key, tuple) else (key,)
+
+    def spans(k):
+        if k is None or k is Ellipsis or isinstance(k, (bool, np.bool_)):
+            return 0
+        return k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
+    spanned = len(shape) - sum(map(spans, parts))
+    view, entries, d = list(shape), [], 0
+    for k in parts:
+        if k is Ellipsis:
+            entries += [None] * spanned
+            d += spanned
+        elif k is None or isinstance(k, (bool, np.bool_)):
+            view.insert(d, 1)
+            entries.append(None if k is None else np.zeros(1 if k else 0, np.int64))
+            d += 1
+        elif isinstance(k, slice):
+            view[d] = len(range(*k.indices(view[d])))
+            entries.append(None)
+            d += 1
+        elif isinstance(k, np.ndarray):
+            entries.append(k)
+            d += spans(k)
+        else:
+            del view[d]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return {"indices": tuple(entries), "self_sym_sizes": tuple(view)}
+
+
 def _getitem_op(key):
     parts = key if isinstance(key, tuple) else (key,)
     if any(isinstance(k, (np.ndarray, list, bool, np.bool_)) for k in parts):
@@ -812,6 +851,7 @@ def getitem(x, key, recorded_as=None):
     """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays.
     `recorded_as` is the strided op that records a part of split or unbind,
     for PyTorch's grad_fn name (SplitBackward0, UnbindBackward0)."""
+    given = key
     key, value, opdef = _indexed(x, key)
     if not (x._rg and state.tape.grad_enabled):
         # advanced indexing gives a copy, in PyTorch too: it shares nothing with x
@@ -826,7 +866,8 @@ def getitem(x, key, recorded_as=None):
         if recorded_as is None and opdef.saved:
             keep_arguments(out, **_indexing_arguments(x.shape, key))
     else:
-        out = _gather(_INDEX, x, where_, np.shape(value))
+        out = keep_arguments(_gather(_INDEX, x, where_, np.shape(value)),
+                             **advanced_indexing_arguments(x.shape, _index_key(given)))
     return out
 
 

@@ -179,14 +179,22 @@ def _saved_attribute(name):
             return float(tp.p[r])
         if source in ("x_shape", "y_shape"):
             return tuple(int(d) for d in tp.shape(int((tp.a0 if source == "x_shape" else tp.a1)[r])))
-        if source == "arg":
-            return _as_int64_getter_shows(_row_data(node).arguments[name])
-        if source == "scalar":
-            return _row_data(node).arguments[name]
-        if isinstance(source, RowTensor):
-            return saved_row_tensor(tp, r, name, source, _row_data(node).arguments)
+        if source in ("arg", "scalar") or isinstance(source, RowTensor):
+            try:
+                return _from_arguments(node, tp, r, name, source)
+            except KeyError:  # a row a VJP recorded under create_graph keeps no call's arguments
+                raise AttributeError(f"'{type(node).__name__}' object has no attribute '_saved_{name}'") from None
         return saved_tensor(tp, r, source)
     return property(get, doc=f"PyTorch's `_saved_{name}`: what the node's op saved as {name}")
+
+
+def _from_arguments(node, tp, r, name, source):
+    arguments = _row_data(node).arguments
+    if source == "arg":
+        return _as_int64_getter_shows(arguments[name])
+    if source == "scalar":
+        return arguments[name]
+    return saved_row_tensor(tp, r, name, source, arguments)
 
 
 def _raw_saved_attribute(name):
@@ -208,7 +216,9 @@ def _saved_attributes(grad_fn):
         if opdef.grad_fn == grad_fn:
             for name, source in opdef.saved:
                 attrs[f"_saved_{name}"] = _saved_attribute(name)
-                if isinstance(source, RowTensor) or not callable(source) and source in SAVED_TENSORS:
+                # (PyTorch's `_raw_saved_` of a list of tensors is a list of SavedTensors: not here)
+                if (isinstance(source, RowTensor) and not source.many
+                        or not callable(source) and source in SAVED_TENSORS):
                     attrs[f"_raw_saved_{name}"] = _raw_saved_attribute(name)
     return attrs
 

@@ -65,11 +65,12 @@ _ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "arg", "scalar")
 
 class RowTensor:
     """A saved tensor that the row keeps in another form: `make(row,
-    arguments)` makes it (Note [Saved values' names])."""
-    __slots__ = ("make",)
+    arguments)` makes it, an array, or with `many` a tuple of arrays and
+    Nones (advanced indexing's indices) (Note [Saved values' names])."""
+    __slots__ = ("make", "many")
 
-    def __init__(self, make):
-        self.make = make
+    def __init__(self, make, many=False):
+        self.make, self.many = make, many
 
 
 def _saved_names(name, saved, saves, arity):

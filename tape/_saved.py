@@ -206,16 +206,25 @@ def pack_row_tensors(tp, r, arguments):
     for name, source in REGISTRY[tp.m_op[r]].row_tensors:
         if entry is None:
             entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [None] * 3, 0)
-        packed = pack(pack_hook, make_row_tensor(tp, r, source, arguments), True)
+        made = make_row_tensor(tp, r, source, arguments)
+        if source.many:
+            packed = tuple(None if t is None else pack(pack_hook, t, True) for t in made)
+            nbytes = sum(_packed_bytes(p) for p in packed if p is not None)
+        else:
+            packed = pack(pack_hook, made, True)
+            nbytes = _packed_bytes(packed)
         entry.row_tensors[name] = (packed, unpack_hook)
-        nbytes = _packed_bytes(packed)
         entry.nbytes += nbytes
         tp.held_bytes += nbytes
 
 
 def make_row_tensor(tp, r, source, arguments):
+    """The Tensor (or tuple of Tensors and Nones) a RowTensor makes of row r."""
     from ._engine import _Ctx
-    return new_tensor(source.make(_Ctx(tp, r), arguments))
+    made = source.make(_Ctx(tp, r), arguments)
+    if source.many:
+        return tuple(None if a is None else new_tensor(a) for a in made)
+    return new_tensor(made)
 
 
 def saved_row_tensor(tp, r, name, source, arguments):
@@ -227,6 +236,8 @@ def saved_row_tensor(tp, r, name, source, arguments):
     entry = tp.packed.get(r)
     if entry is not None and name in entry.row_tensors:
         packed, unpack_hook = entry.row_tensors[name]
+        if source.many:
+            return tuple(None if p is None else _unpack_hook_result(unpack_hook, p) for p in packed)
         return _unpack_hook_result(unpack_hook, packed)
     return make_row_tensor(tp, r, source, arguments)
 

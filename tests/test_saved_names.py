@@ -586,12 +586,11 @@ CASES = [
 ]
 
 # What PyTorch's node shows that tape's does not, and why: (case -> names).
-# Tape's rows keep an advanced index or a mask as the positions of their
-# gather or scatter, read no self in gather's gradient, and recompute LU
-# factors; a join tree and the parts of split and unbind are rows of their
-# own (issue 20, item 1).
+# Tape reads no self in gather's and masked_select's gradients and
+# recomputes LU factors; slogdet's two results are two rows, a join tree and
+# the parts of split and unbind rows of their own (issue 20, item 1).
 NOT_SHOWN = {
-    "index": {"indices"}, "index_put_": {"accumulate", "indices"}, "gather": {"self"}, "masked_select": {"self"}, "masked_select_broadcast": {"self"}, "det": {"LU", "pivots"}, "slogdet": {"LU", "pivots", "sign"},
+    "gather": {"self"}, "masked_select": {"self"}, "masked_select_broadcast": {"self"}, "det": {"LU", "pivots"}, "slogdet": {"LU", "pivots", "sign"},
     "slogdet_sign": {"A", "LU", "pivots", "sign"}, "solve": {"LU", "pivots"}, "cat": {"dim"}, "stack": {"dim"},
     "split": {"dim", "self_sym_sizes", "split_size"}, "split_with_sizes": {"dim", "self_sym_sizes", "split_sizes"},
     "unbind": {"dim"},
@@ -650,16 +649,19 @@ def test_saved_tensors_hooks_pack_what_pytorchs_do_in_its_order(f, saved, packed
     seen = []
     with saved_tensors_hooks(lambda s: seen.append(s) or s, lambda p: p):
         y = f(t)
-    names = [n for n in packed if n not in NOT_PACKED.get(case, set())]
-    assert len(seen) == len(names)
-    for s, name in zip(seen, names):
-        assert _matches(s, saved[name], t, y) or saved[name] is RESULT and s.tolist() == y.tolist(), name
+    # a list of tensors (advanced indexing's indices) packs each of them
+    wanted = [w for n in packed if n not in NOT_PACKED.get(case, set())
+              for w in (saved[n] if isinstance(saved[n], tuple) else (saved[n],)) if w is not None]
+    assert len(seen) == len(wanted)
+    for s, want in zip(seen, wanted):
+        assert _matches(s, want, t, y) or want is RESULT and s.tolist() == y.tolist(), want
 
 
 # The arguments PyTorch's nodes show, as given (a negative int as its
 # unsigned twin), for calls with several dims, negative ones and indexing
-# keys of several parts (whose last view op PyTorch's node is): (call on
-# `a` of shape (2, 3, 4), the node's type, its non-tensor `_saved_*` and indices)
+# keys of several parts (whose last view op PyTorch's node is, or, with
+# index arrays, whose views come first): (call on `a` of shape (2, 3, 4), the
+# node's type, its non-tensor `_saved_*` and indices)
 ARGUMENTS = [
     ('a[..., 1:]', 'SliceBackward0', {'dim': 2, 'end': 9223372036854775807, 'self_sym_sizes': (2, 3, 4), 'start': 1, 'step': 1}),
     ('a[1:, None]', 'UnsqueezeBackward0', {'dim': 1}),
@@ -695,20 +697,41 @@ ARGUMENTS = [
     ('a.mean(-1, True)', 'MeanBackward1', {'dim': (18446744073709551615,), 'keepdim': True, 'self_sym_numel': 24, 'self_sym_sizes': (2, 3, 4)}),
     ('a.tril(1)', 'TrilBackward0', {'diagonal': 1}),
     ('a.view(1, 24).squeeze(0)', 'SqueezeBackward1', {'dim': 0, 'self_sym_sizes': (1, 24)}),
+    ('a[tape.tensor([1, 0])]', 'IndexBackward0', {'indices': ([1, 0],), 'self_sym_sizes': (2, 3, 4)}),
+    ('a[[0, 1]]', 'IndexBackward0', {'indices': ([0, 1],), 'self_sym_sizes': (2, 3, 4)}),
+    ('a[:, tape.tensor([1, 0])]', 'IndexBackward0', {'indices': (None, [1, 0]), 'self_sym_sizes': (2, 3, 4)}),
+    ('a[a[:, :, 0] > 0]', 'IndexBackward0', {'indices': ([[True, True, True], [True, True, True]],), 'self_sym_sizes': (2, 3, 4)}),
+    ('a[tape.tensor([1, 0]), 1:]', 'IndexBackward0', {'indices': ([1, 0],), 'self_sym_sizes': (2, 2, 4)}),
+    ('a[1:, tape.tensor([1, 0])]', 'IndexBackward0', {'indices': (None, [1, 0]), 'self_sym_sizes': (1, 3, 4)}),
+    ('a[tape.tensor([1, 0]), :, tape.tensor([1, 0])]', 'IndexBackward0', {'indices': ([1, 0], None, [1, 0]), 'self_sym_sizes': (2, 3, 4)}),
+    ('a[..., tape.tensor([1, 0])]', 'IndexBackward0', {'indices': (None, None, [1, 0]), 'self_sym_sizes': (2, 3, 4)}),
+    ('a[0, tape.tensor([1, 0])]', 'IndexBackward0', {'indices': ([1, 0],), 'self_sym_sizes': (3, 4)}),
+    ('a[None, tape.tensor([1, 0])]', 'IndexBackward0', {'indices': (None, [1, 0]), 'self_sym_sizes': (1, 2, 3, 4)}),
+    ('a[tape.tensor([1, 0]), None]', 'IndexBackward0', {'indices': ([1, 0],), 'self_sym_sizes': (2, 1, 3, 4)}),
+    ('a[tape.tensor([1, 0]), 2]', 'IndexBackward0', {'indices': ([1, 0],), 'self_sym_sizes': (2, 4)}),
+    ('a[True]', 'IndexBackward0', {'indices': ([0],), 'self_sym_sizes': (1, 2, 3, 4)}),
+    ('a[..., [0, 2], 1]', 'IndexBackward0', {'indices': (None, [0, 2]), 'self_sym_sizes': (2, 3)}),
 ]
+
+
+def _plain(value):
+    """A saved value with its tensors as lists."""
+    if isinstance(value, tape.Tensor):
+        return value.tolist()
+    return tuple(map(_plain, value)) if isinstance(value, tuple) else value
 
 
 @pytest.mark.parametrize("call, grad_fn, saved", ARGUMENTS, ids=[c[0] for c in ARGUMENTS])
 def test_nodes_show_the_arguments_of_the_call(call, grad_fn, saved):
     a = tape.ones(2, 3, 4, requires_grad=True)
-    node = eval(call, {"a": a}).grad_fn
+    node = eval(call, {"a": a, "tape": tape}).grad_fn
     assert type(node).__name__ == grad_fn
     shown = {}
     for attr in dir(node):
         if attr.startswith("_saved_") and hasattr(node, attr):
             value = getattr(node, attr)
             if not isinstance(value, tape.Tensor) or attr in ("_saved_indices", "_saved_index"):
-                shown[attr[len("_saved_"):]] = value.tolist() if isinstance(value, tape.Tensor) else value
+                shown[attr[len("_saved_"):]] = _plain(value)
     assert {k: (type(v), v) for k, v in shown.items()} == {k: (type(v), v) for k, v in saved.items()}
 
 
