@@ -16,7 +16,7 @@ from tape._broadcast import bcast_index
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._node import keep_arguments
 from tape._record import broadcast_shapes, op_result, python_number, record
-from tape._registry import SAVES_ROW, RowTensor, defop
+from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
@@ -149,10 +149,11 @@ def masked_fill(input, mask, value):
     return keep_arguments(record(_MASKED_FILL, out, (x,), ints=kept), mask_shape=m.shape)
 
 
-# (PyTorch's node also saves self, which the gradient does not read; the
-# positions it gathers do not tell a mask that broadcast x, which it keeps)
-_MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp,
-                       native=_gather_native, saved=(("mask", RowTensor(lambda row, arguments: arguments["mask"])),))
+# self is saved as gather's is; the positions it gathers do not tell a mask
+# that broadcast x, which it keeps
+_MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, saves=SAVES_ROW | SAVES_X, vjp=_index_vjp,
+                       native=_gather_native,
+                       saved=(("mask", RowTensor(lambda row, arguments: arguments["mask"])), ("self", "x")))
 
 
 def _masked_select_rule(op, args):
@@ -268,9 +269,10 @@ _FLIP = _taken("flip", "FlipBackward0", (("dims", "arg"),))
 _INDEX_SELECT = _taken("index_select", "IndexSelectBackward0",
                        (("dim", "arg"), ("index", RowTensor(lambda row, arguments: arguments["index"]))) + _SIZES,
                        SAVES_ROW)
-# (PyTorch's node also saves self, which the gradient does not read)
-_GATHER = _taken("gather", "GatherBackward0",
-                 (("dim", "arg"), ("index", RowTensor(gathered_index)), ("sparse_grad", "arg")), SAVES_ROW)
+# self, which the gradient does not read, is saved as PyTorch's saves it (its
+# hooks pack it, an in-place change to it refuses the backward)
+_GATHER = _taken("gather", "GatherBackward0", (("dim", "arg"), ("index", RowTensor(gathered_index)), ("self", "x"),
+                                               ("sparse_grad", "arg")), SAVES_ROW | SAVES_X)
 _DIAGONAL = _taken("diagonal", "DiagonalBackward0", _DIAGONAL_SAVED)
 
 

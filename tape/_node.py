@@ -16,7 +16,7 @@ import numpy as np
 from ._batched import BatchedTensor
 from ._engine import RemovableHandle
 from ._registry import LEAF, REGISTRY, SAVED_TENSORS, RowTensor, opdefs
-from ._saved import SavedTensor, pack_row_tensors, saved_row_tensor, saved_tensor
+from ._saved import SavedTensor, pack_kept, saved_row_tensor, saved_tensor
 from ._tape import HIDDEN, RG, where
 
 __all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "keep_arguments", "int_list"]
@@ -113,7 +113,7 @@ def keep_arguments(t, **arguments):
             entry = tp.node_data[r] = _RowData()
         entry.arguments = arguments
         if tp.saved_hooks:  # Note [Saved tensor hooks] in tape._saved
-            pack_row_tensors(tp, r, arguments)
+            pack_kept(tp, r, arguments)
     return t
 
 

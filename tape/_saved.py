@@ -8,7 +8,7 @@ from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
 from ._tensor import DetachedInPlace, Tensor, _unpinned, new_tensor
 
 __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved",
-           "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE", "pack_row_tensors",
+           "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE", "pack_kept",
            "saved_row_tensor"]
 
 # Note [Saved tensor hooks]
@@ -21,10 +21,11 @@ __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pa
 # with grad mode off as in PyTorch, on a Tensor of that value in that row's
 # place in the graph, and `tp.packed[r]` keeps what it returns with the
 # unpack_hook of the pair. A tensor PyTorch saves that the row keeps in its
-# ints (a RowTensor: max's indices) is made and packed when the op keeps its
-# call's arguments (tape._node.keep_arguments), after the row's own values:
-# PyTorch's order for every op that saves one. The VJP reads the ints, not
-# what unpack_hook returns for it; the node's `_saved_<name>` reads that.
+# ints (a RowTensor: max's indices) is made when the op keeps its call's
+# arguments (tape._node.keep_arguments): a row of such an op packs then,
+# everything it saves in its op's order (`pack_kept`). The VJP reads the
+# ints, not what unpack_hook returns for a RowTensor; the node's
+# `_saved_<name>` reads that.
 #
 # The native sweep cannot call Python, so `_reaches_a_python_row` counts
 # the packed rows as Python rows: their graphs go through the Python walk,
@@ -183,8 +184,8 @@ def pack_row(tp, code, r, x, y, out):
     tensor hooks], Note [Saved values' names] in tape._registry)."""
     pack_hook, unpack_hook = tp.saved_hooks[-1]
     saves = row_saves(tp, r)
-    if not saves & (SAVES_X | SAVES_Y | SAVES_OUT):
-        return
+    if not saves & (SAVES_X | SAVES_Y | SAVES_OUT) or REGISTRY[code].row_tensors:
+        return  # an op that saves RowTensors packs all once it kept its arguments (pack_kept)
     values = [_NOT_SAVED] * 3
     nbytes = 0
     given = {"x": x, "y": y, "out": out}
@@ -197,23 +198,33 @@ def pack_row(tp, code, r, x, y, out):
     tp.held_bytes += nbytes
 
 
-def pack_row_tensors(tp, r, arguments):
-    """Pack the RowTensors of row r (made from it and the arguments its op
-    kept) with the innermost hooks, after what pack_row packed: PyTorch's
-    order for every op that saves one (Note [Saved tensor hooks])."""
+def pack_kept(tp, r, arguments):
+    """Pack what row r saves when its op saves RowTensors (made from the row
+    and the arguments its op kept): with the innermost hooks, in the op's
+    order (PyTorch's: gather's index, then self), once the op kept them
+    (Note [Saved tensor hooks])."""
+    opdef = REGISTRY[tp.m_op[r]]
+    if not opdef.row_tensors:
+        return
     pack_hook, unpack_hook = tp.saved_hooks[-1]
-    entry = tp.packed.get(r)
-    for name, source in REGISTRY[tp.m_op[r]].row_tensors:
-        if entry is None:
-            entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [None] * 3, 0)
-        made = make_row_tensor(tp, r, source, arguments)
-        if source.many:
-            packed = tuple(None if t is None else pack(pack_hook, t, True) for t in made)
-            nbytes = sum(_packed_bytes(p) for p in packed if p is not None)
-        else:
-            packed = pack(pack_hook, made, True)
+    saves = row_saves(tp, r)
+    entry = tp.packed[r] = _Packed([_NOT_SAVED] * 3, [unpack_hook] * 3, 0)
+    for name, source in opdef.saved:
+        if isinstance(source, RowTensor):
+            made = make_row_tensor(tp, r, source, arguments)
+            if source.many:
+                packed = tuple(None if t is None else pack(pack_hook, t, True) for t in made)
+                nbytes = sum(_packed_bytes(p) for p in packed if p is not None)
+            else:
+                packed = pack(pack_hook, made, True)
+                nbytes = _packed_bytes(packed)
+            entry.row_tensors[name] = (packed, unpack_hook)
+        elif type(source) is str and source in SAVED_TENSORS and saves & SAVED_TENSORS[source]:
+            # the input itself, as pack_row gives it, or a new Tensor of the result
+            packed = entry.values[_SLOT[source]] = pack(pack_hook, saved_tensor(tp, r, source), True)
             nbytes = _packed_bytes(packed)
-        entry.row_tensors[name] = (packed, unpack_hook)
+        else:
+            continue
         entry.nbytes += nbytes
         tp.held_bytes += nbytes
 
