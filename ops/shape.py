@@ -308,10 +308,10 @@ def squeeze(x, dim=None):
     if dim is None:
         return _view_result(_SQUEEZE_ALL, x, x._array().reshape([d for d in x.shape if d != 1]))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    given, dims = dim, {_norm_dim(d, x.ndim) for d in dims}
+    dims = {_norm_dim(d, x.ndim) for d in dims}
     shape = [d for k, d in enumerate(x.shape) if not (k in dims and d == 1)]
-    return keep_arguments(_view_result(_SQUEEZE_DIM, x, x._array().reshape(shape)), dim=int_list(given)
-                          if isinstance(given, (tuple, list)) else given)
+    return keep_arguments(_view_result(_SQUEEZE_DIM, x, x._array().reshape(shape)),
+                          dim=int_list(dim) if isinstance(dim, (tuple, list)) else dim)
 
 
 @declare(signature="input, dim", batch=along("dim", new=1))
