@@ -16,7 +16,7 @@ from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
 from tape._record import record, sum_to
-from tape._node import int_list, keep_arguments
+from tape._node import int_list, keep_arguments, keep_arguments_of
 from tape._registry import SAVES_ROW, RowTensor, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
@@ -864,10 +864,10 @@ def getitem(x, key, recorded_as=None):
     if isinstance(where_, tuple):
         out = indexed_result(record(recorded_as or opdef, wrap_value(np.array(value)), (x,), ints=where_), x, key)
         if recorded_as is None and opdef.saved:
-            keep_arguments(out, **_indexing_arguments(x.shape, key))
+            keep_arguments_of(out, functools.partial(_indexing_arguments, x.shape, key))
     else:
-        out = keep_arguments(_gather(_INDEX, x, where_, np.shape(value)),
-                             **advanced_indexing_arguments(x.shape, _index_key(given)))
+        out = keep_arguments_of(_gather(_INDEX, x, where_, np.shape(value)),
+                                functools.partial(advanced_indexing_arguments, x.shape, _index_key(given)))
     return out
 
 

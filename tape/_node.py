@@ -19,7 +19,8 @@ from ._registry import LEAF, REGISTRY, SAVED_TENSORS, RowTensor, opdefs
 from ._saved import SavedTensor, pack_kept, saved_row_tensor, saved_tensor
 from ._tape import HIDDEN, RG, where
 
-__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "keep_arguments", "int_list"]
+__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "keep_arguments", "keep_arguments_of",
+           "int_list"]
 
 
 class Node:
@@ -91,11 +92,18 @@ class AccumulateGrad(Node):
 
 class _RowData:
     """A node's Python state that PyTorch keeps on the node object, and the
-    arguments of the call that recorded its row (keep_arguments)."""
-    __slots__ = ("metadata", "raw_saved", "arguments")
+    arguments of the call that recorded its row (keep_arguments), or the
+    function that makes them when first read (keep_arguments_of)."""
+    __slots__ = ("metadata", "raw_saved", "_arguments")
 
-    def __init__(self):
-        self.metadata, self.raw_saved, self.arguments = {}, {}, {}
+    def __init__(self, arguments=None):
+        self.metadata, self.raw_saved, self._arguments = {}, {}, arguments
+
+    @property
+    def arguments(self):
+        if callable(self._arguments):
+            self._arguments = self._arguments()
+        return {} if self._arguments is None else self._arguments
 
 
 def keep_arguments(t, **arguments):
@@ -104,16 +112,24 @@ def keep_arguments(t, **arguments):
     sources of Note [Saved values' names] in tape._registry); nothing for a
     tensor no row recorded, nor for one inside vmap (its rows are of all
     the samples, recorded by the ops it batches). Returns t."""
-    if isinstance(t, BatchedTensor):
+    return keep_arguments_of(t, arguments)
+
+
+def keep_arguments_of(t, arguments):
+    """keep_arguments with the arguments as a dict, or as a function that
+    makes it, called when the node first shows one (indexing's, whose
+    arguments take longer to work out than to keep the key)."""
+    if type(t) is BatchedTensor:
         return t
     tp, r = where(t)
     if tp is not None:
         entry = tp.node_data.get(r)
         if entry is None:
-            entry = tp.node_data[r] = _RowData()
-        entry.arguments = arguments
+            tp.node_data[r] = entry = _RowData(arguments)
+        else:
+            entry._arguments = arguments
         if tp.saved_hooks:  # Note [Saved tensor hooks] in tape._saved
-            pack_kept(tp, r, arguments)
+            pack_kept(tp, r, entry.arguments)
     return t
 
 
