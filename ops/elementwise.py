@@ -12,6 +12,7 @@ import numpy as np
 from tape import _vecmath
 from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, promoted, result_type, scalar_type_name
 from tape._batched import elementwise
+from tape._node import keep_arguments
 from tape._record import (binary, broadcast_shapes, formula_node, operand_value, python_number, quiet, record, sum_to,
                           unary, with_constant)
 from tape._registry import SAVES_X, SAVES_Y, SAVES_Z, defop, native_helper
@@ -434,15 +435,15 @@ _softplus = _with_constant("softplus", "SoftplusBackward0",
                            "within(x, -1e309, y) * sigmoid(x) + (1 - within(x, -1e309, y))",
                            _softplus_scalar, _softplus_array,
                            # the row's softplus is of beta * input: its beta is 1
-                           saved=(("self", "x"), ("beta", lambda row: 1), ("threshold", "c")))
+                           saved=(("self", "x"), ("beta", "scalar"), ("threshold", "scalar")))
 
 
 @declare(signature="input, beta=1, threshold=20, *, out=None", batch=elementwise)
-def softplus(input, beta=1.0, threshold=20.0):
+def softplus(input, beta=1, threshold=20):
     """log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's
     torch.nn.functional.softplus)."""
-    if beta == 1:
-        return _softplus(input, threshold)
+    if beta == 1:  # PyTorch's node shows its Scalars as given
+        return keep_arguments(_softplus(input, threshold), beta=beta, threshold=threshold)
     return _softplus(input * beta, threshold) / beta
 # the rest of the elementwise functions of one input; each partial is written
 # with the functions that native partials have (sin, cos, exp, log, sqrt, tanh)
@@ -713,7 +714,7 @@ def _lerp_vjp(ctx, g):
 
 def _added_quotient_op(name, grad_fn, native, vjp, saves):
     return defop(name, grad_fn, 3, saves=saves, native=native, vjp=vjp,
-                 edge_order=(2, 0, 1), saved=(("tensor1", "x"), ("tensor2", "y"), ("value", "p")))
+                 edge_order=(2, 0, 1), saved=(("tensor1", "x"), ("tensor2", "y"), ("value", "scalar")))
 
 
 _ADDCMUL = _added_quotient_op("addcmul", "AddcmulBackward0", _addcmul_native, _addcmul_vjp, (SAVES_Y, SAVES_X, 0))
@@ -734,8 +735,8 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     """
     dtype, input, tensor1, tensor2 = _added_product_operands("addcmul", input, tensor1, tensor2)
     value = scalar_in(dtype, value)
-    return formula_node(_ADDCMUL, lambda: input + (tensor1 if value == 1 else tensor1 * value) * tensor2,
-                        (tensor1, tensor2, input), p=float(value))
+    return keep_arguments(formula_node(_ADDCMUL, lambda: input + (tensor1 if value == 1 else tensor1 * value) * tensor2,
+                                       (tensor1, tensor2, input), p=float(value)), value=value)
 
 
 @declare(signature="input, tensor1, tensor2, *, value=1, out=None", operands=3, batch=elementwise)
@@ -756,8 +757,8 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
             "(input + value * tensor1 / tensor2), for all dtypes.")
     dtype, input, tensor1, tensor2 = _added_product_operands("addcdiv", input, tensor1, tensor2)
     value = scalar_in(dtype, value)
-    return formula_node(_ADDCDIV, lambda: input + (tensor1 if value == 1 else tensor1 * value) / tensor2,
-                        (tensor1, tensor2, input), p=float(value))
+    return keep_arguments(formula_node(_ADDCDIV, lambda: input + (tensor1 if value == 1 else tensor1 * value) / tensor2,
+                                       (tensor1, tensor2, input), p=float(value)), value=value)
 
 
 def _scaled(other, alpha, tensors):

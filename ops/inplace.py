@@ -15,18 +15,20 @@ from tape._dtypes import scalar_type_name
 from tape._factories import rand, randn
 from tape._grad_mode import no_grad
 from tape._record import _broadcast_input, binary, record
-from tape._registry import SAVES_X, defop, lookup, native_helper
+from tape._node import keep_arguments
+from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop, lookup, native_helper
 from tape._tape import RETAIN, state, where
 from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops import elementwise, linalg
 from ops.selection import masked_fill
 from ops.elementwise import add, div, mul, requires_grad, sub
-from ops.shape import (_INDEX, _SLICE, _gather, _no_gradient, _no_gradient_native, _indexed, _region, _strided_gather, _strided_view,
-                       register_copy, reshape, strided_offsets)
+from ops.shape import (_INDEX, _SLICE, _gather, _index_key, _no_gradient, _no_gradient_native, _indexed, _region,
+                       _strided_gather, _strided_view, advanced_indexing_arguments, register_copy, reshape,
+                       strided_offsets)
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
-_FILL = defop("fill_", "FillBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
+_FILL = defop("fill_", "FillBackward2", 1, vjp=_no_gradient, native=_no_gradient_native)
 _UNIFORM = defop("uniform_", "UniformBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 _NORMAL = defop("normal_", "NormalBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
@@ -574,12 +576,16 @@ def _put_vjp(ctx, g, where_, shape):
 
 
 _COPY_SLICES = defop("copy_slices", "CopySlices", 2, vjp=_copy_slices_vjp, native=_copy_slices_native)
-_INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, vjp=_index_put_vjp, native=_index_put_native)
+_INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, saves=SAVES_ROW, vjp=_index_put_vjp,
+                   native=_index_put_native, saved=(
+                       ("accumulate", "arg"),
+                       ("indices", RowTensor(lambda row, arguments: arguments["indices"], many=True))))
 
 
-def _put(x, where_, shape, v):
+def _put(x, where_, shape, v, indices=()):
     """x with the region (a descriptor or a flat index map) set to v (a Tensor
-    of the region's shape, or a number)."""
+    of the region's shape, or a number); `indices` those of the advanced
+    index that made a flat map, for the node (advanced_indexing_arguments)."""
     value = np.array(x._array(), copy=True, order="C")
     v_value = v._array() if isinstance(v, Tensor) else v
     if isinstance(where_, tuple):
@@ -593,7 +599,8 @@ def _put(x, where_, shape, v):
     if not ((x._rg or rgv) and state.tape.grad_enabled):
         return new_tensor(wrap_value(value))
     c = 0.0 if isinstance(v, Tensor) else float(v)
-    return record(opdef, wrap_value(value), (x, v if isinstance(v, Tensor) else None), c=c, ints=ints)
+    out = record(opdef, wrap_value(value), (x, v if isinstance(v, Tensor) else None), c=c, ints=ints)
+    return out if opdef is _COPY_SLICES else keep_arguments(out, accumulate=False, indices=indices)
 
 
 def _fit(v, shape):
@@ -640,6 +647,7 @@ def _batched_key(key, nb):
 @declare(function=False, methods=("__setitem__",), operands=2, batch=_batched_setitem)
 def setitem(t, key, value):
     """t[key] = value: an in-place op, differentiable in both t and value."""
+    given = key
     key, selected, opdef = _indexed(t, key)
     shape = np.shape(selected)
     if isinstance(value, Tensor):
@@ -658,7 +666,8 @@ def setitem(t, key, value):
         _refresh_indexed(t)
         return
     where_ = _region(t.shape, key, opdef)
-    _apply(t, lambda x, v: _put(x, where_, shape, v), value)
+    indices = () if isinstance(where_, tuple) else advanced_indexing_arguments(t.shape, _index_key(given))["indices"]
+    _apply(t, lambda x, v: _put(x, where_, shape, v, indices), value)
 
 
 __all__ = exports(globals())

@@ -17,7 +17,8 @@ from tape._dtypes import cpp_type_name, result_type, scalar_type_name
 from tape._record import broadcast_shapes, formula_node, record, sum_to
 from tape._registry import SAVES_X, SAVES_Y, defop, native_helper
 from tape._tape import state
-from tape._tensor import Tensor, new_tensor, wrap_value
+from tape._node import keep_arguments
+from tape._tensor import Tensor, contiguous_strides, new_tensor, wrap_value
 
 from ops.comparison import _expect_tensor
 from ops.elementwise import scalar_in
@@ -73,9 +74,14 @@ def _need(ctx, k, fn):
     return fn() if ctx.needs[k] else None
 
 
-_SAVES = SAVES_X | SAVES_Y
+# each operand's gradient reads the other operand: PyTorch saves self only
+# when mat2 requires grad, and mat2 only when self does
+_SAVES = (SAVES_Y, SAVES_X)
 _MM = defop("mm", "MmBackward0", 2, saves=_SAVES, native=_mm_native,
-            saved=(("mat2", "y"), ("self", "x"), ("mat2_sym_sizes", "y_shape"), ("self_sym_sizes", "x_shape")),
+            saved=(("mat2", "y"), ("self", "x"), ("mat2_sym_sizes", "y_shape"), ("self_sym_sizes", "x_shape"),
+                   # an operand's strides, for its own gradient's layout
+                   ("mat2_sym_strides", lambda row: contiguous_strides(row.y_shape) if row.needs[1] else ()),
+                   ("self_sym_strides", lambda row: contiguous_strides(row.x_shape) if row.needs[0] else ())),
             vjp=lambda ctx, g: (_need(ctx, 0, lambda: mm(g, transpose(ctx.y, 0, 1))),
                                 _need(ctx, 1, lambda: mm(transpose(ctx.x, 0, 1), g))))
 _MV = defop("mv", "MvBackward0", 2, saves=_SAVES, native=_mv_native, saved=(("self", "x"), ("vec", "y")),
@@ -277,9 +283,10 @@ def _product_added(opdef, input, x, y, product, shape, beta, alpha, *, product_l
     """beta * input + alpha * product(x, y), input expanded to `shape`, the
     product's: one row of opdef over (x, y, input) (Note [Products added to a
     tensor])."""
-    return formula_node(
+    out = formula_node(
         opdef, lambda: _scaled(input.expand(shape), beta) + _scaled(product(x, y), alpha, product_left_out_at_zero),
         (x, y, input), c=float(beta), p=float(alpha))
+    return keep_arguments(out, alpha=alpha, beta=beta)
 
 
 def _added_input_grad(ctx, g):
@@ -373,17 +380,22 @@ def _addbmm_vjp(ctx, g):
             _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
 
 
-def _added_product_op(name, grad_fn, factors, native, vjp):
-    """The op of one of addmm's family: factors x, y (PyTorch's names), input third."""
-    alpha_beta = (("alpha", "p"), ("beta", "c"))
-    return defop(name, grad_fn, 3, saves=(SAVES_Y, SAVES_X, 0), native=native, vjp=vjp,
-                 edge_order=(2, 0, 1), saved=((factors[0], "x"), (factors[1], "y")) + alpha_beta)
+def _added_product_op(name, grad_fn, factors, native, vjp, sizes=()):
+    """The op of one of addmm's family: factors x, y (PyTorch's names), input
+    third; `sizes`, more of what PyTorch's node shows."""
+    alpha_beta = (("alpha", "scalar"), ("beta", "scalar"))
+    return defop(name, grad_fn, 3, saves=(SAVES_Y, SAVES_X, 0), native=native, vjp=vjp, edge_order=(2, 0, 1),
+                 saved=((factors[0], "x"), (factors[1], "y")) + alpha_beta + sizes)
 
 
-_ADDMM = _added_product_op("addmm", "AddmmBackward0", ("mat1", "mat2"), _addmm_native, _addmm_vjp)
+_ADDMM = _added_product_op("addmm", "AddmmBackward0", ("mat1", "mat2"), _addmm_native, _addmm_vjp, (
+    ("mat1_sym_sizes", "x_shape"), ("mat1_sym_strides", lambda row: contiguous_strides(row.x_shape)),
+    ("mat2_sym_sizes", "y_shape"), ("mat2_sym_strides", lambda row: contiguous_strides(row.y_shape))))
 _ADDMV = _added_product_op("addmv", "AddmvBackward0", ("mat", "vec"), _addmv_native, _addmv_vjp)
 _BADDBMM = _added_product_op("baddbmm", "BaddbmmBackward0", ("batch1", "batch2"), _baddbmm_native, _baddbmm_vjp)
-_ADDBMM = _added_product_op("addbmm", "AddbmmBackward0", ("batch1", "batch2"), _baddbmm_native, _addbmm_vjp)
+_ADDBMM = _added_product_op("addbmm", "AddbmmBackward0", ("batch1", "batch2"), _baddbmm_native, _addbmm_vjp, (
+    ("batch1_sym_argsize_0", lambda row: row.x_shape[0]), ("batch1_sym_argsize_1", lambda row: row.x_shape[1]),
+    ("batch2_sym_argsize_2", lambda row: row.y_shape[2])))
 
 
 def _expect_matrix(name, t):

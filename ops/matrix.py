@@ -274,7 +274,7 @@ def _solve_vjp(ctx, g):
 
 
 _SOLVE = defop("solve", "LinalgSolveExBackward0", 2, saves=SAVES_X | SAVES_OUT, vjp=_solve_vjp,
-               native=_solve_native, saved=(("A", "x"), ("result", "out")))
+               native=_solve_native, saved=(("A", "x"), ("result", "out"), ("left", lambda row: True)))
 
 
 def _solve(A, B):

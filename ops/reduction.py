@@ -13,13 +13,15 @@ from ops._declare import declare, exports
 from tape._batched import along, elementwise, over_dims
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
+from tape._node import int_list, keep_arguments
 from tape._record import op_result, quiet, record
-from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
+from tape._registry import SAVES_OUT, SAVES_ROW, SAVES_X, RowTensor, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import maximum, minimum
-from ops.shape import _gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand, reshape
+from ops.shape import (_gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand,
+                       gathered_index, reshape)
 
 # the batching rules of reductions over dims given as an int or a tuple, and
 # over one int dim (every dim of a sample flattened into one for "all")
@@ -47,14 +49,16 @@ def _reduce_vjp(ctx, g):
     return (g if ctx.p == 1.0 else g * ctx.p,)
 
 
-# (PyTorch's nodes of reductions over dims also show dim and keepdim, which
-# the row's kept shape does not tell apart where a reduced dim has size 1)
+# PyTorch's nodes of reductions over dims also show dim and keepdim as they
+# were given, which the row's kept shape does not tell (a reduced dim of size 1)
 _SIZES = (("self_sym_sizes", "x_shape"),)
-_MEAN_SAVED = _SIZES + (("self_sym_numel", lambda row: math.prod(row.x_shape)),)
+_OVER_DIMS = (("dim", "arg"), ("keepdim", "arg"))
+_NUMEL = (("self_sym_numel", lambda row: math.prod(row.x_shape)),)
 _SUM_ALL = defop("sum", "SumBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_SIZES)
-_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_SIZES)
-_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_MEAN_SAVED)
-_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_MEAN_SAVED)
+_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_OVER_DIMS + _SIZES)
+_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_SIZES + _NUMEL)
+_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native,
+                  saved=_OVER_DIMS + _SIZES + _NUMEL)
 
 
 def _dims(x, dim):
@@ -110,7 +114,9 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
     p = 1.0 / count if mean and count else 1.0
-    return record(ops_all if dims is None else ops_dim, value, (x,), p=p, ints=kshape)
+    if dims is None:
+        return record(ops_all, value, (x,), p=p, ints=kshape)
+    return keep_arguments(record(ops_dim, value, (x,), p=p, ints=kshape), dim=int_list(dim), keepdim=keepdim)
 
 
 def _numpy_names(dim, keepdim, axis, keepdims):
@@ -217,7 +223,8 @@ def _prod_vjp(ctx, g):
 
 
 _PROD_ALL = defop("prod", "ProdBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_prod_vjp, native=_prod_native)
-_PROD_DIM = defop("prod_dim", "ProdBackward1", 1, saves=SAVES_X | SAVES_OUT, vjp=_prod_vjp, native=_prod_native)
+_PROD_DIM = defop("prod_dim", "ProdBackward1", 1, saves=SAVES_X | SAVES_OUT, vjp=_prod_vjp, native=_prod_native,
+                  saved=(("self", "x"), ("result", "out")) + _OVER_DIMS)
 
 
 @declare(signature=_REDUCTION, batch=_over_one_dim)
@@ -238,7 +245,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     # in a's dtype (NumPy's would widen small ints); inf * 0 is nan without
     # NumPy's warning, as in PyTorch
     value = quiet(np.multiply.reduce, a, axis, a.dtype, None, keepdim and input.ndim > 0)
-    return op_result(opdef, value, (input,), ints=ints)
+    out = op_result(opdef, value, (input,), ints=ints)
+    return out if dim is None else keep_arguments(out, dim=dim, keepdim=keepdim)
 
 
 def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -264,9 +272,9 @@ def _extreme_vjp(ctx, g):
 
 
 _EXTREMES = {name: defop(name, grad_fn, 1, saves=SAVES_X | SAVES_OUT, vjp=_extreme_vjp,
-                         native=_extreme_native)
-             for name, grad_fn in (("amax", "AmaxBackward0"), ("amin", "AminBackward0"),
-                                   ("max_all", "MaxBackward1"), ("min_all", "MinBackward1"))}
+                         native=_extreme_native, saved=(("self", "x"), ("result", "out")) + over)
+             for name, grad_fn, over in (("amax", "AmaxBackward0", _OVER_DIMS), ("amin", "AminBackward0", _OVER_DIMS),
+                                         ("max_all", "MaxBackward1", ()), ("min_all", "MinBackward1", ()))}
 
 
 def _extreme(x, dim, keepdim, ufunc, opdef, name):
@@ -283,7 +291,7 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
     kshape = _kept_shape(x.shape, reduced)
-    return record(opdef, value, (x,), ints=kshape)
+    return keep_arguments(record(opdef, value, (x,), ints=kshape), dim=int_list(dim), keepdim=keepdim)
 
 
 @declare(signature="input, dim=(), keepdim=False, *, out=None", batch=_over_dims)
@@ -300,7 +308,9 @@ def amin(input, dim=(), keepdim=False):
 
 # max(dim) and min(dim) gather the element at each index, the first that
 # attains the extreme: the gradient goes there alone, as PyTorch's
-_SELECTED = {name: defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
+_SELECTED = {name: defop(name, grad_fn, 1, saves=SAVES_ROW, vjp=_index_vjp, native=_gather_native,
+                         saved=(("dim", "arg"), ("indices", RowTensor(gathered_index)), ("keepdim", "arg"),
+                                ("self_sym_sizes", "x_shape")))
              for name, grad_fn in (("max_dim", "MaxBackward0"), ("min_dim", "MinBackward0"))}
 
 
@@ -316,7 +326,8 @@ def _selected(x, dim, keepdim, arg, opdef, result):
     flat = np.ravel_multi_index(tuple(index if k == d else grids[k] for k in range(x.ndim)), x.shape)
     if not keepdim and x.ndim:
         index = np.squeeze(index, d)
-    values = _gather(opdef, x, np.asarray(flat, np.int64).reshape(-1), index.shape)
+    values = keep_arguments(_gather(opdef, x, np.asarray(flat, np.int64).reshape(-1), index.shape),
+                            dim=dim, keepdim=keepdim)
     return result(values, new_tensor(wrap_value(np.asarray(index, np.int64))))
 
 
@@ -391,7 +402,8 @@ def _logsumexp_vjp(ctx, g):
 
 
 _LOGSUMEXP = defop("logsumexp", "LogsumexpBackward0", 1, saves=SAVES_X | SAVES_OUT,
-                   vjp=_logsumexp_vjp, native=_logsumexp_native)
+                   vjp=_logsumexp_vjp, native=_logsumexp_native,
+                   saved=(("self", "x"), ("result", "out")) + _OVER_DIMS)
 
 
 @declare(signature="input, dim, keepdim=False, *, out=None", batch=_over_dims)
@@ -406,7 +418,8 @@ def logsumexp(input, dim, keepdim=False):
     reduced = range(x.ndim) if dims is None else dims
     if not keepdim and x.ndim:
         value = value.reshape([d for k, d in enumerate(x.shape) if k not in reduced])
-    return op_result(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced))
+    return keep_arguments(op_result(_LOGSUMEXP, value, (x,), ints=_kept_shape(x.shape, reduced)),
+                          dim=int_list(dim), keepdim=keepdim)
 
 
 @native_helper
@@ -451,9 +464,9 @@ def _log_softmax_vjp(ctx, g):
 
 
 _SOFTMAX = defop("softmax", "SoftmaxBackward0", 1, saves=SAVES_OUT, vjp=_softmax_vjp,
-                 native=_softmax_native, saved=(("result", "out"), ("dim", "int")))
+                 native=_softmax_native, saved=(("result", "out"), ("dim", "arg")))
 _LOG_SOFTMAX = defop("log_softmax", "LogSoftmaxBackward0", 1, saves=SAVES_OUT, vjp=_log_softmax_vjp,
-                     native=_softmax_native, saved=(("result", "out"), ("dim", "int")))
+                     native=_softmax_native, saved=(("result", "out"), ("dim", "arg")))
 
 
 def _softmax_input(name, input, dim, dtype):
@@ -467,8 +480,9 @@ def _softmax_input(name, input, dim, dtype):
     return x, _norm_dim(dim, x.ndim)
 
 
-def _softmax_op(opdef, x, d, value):
-    return op_result(opdef, value.reshape(x.shape), (x,), p=1.0 if opdef is _SOFTMAX else 0.0, ints=(d,))
+def _softmax_op(opdef, x, dim, d, value):
+    return keep_arguments(op_result(opdef, value.reshape(x.shape), (x,), p=1.0 if opdef is _SOFTMAX else 0.0,
+                                    ints=(d,)), dim=dim)
 
 
 @declare(signature="input, dim, dtype=None, *, out=None", batch=along("dim"))
@@ -477,7 +491,7 @@ def softmax(input, dim, dtype=None):
     x, d = _softmax_input("softmax", input, dim, dtype)
     a = x._array().reshape(x.shape or (1,))
     e = np.exp(a - _finite_max(a, d))
-    return _softmax_op(_SOFTMAX, x, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
+    return _softmax_op(_SOFTMAX, x, dim, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
 
 
 @declare(signature="input, dim, dtype=None, *, out=None", batch=along("dim"))
@@ -489,7 +503,7 @@ def log_softmax(input, dim, dtype=None):
     z = a - _finite_max(a, d)
     # quiet: a +inf logit gives inf - inf there, nan as in PyTorch, with no NumPy warning
     log_sum = quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True))
-    return _softmax_op(_LOG_SOFTMAX, x, d, quiet(np.subtract, z, log_sum))
+    return _softmax_op(_LOG_SOFTMAX, x, dim, d, quiet(np.subtract, z, log_sum))
 
 
 def _spread(name, input, dim, unbiased, correction):
@@ -498,8 +512,6 @@ def _spread(name, input, dim, unbiased, correction):
     unless correction=0 or unbiased=False)."""
     if input.dtype.kind not in "fc":
         raise RuntimeError("std and var only support floating point and complex dtypes")
-    if isinstance(dim, bool):  # var(unbiased), PyTorch's older signature
-        dim, unbiased = None, dim
     if correction is None:
         correction = 0 if unbiased is False else 1
     dims = _dims(input, dim) if dim is not None else tuple(range(input.ndim))
@@ -565,11 +577,28 @@ def _std_vjp(ctx, g):
     return (_over_nonzero(reshape(g, kshape), reshape(ctx.out, kshape)) * centred * ctx.p,)
 
 
-_VAR = defop("var", "VarBackward0", 1, saves=SAVES_X, vjp=_var_vjp, native=_var_native)
-_STD = defop("std", "StdBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_std_vjp, native=_std_native)
+_MOMENT_ARGUMENTS = (("correction", "scalar"), ("dim", "arg"), ("keepdim", "arg"))
+_VAR = defop("var", "VarBackward0", 1, saves=SAVES_X, vjp=_var_vjp, native=_var_native,
+             saved=(("self", "x"),) + _MOMENT_ARGUMENTS)
+_STD = defop("std", "StdBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_std_vjp, native=_std_native,
+             saved=(("self", "x"), ("result", "out")) + _MOMENT_ARGUMENTS)
+
+
+def _shown_correction(dim, unbiased, correction):
+    """The correction PyTorch's node shows: as given, else 0 or 1 for
+    unbiased, 1 when dim is given (PyTorch's overload of dim and unbiased),
+    else None (its overload of correction). A correction=None or dim=None
+    given by name reads here as not given."""
+    if correction is not None:
+        return correction
+    if unbiased is not None:
+        return int(unbiased)
+    return None if dim is None else 1
 
 
 def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
+    if isinstance(dim, bool):  # var(unbiased), PyTorch's older signature
+        dim, unbiased = None, dim
     dims, count, dof = _spread(name, input, dim, unbiased, correction)
     a = input._array()
     centred = a - quiet(np.divide, np.add.reduce(a, axis=dims, keepdims=True), count)
@@ -580,9 +609,11 @@ def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
     # PyTorch's gradient divides by the degrees of freedom even where they
     # are negative (the value divides by 0 there), but over all elements
     # (no dim) by none: 1 / 0, so std's gradient there is nan (0 * inf)
-    return op_result(opdef, value.astype(a.dtype, copy=False), (input,),
-                     p=1.0 / dof if dof > 0 or dof and not (dim is None or isinstance(dim, bool)) else math.inf,
-                     ints=_kept_shape(input.shape, reduced))
+    out = op_result(opdef, value.astype(a.dtype, copy=False), (input,),
+                    p=1.0 / dof if dof > 0 or dof and dim is not None else math.inf,
+                    ints=_kept_shape(input.shape, reduced))
+    return keep_arguments(out, correction=_shown_correction(dim, unbiased, correction), dim=int_list(dim),
+                          keepdim=keepdim)
 
 
 def _moment_rule(op, args):
@@ -623,10 +654,12 @@ def _norm2_vjp(ctx, g):
     return (ctx.x * _over_nonzero(reshape(g, kshape), reshape(ctx.out, kshape)),)
 
 
+_NORM_SAVED = (("self", "x"), ("result", "out"), ("ord", "scalar")) + _OVER_DIMS
 _NORM2 = defop("norm", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_norm2_vjp,
-               native=_norm2_native, saved=(("self", "x"), ("result", "out"), ("ord", lambda row: 2)))
-_NORM0 = defop("norm0", "LinalgVectorNormBackward0", 1, vjp=_no_gradient, native=_no_gradient_native,
-               saved=(("ord", lambda row: 0),))
+               native=_norm2_native, saved=_NORM_SAVED)
+# its gradient is 0, but PyTorch's node saves (and packs) x and the result as for any order
+_NORM0 = defop("norm0", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_no_gradient,
+               native=_no_gradient_native, saved=_NORM_SAVED)
 
 
 def _refuse_empty_extreme(x, order, dim):
@@ -663,7 +696,7 @@ def _normp_vjp(ctx, g):
 
 
 _NORMP = defop("norm_p", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_normp_vjp,
-               native=_normp_native, saved=(("self", "x"), ("result", "out"), ("ord", "p")))
+               native=_normp_native, saved=_NORM_SAVED)
 
 
 def _norm_rule(op, args):
@@ -695,12 +728,15 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         if not (x._rg and state.tape.grad_enabled):
             return new_tensor(value)
         kshape = _kept_shape(x.shape, reduced)
-        return record(_NORM2, value, (x,), ints=kshape)
+        # PyTorch's node shows the order as given: 2 for "fro", 2.0 for None
+        return keep_arguments(record(_NORM2, value, (x,), ints=kshape), ord=2 if p == "fro" else 2.0 if p is None else p,
+                              dim=int_list(dim), keepdim=keepdim)
     if p in (math.inf, -math.inf):
         _refuse_empty_extreme(x, "inf" if p > 0 else "-inf", dim)
         return (amax if p > 0 else amin)(_abs(x), () if dim is None else dim, keepdim)
     if p == 0:  # the count of nonzeros: in x's graph, with no gradient, as PyTorch's
-        return op_result(_NORM0, sum((x != 0).to(x.dtype), dim, keepdim)._value, (x,))
+        return keep_arguments(op_result(_NORM0, sum((x != 0).to(x.dtype), dim, keepdim)._value, (x,)),
+                              ord=p, dim=int_list(dim), keepdim=keepdim)
     if p == 1:
         return sum(_abs(x), dim, keepdim)
     dims = _dims(x, dim) if dim is not None else None
@@ -709,7 +745,9 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     value = wrap_value(quiet(lambda: np.add.reduce(np.abs(a) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)))
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
-    return record(_NORMP, value, (x,), p=float(p), ints=_kept_shape(x.shape, range(x.ndim) if axis is None else axis))
+    return keep_arguments(record(_NORMP, value, (x,), p=float(p),
+                                 ints=_kept_shape(x.shape, range(x.ndim) if axis is None else axis)),
+                          ord=p, dim=int_list(dim), keepdim=keepdim)
 
 
 def _cumsum_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -730,7 +768,7 @@ def _cumsum_vjp(ctx, g):
     return (flip(cumsum(flip(g, d), d), d),)
 
 
-_CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native, saved=(("dim", "int"),))
+_CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native, saved=(("dim", "arg"),))
 
 
 @declare(signature="input, dim, *, dtype=None, out=None", batch=along("dim"))
@@ -742,8 +780,8 @@ def cumsum(input, dim, *, dtype=None):
     if x.ndim == 0:
         return x.clone()
     a = x._array()
-    return op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None), (x,),
-                     ints=(d,))
+    return keep_arguments(op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None),
+                                    (x,), ints=(d,)), dim=dim)
 
 
 def _cumprod_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -813,7 +851,7 @@ def _cumprod_vjp(ctx, g):
 
 
 _CUMPROD = defop("cumprod", "CumprodBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_cumprod_vjp,
-                 native=_cumprod_native, saved=(("self", "x"), ("result", "out"), ("dim", "int")))
+                 native=_cumprod_native, saved=(("self", "x"), ("result", "out"), ("dim", "arg")))
 
 
 @declare(signature="input, dim, *, dtype=None, out=None", batch=along("dim"))
@@ -829,7 +867,7 @@ def cumprod(input, dim, *, dtype=None):
     d = _norm_dim(dim, x.ndim)
     a = x._array()
     value = quiet(np.cumprod, a.reshape(x.shape or (1,)), d, np.int64 if a.dtype.kind in "bui" else None)
-    return op_result(_CUMPROD, value.reshape(x.shape), (x,), ints=(d,))
+    return keep_arguments(op_result(_CUMPROD, value.reshape(x.shape), (x,), ints=(d,)), dim=dim)
 
 
 __all__ = exports(globals())

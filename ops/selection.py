@@ -14,14 +14,15 @@ from tape._batched import (DYNAMIC_OUTPUT, BatchedTensor, aligned, along, batche
 
 from tape._broadcast import bcast_index
 from tape._dtypes import cpp_type_name, result_type, scalar_type_name
+from tape._node import keep_arguments, keep_arguments_of
 from tape._record import broadcast_shapes, op_result, python_number, record
-from tape._registry import defop
+from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.reduction import _dims
 from ops.shape import (_flat_positions, _gather, _gather_native, _index_vjp, _scatter, _scatter_native, _scatter_vjp,
-                       _strided_gather_native, _strided_vjp, expand, getitem, indexed_result, sum_to)
+                       _strided_gather_native, _strided_vjp, expand, gathered_index, getitem, indexed_result, sum_to)
 
 def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
@@ -39,7 +40,16 @@ def _where_vjp(ctx, g):
             sum_to(where(mask, 0.0, g), ctx.y_shape) if ctx.needs[1] else None)
 
 
-_WHERE = defop("where", "WhereBackward0", 2, vjp=_where_vjp, native=_where_native)
+def _given_mask(held, shape):
+    """The mask of `shape` that broadcast to `held` (a row's mask of every
+    output element): PyTorch's node saves the mask as it was given."""
+    lead = held.ndim - len(shape)
+    return held[(0,) * lead + tuple(slice(None) if n == m else slice(0, 1) for n, m in zip(shape, held.shape[lead:]))]
+
+
+_WHERE = defop("where", "WhereBackward0", 2, saves=SAVES_ROW, vjp=_where_vjp, native=_where_native, saved=(
+    ("condition", RowTensor(lambda row, arguments: _given_mask(row.ints.reshape(row.shape) != 0,
+                                                                arguments["condition_shape"]))),))
 
 
 def _where_rule(op, args):
@@ -69,7 +79,7 @@ def where(condition, input=None, other=None):
     if not (state.tape.grad_enabled and inputs != (None, None)):
         return new_tensor(value)
     held = np.broadcast_to(mask, shape).reshape(-1).astype(np.int64)
-    return record(_WHERE, value, inputs, ints=held)
+    return keep_arguments(record(_WHERE, value, inputs, ints=held), condition_shape=mask.shape)
 
 
 @declare(function=False, methods=("where",), operands=3, batch=elementwise)
@@ -84,10 +94,13 @@ def _masked_fill_number_vjp(ctx, g):
     return _where_vjp(ctx, g)[:1]
 
 
-_MASKED_FILL = defop("masked_fill", "MaskedFillBackward0", 1, vjp=_masked_fill_number_vjp,
-                     native=_where_native)
-_MASKED_FILL_TENSOR = defop("masked_fill_tensor", "MaskedFillBackward1", 2, vjp=_where_vjp,
-                            native=_where_native)
+# the row holds where the input is kept: the mask is where it is not
+_FILL_MASK = (("mask", RowTensor(lambda row, arguments: _given_mask(row.ints.reshape(row.shape) == 0,
+                                                                     arguments["mask_shape"]))),)
+_MASKED_FILL = defop("masked_fill", "MaskedFillBackward0", 1, saves=SAVES_ROW, vjp=_masked_fill_number_vjp,
+                     native=_where_native, saved=_FILL_MASK)
+_MASKED_FILL_TENSOR = defop("masked_fill_tensor", "MaskedFillBackward1", 2, saves=SAVES_ROW, vjp=_where_vjp,
+                            native=_where_native, saved=_FILL_MASK)
 
 
 def _bool_mask(mask, error):
@@ -131,11 +144,16 @@ def masked_fill(input, mask, value):
     kept = np.broadcast_to(~m, shape).reshape(-1).astype(np.int64)
     x = input if input._rg else None
     if isinstance(value, Tensor):
-        return record(_MASKED_FILL_TENSOR, out, (x, value if rgv else None), ints=kept)
-    return record(_MASKED_FILL, out, (x,), ints=kept)
+        return keep_arguments(record(_MASKED_FILL_TENSOR, out, (x, value if rgv else None), ints=kept),
+                              mask_shape=m.shape)
+    return keep_arguments(record(_MASKED_FILL, out, (x,), ints=kept), mask_shape=m.shape)
 
 
-_MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, vjp=_index_vjp, native=_gather_native)
+# self is saved as gather's is; the positions it gathers do not tell a mask
+# that broadcast x, which it keeps
+_MASKED_SELECT = defop("masked_select", "MaskedSelectBackward0", 1, saves=SAVES_ROW | SAVES_X, vjp=_index_vjp,
+                       native=_gather_native,
+                       saved=(("mask", RowTensor(lambda row, arguments: arguments["mask"])), ("self", "x")))
 
 
 def _masked_select_rule(op, args):
@@ -172,14 +190,17 @@ def masked_select(input, mask):
     m = _bool_mask(mask, _masked_select_mask_error)
     shape = broadcast_shapes(m.shape, input.shape)
     positions = np.broadcast_to(_flat_positions(input), shape)[np.broadcast_to(m, shape)]
-    return _gather(_MASKED_SELECT, input, positions.astype(np.int64), positions.shape)
+    return keep_arguments(_gather(_MASKED_SELECT, input, positions.astype(np.int64), positions.shape), mask=m)
 
 
 # each part of split, chunk and unbind is a strided view, recorded under PyTorch's name
-_SPLIT = defop("split", "SplitBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+_SPLIT = defop("split", "SplitBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native,
+               saved=(("dim", "arg"), ("self_sym_sizes", "x_shape"), ("split_size", "arg")))
 _SPLIT_WITH_SIZES = defop("split_with_sizes", "SplitWithSizesBackward0", 1, vjp=_strided_vjp,
+                          saved=(("dim", "arg"), ("self_sym_sizes", "x_shape"), ("split_sizes", "arg")),
                           native=_strided_gather_native)
-_UNBIND = defop("unbind", "UnbindBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+_UNBIND = defop("unbind", "UnbindBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native,
+                saved=(("dim", "arg"),))
 
 
 @declare(signature="tensor, split_size_or_sections, dim=0", batch=along("dim"))
@@ -203,7 +224,8 @@ def split(tensor, split_size, dim=0):
     with_sizes = isinstance(split_size, (list, tuple))
     op = _SPLIT_WITH_SIZES if with_sizes else _SPLIT
     return _views_of("SplitWithSizes" if with_sizes else "Split", tensor, op,
-                     [before + (slice(start, start + k),) for start, k in zip(starts, sizes)])
+                     [before + (slice(start, start + k),) for start, k in zip(starts, sizes)],
+                     {"dim": dim, "split_sizes" if with_sizes else "split_size": tuple(sizes) if with_sizes else size})
 
 
 _MULTI_VIEW = ("This view is the output of a function that returns multiple views. Such functions do not allow "
@@ -211,18 +233,21 @@ _MULTI_VIEW = ("This view is the output of a function that returns multiple view
                "out-of-place one.")
 
 
-def _views_of(name, input, opdef, keys):
+def _views_of(name, input, opdef, keys, arguments):
     """The parts input[key] of a function that returns several views: the
-    outputs of one node of `opdef` (Note [Tape layout]), marked so that an
-    in-place op on one that requires grad raises, as in PyTorch."""
+    outputs of one node of `opdef` (Note [Tape layout]), which shows
+    `arguments` of the call, marked so that an in-place op on one that
+    requires grad raises, as in PyTorch."""
     tp = state.tape
     recording = input._rg and tp.grad_enabled
     if recording:  # the parts' rows follow one another: input's row first
         tp.reserve(len(keys) + 1)
         tp.adopt(input)
     outputs = [getitem(input, key, recorded_as=opdef) for key in keys]
-    if recording and len(outputs) > 1:
-        tp.number_outputs([tp.row_of(t) for t in outputs])
+    if recording and outputs:
+        if len(outputs) > 1:
+            tp.number_outputs([tp.row_of(t) for t in outputs])
+        keep_arguments_of(outputs[0], arguments)
     siblings = [(t._ep, t._row) for t in outputs if t._rg and t._ep is not None]
     for i, t in enumerate(outputs):
         if t._rg:
@@ -246,17 +271,25 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     """The slices of input at each index along dim, without that dim."""
     d = _norm_dim(dim, input.ndim)
-    return _views_of("Unbind", input, _UNBIND, [(slice(None),) * d + (i,) for i in range(input.shape[d])])
+    return _views_of("Unbind", input, _UNBIND, [(slice(None),) * d + (i,) for i in range(input.shape[d])],
+                     {"dim": dim})
 
 
-def _taken(name, grad_fn):
-    return defop(name, grad_fn, 1, vjp=_index_vjp, native=_gather_native)
+def _taken(name, grad_fn, saved, saves=0):
+    return defop(name, grad_fn, 1, saves=saves, vjp=_index_vjp, native=_gather_native, saved=saved)
 
 
-_FLIP = _taken("flip", "FlipBackward0")
-_INDEX_SELECT = _taken("index_select", "IndexSelectBackward0")
-_GATHER = _taken("gather", "GatherBackward0")
-_DIAGONAL = _taken("diagonal", "DiagonalBackward0")
+_SIZES = (("self_sym_sizes", "x_shape"),)
+_DIAGONAL_SAVED = (("dim1", "arg"), ("dim2", "arg"), ("offset", "arg")) + _SIZES
+_FLIP = _taken("flip", "FlipBackward0", (("dims", "arg"),))
+_INDEX_SELECT = _taken("index_select", "IndexSelectBackward0",
+                       (("dim", "arg"), ("index", RowTensor(lambda row, arguments: arguments["index"]))) + _SIZES,
+                       SAVES_ROW)
+# self, which the gradient does not read, is saved as PyTorch's saves it (its
+# hooks pack it, an in-place change to it refuses the backward)
+_GATHER = _taken("gather", "GatherBackward0", (("dim", "arg"), ("index", RowTensor(gathered_index)), ("self", "x"),
+                                               ("sparse_grad", "arg")), SAVES_ROW | SAVES_X)
+_DIAGONAL = _taken("diagonal", "DiagonalBackward0", _DIAGONAL_SAVED)
 
 
 def _take(opdef, x, positions):
@@ -270,7 +303,8 @@ def flip(input, *dims):
     """input reversed along dims."""
     dims = tuple(dims[0]) if len(dims) == 1 and isinstance(dims[0], (tuple, list)) else dims
     positions = _flat_positions(input)
-    return _take(_FLIP, input, np.asarray(np.flip(positions, _dims(input, dims))) if dims else positions)
+    return keep_arguments(_take(_FLIP, input, np.asarray(np.flip(positions, _dims(input, dims))) if dims else positions),
+                          dims=tuple(dims))
 
 
 def _index_array(name, index):
@@ -314,8 +348,8 @@ def index_select(input, dim, index):
     bad = a[(a < 0) | (a >= n)]
     if bad.size:
         raise IndexError("index out of range in self")
-    return _take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
-                 if input.ndim else _flat_positions(input))
+    return keep_arguments(_take(_INDEX_SELECT, input, np.take(_flat_positions(input), a.reshape(-1), axis=d)
+                                if input.ndim else _flat_positions(input)), dim=dim, index=a)
 @declare(signature="input, dim, index, *, out=None", operands=2, batch=along("dim"))
 def gather(input, dim, index):
     """out[i][j] = input[index[i][j]][j] for dim 0, and so on: index has
@@ -329,7 +363,7 @@ def gather(input, dim, index):
         raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {d} with size {input.shape[d]}")
     grid = list(np.indices(a.shape, sparse=True))
     grid[d] = a
-    return _take(_GATHER, input, _flat_positions(input)[tuple(grid)])
+    return keep_arguments(_take(_GATHER, input, _flat_positions(input)[tuple(grid)]), dim=dim, sparse_grad=False)
 
 
 @declare(signature="input, offset=0, dim1=0, dim2=1", batch=along("dim1", "dim2"))
@@ -339,22 +373,24 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     positions = np.diagonal(_flat_positions(input), offset, d1, d2)
-    return indexed_result(_take(_DIAGONAL, input, positions), input,
-                          np.unravel_index(positions, input.shape))
+    out = keep_arguments(_take(_DIAGONAL, input, positions), dim1=dim1, dim2=dim2, offset=offset)
+    return indexed_result(out, input, np.unravel_index(positions, input.shape))
 
 
 # diag of a vector places it on a diagonal of zeros: the gradient gathers g
 # from there (the index_put kernel); diag of a matrix gathers a diagonal, a
 # copy, which PyTorch records as DiagonalBackward0_copy
-_DIAG_EMBED = defop("diag_embed", "DiagEmbedBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
-_DIAG_COPY = _taken("diag_copy", "DiagonalBackward0_copy")
+_DIAG_EMBED = defop("diag_embed", "DiagEmbedBackward0", 1, vjp=_scatter_vjp, native=_scatter_native,
+                    saved=(("dim1", "arg"), ("dim2", "arg"), ("offset", "arg")))
+_DIAG_COPY = _taken("diag_copy", "DiagonalBackward0_copy", _DIAGONAL_SAVED)
 
 
 def _diag(input, diagonal, ndim):
     """diag of input's last `ndim` dims, a vector or a matrix; the dims before
     them are batch dims (vmap's)."""
     if ndim == 2:
-        return _take(_DIAG_COPY, input, np.diagonal(_flat_positions(input), diagonal, -2, -1))
+        return keep_arguments(_take(_DIAG_COPY, input, np.diagonal(_flat_positions(input), diagonal, -2, -1)),
+                              dim1=0, dim2=1, offset=diagonal)
     if ndim != 1:
         raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {ndim}D")
     k = int(diagonal)
@@ -365,7 +401,8 @@ def _diag(input, diagonal, ndim):
     positions = (np.arange(count, dtype=np.int64)[:, None] * (n * n) + diagonal_at).reshape(-1)
     value = np.zeros(count * n * n, input.dtype)
     value[positions] = input._array().reshape(-1)
-    return op_result(_DIAG_EMBED, value.reshape(lead + (n, n)), (input,), ints=positions)
+    return keep_arguments(op_result(_DIAG_EMBED, value.reshape(lead + (n, n)), (input,), ints=positions),
+                          dim1=-2, dim2=-1, offset=diagonal)
 
 
 def _diag_rule(op, args):
@@ -396,7 +433,7 @@ def _trace_vjp(ctx, g):
     return (_scatter(expand(g, (len(ctx.ints),)), ctx.ints, ctx.x_shape, unique=True),)
 
 
-_TRACE = defop("trace", "TraceBackward0", 1, vjp=_trace_vjp, native=_trace_native)
+_TRACE = defop("trace", "TraceBackward0", 1, vjp=_trace_vjp, native=_trace_native, saved=_SIZES)
 
 
 def _a_matrix(input):
@@ -441,8 +478,8 @@ def _triangle_vjp(ctx, g):
     return ((triu if ctx.p == 1.0 else tril)(g, int(ctx.ints[0])),)
 
 
-_TRIU = defop("triu", "TriuBackward0", 1, vjp=_triangle_vjp, native=_triangle_native)
-_TRIL = defop("tril", "TrilBackward0", 1, vjp=_triangle_vjp, native=_triangle_native)
+_TRIU = defop("triu", "TriuBackward0", 1, vjp=_triangle_vjp, native=_triangle_native, saved=(("diagonal", "arg"),))
+_TRIL = defop("tril", "TrilBackward0", 1, vjp=_triangle_vjp, native=_triangle_native, saved=(("diagonal", "arg"),))
 
 
 def _matrices(name, input):
@@ -459,7 +496,8 @@ def _triangle_rule(op, args):
 def _triangle(name, opdef, keep, side):
     def op(input, diagonal=0):
         _matrices(name, input)
-        return op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),))
+        return keep_arguments(op_result(opdef, keep(input._array(), diagonal), (input,), p=side, ints=(int(diagonal),)),
+                              diagonal=diagonal)
     op.__name__ = name
     op.__doc__ = f"input with the elements {'below' if name == 'triu' else 'above'} the diagonal zeroed."
     return declare(op, signature="input, diagonal=0, *, out=None", batch=_triangle_rule)

@@ -15,8 +15,9 @@ from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched
 
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
+from tape._node import int_list, keep_arguments, keep_arguments_of
 from tape._record import record, record_many, sum_to
-from tape._registry import defop, native_helper
+from tape._registry import SAVES_ROW, RowTensor, defop, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
 
@@ -130,18 +131,19 @@ _SIZES = (("self_sym_sizes", "x_shape"),)
 _EXPAND = defop("expand", "ExpandBackward0", 1, vjp=lambda ctx, g: (sum_to(g, ctx.x_shape),),
                 native=_expand_native, saved=_SIZES)
 _VIEW = defop("view", "ViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
-_UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
+_UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=(("dim", "arg"),))
 _SQUEEZE_ALL = defop("squeeze", "SqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
-_SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
+_SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native,
+                     saved=(("dim", "arg"),) + _SIZES)
 
 
 def _permute_vjp(ctx, g):
     return (permute(g, tuple(np.argsort(ctx.ints).tolist())),)
 
 
-_PERMUTE = defop("permute", "PermuteBackward0", 1, vjp=_permute_vjp, native=_permute_native,
-                 saved=(("dims", lambda row: tuple(int(d) for d in row.ints)),))
-_TRANSPOSE = defop("transpose", "TransposeBackward0", 1, vjp=_permute_vjp, native=_permute_native)
+_PERMUTE = defop("permute", "PermuteBackward0", 1, vjp=_permute_vjp, native=_permute_native, saved=(("dims", "arg"),))
+_TRANSPOSE = defop("transpose", "TransposeBackward0", 1, vjp=_permute_vjp, native=_permute_native,
+                   saved=(("dim0", "arg"), ("dim1", "arg")))
 _T = defop("t", "TBackward0", 1, vjp=_permute_vjp, native=_permute_native)
 
 
@@ -164,14 +166,20 @@ def _scatter_vjp(ctx, g):
     return (_gather(_INDEX, g, ctx.ints, ctx.x_shape),)
 
 
-_SELECT = defop("select", "SelectBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
-_SLICE = defop("slice", "SliceBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
+# a key of several parts is one row here, a chain of PyTorch's nodes there:
+# the row shows the last of them (_indexing_arguments)
+_SELECT = defop("select", "SelectBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native,
+                saved=(("dim", "arg"), ("index", "arg"), ("self_sym_sizes", "arg")))
+_SLICE = defop("slice", "SliceBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native,
+               saved=(("dim", "arg"), ("end", "arg"), ("self_sym_sizes", "arg"), ("start", "arg"), ("step", "arg")))
 _ALIAS = defop("alias", "AliasBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native)
 _INDEX_UNSQUEEZE = defop("index_unsqueeze", "UnsqueezeBackward0", 1, vjp=_strided_vjp,
-                         native=_strided_gather_native)
+                         native=_strided_gather_native, saved=(("dim", "arg"),))
 _STRIDED_SCATTER = defop("strided_scatter", "IndexPutBackward0", 1, vjp=_strided_scatter_vjp,
                          native=_strided_scatter_native)
-_INDEX = defop("index", "IndexBackward0", 1, vjp=_index_vjp, native=_gather_native)
+_INDEX = defop("index", "IndexBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp, native=_gather_native,
+               saved=(("indices", RowTensor(lambda row, arguments: arguments["indices"], many=True)),
+                      ("self_sym_sizes", "arg")))
 _SCATTER = defop("index_put", "IndexPutBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
 
 
@@ -302,13 +310,14 @@ def squeeze(x, dim=None):
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     dims = {_norm_dim(d, x.ndim) for d in dims}
     shape = [d for k, d in enumerate(x.shape) if not (k in dims and d == 1)]
-    return _view_result(_SQUEEZE_DIM, x, x._array().reshape(shape))
+    return keep_arguments(_view_result(_SQUEEZE_DIM, x, x._array().reshape(shape)),
+                          dim=int_list(dim) if isinstance(dim, (tuple, list)) else dim)
 
 
 @declare(signature="input, dim", batch=along("dim", new=1))
 def unsqueeze(x, dim):
-    dim = _norm_dim(dim, x.ndim + 1)
-    return _view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), dim))
+    d = _norm_dim(dim, x.ndim + 1)
+    return keep_arguments(_view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), d)), dim=dim)
 
 
 def _permute_rule(op, args):
@@ -333,13 +342,13 @@ def permute(x, *dims):
     """x with its dimensions reordered (a view)."""
     if not dims:
         raise TypeError('permute() missing 1 required positional arguments: "dims"')
-    dims = _shape_arg(dims)
-    if len(dims) != x.ndim:
-        raise _permute_length_error(x.ndim, dims)
-    dims = tuple(_norm_dim(d, x.ndim) for d in dims)
+    given = _shape_arg(dims)
+    if len(given) != x.ndim:
+        raise _permute_length_error(x.ndim, given)
+    dims = tuple(_norm_dim(d, x.ndim) for d in given)
     if len(set(dims)) != len(dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return _view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims)
+    return keep_arguments(_view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims), dims=tuple(given))
 
 
 def _swap(x, opdef, d0, d1):
@@ -352,9 +361,8 @@ def _swap(x, opdef, d0, d1):
 def transpose(x, dim0, dim1):
     """x with dims dim0 and dim1 swapped (a view)."""
     d0, d1 = _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim)
-    if x.ndim == 0:
-        return _view_result(_TRANSPOSE, x, x._value, ints=())
-    return _swap(x, _TRANSPOSE, d0, d1)
+    out = _view_result(_TRANSPOSE, x, x._value, ints=()) if x.ndim == 0 else _swap(x, _TRANSPOSE, d0, d1)
+    return keep_arguments(out, dim0=dim0, dim1=dim1)
 
 
 def _at_most_2d(x):
@@ -544,6 +552,74 @@ def _select_first(key, shape):
     return tuple(rewritten)
 
 
+_INT64_MAX = (1 << 63) - 1
+
+
+def _indexing_arguments(shape, key):
+    """The arguments of the last of PyTorch's view ops for basic index `key`
+    of a tensor of `shape` (applied left to right, a full slice skipped):
+    select's dim and index, slice's dim, start, end and step (None as 0,
+    INT64_MAX and 1), unsqueeze's dim, and the sizes of the tensor it viewed."""
+    parts = key if isinstance(key, tuple) else (key,)
+    # an Ellipsis spans the dims no int or slice names
+    spanned = len(shape) - len([k for k in parts if k is not None and k is not Ellipsis])
+    shape, d, last = list(shape), 0, {}
+    for k in parts:
+        if k is Ellipsis:
+            d += spanned
+        elif k is None:
+            last, shape = {"dim": d}, shape[:d] + [1] + shape[d:]
+            d += 1
+        elif isinstance(k, slice):
+            if k != slice(None):
+                last = {"dim": d, "start": 0 if k.start is None else int(k.start),
+                        "end": _INT64_MAX if k.stop is None else int(k.stop), "step": 1 if k.step is None else int(k.step),
+                        "self_sym_sizes": tuple(shape)}
+                shape[d] = len(range(*k.indices(shape[d])))
+            d += 1
+        else:
+            last = {"dim": d, "index": int(k), "self_sym_sizes": tuple(shape)}
+            del shape[d]
+    return last
+
+
+def advanced_indexing_arguments(shape, key):
+    """The indices and sizes PyTorch's IndexBackward0 and IndexPutBackward0
+    save for advanced index `key` (normalized by _index_key) of a tensor of
+    `shape`: PyTorch applies its ints, slices and Nones first, as views (a
+    bool as a None indexed by [0] or []), then indexes their result by the
+    arrays, one entry each (None for a dim no array indexes, trailing ones
+    dropped; a mask one entry for all its dims)."""
+    parts = key if isinstance(key, tuple) else (key,)
+
+    def spans(k):
+        if k is None or k is Ellipsis or isinstance(k, (bool, np.bool_)):
+            return 0
+        return k.ndim if isinstance(k, np.ndarray) and k.dtype == np.bool_ else 1
+    spanned = len(shape) - sum(map(spans, parts))
+    view, entries, d = list(shape), [], 0
+    for k in parts:
+        if k is Ellipsis:
+            entries += [None] * spanned
+            d += spanned
+        elif k is None or isinstance(k, (bool, np.bool_)):
+            view.insert(d, 1)
+            entries.append(None if k is None else np.zeros(1 if k else 0, np.int64))
+            d += 1
+        elif isinstance(k, slice):
+            view[d] = len(range(*k.indices(view[d])))
+            entries.append(None)
+            d += 1
+        elif isinstance(k, np.ndarray):
+            entries.append(k)
+            d += spans(k)
+        else:
+            del view[d]
+    while entries and entries[-1] is None:
+        entries.pop()
+    return {"indices": tuple(entries), "self_sym_sizes": tuple(view)}
+
+
 def _getitem_op(key):
     parts = key if isinstance(key, tuple) else (key,)
     if any(isinstance(k, (np.ndarray, list, bool, np.bool_)) for k in parts):
@@ -631,6 +707,18 @@ def _gather(opdef, x, flat_index, shape):
     if x._rg and state.tape.grad_enabled:
         return record(opdef, value, (x,), ints=flat_index)
     return new_tensor(value)
+
+
+def gathered_index(row, arguments):
+    """The index along the kept argument `dim` of each element a gather row
+    took from its input (its ints, flat positions into it), shaped as the
+    result: the indices PyTorch's nodes of max(dim), sort, topk and gather
+    save, as a RowTensor makes them."""
+    shape = row.x_shape
+    if not shape:
+        return np.zeros(row.shape, np.int64)
+    d = _norm_dim(arguments["dim"], len(shape))
+    return np.unravel_index(row.ints, shape)[d].reshape(row.shape).astype(np.int64)
 
 
 def _scatter(g, flat_index, shape, unique):
@@ -763,6 +851,7 @@ def getitem(x, key, recorded_as=None):
     """x[key] for ints, slices, None, Ellipsis, bool masks and integer arrays.
     `recorded_as` is the strided op that records a part of split or unbind,
     for PyTorch's grad_fn name (SplitBackward0, UnbindBackward0)."""
+    given = key
     key, value, opdef = _indexed(x, key)
     if not (x._rg and state.tape.grad_enabled):
         # advanced indexing gives a copy, in PyTorch too: it shares nothing with x
@@ -774,8 +863,11 @@ def getitem(x, key, recorded_as=None):
     where_ = _region(x.shape, key, opdef)
     if isinstance(where_, tuple):
         out = indexed_result(record(recorded_as or opdef, wrap_value(np.array(value)), (x,), ints=where_), x, key)
+        if recorded_as is None and opdef.saved:
+            keep_arguments_of(out, functools.partial(_indexing_arguments, x.shape, key))
     else:
-        out = _gather(_INDEX, x, where_, np.shape(value))
+        out = keep_arguments_of(_gather(_INDEX, x, where_, np.shape(value)),
+                                functools.partial(advanced_indexing_arguments, x.shape, _index_key(given)))
     return out
 
 
@@ -966,7 +1058,9 @@ def narrow(input, dim, start, length):
     start %= n if n else 1
     if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
-    return input[(slice(None),) * d + (slice(start, start + length),)]
+    out = input[(slice(None),) * d + (slice(start, start + length),)]
+    # PyTorch's slice of narrow has dim as given and start as a dim's index
+    return keep_arguments(out, dim=dim, start=start, end=start + length, step=1, self_sym_sizes=input.shape)
 
 
 @declare(signature="input, dim, index", batch=composite)
@@ -984,12 +1078,14 @@ def select(input, dim, index):
     if not -n <= index < n:
         raise IndexError(f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
                          f"dimension {d}")
-    return input[(slice(None),) * d + (index,)]
+    return keep_arguments(input[(slice(None),) * d + (index,)], dim=dim, index=index, self_sym_sizes=input.shape)
 
 
 # repeat and roll gather the input's elements at computed positions
-_REPEAT = defop("repeat", "RepeatBackward0", 1, vjp=_index_vjp, native=_gather_native)
-_ROLL = defop("roll", "RollBackward0", 1, vjp=_index_vjp, native=_gather_native)
+_REPEAT = defop("repeat", "RepeatBackward0", 1, vjp=_index_vjp, native=_gather_native,
+                saved=(("repeats", "arg"),) + _SIZES)
+_ROLL = defop("roll", "RollBackward0", 1, vjp=_index_vjp, native=_gather_native,
+              saved=(("dims", "arg"), ("shifts", "arg")))
 
 
 def _flat_positions(x):
@@ -1028,7 +1124,7 @@ def repeat(input, *repeats):
     if any(r < 0 for r in reps):
         raise RuntimeError(f"Trying to create tensor with negative dimension {min(sizes)}: {sizes}")
     positions = np.tile(_flat_positions(input).reshape(shape), reps)
-    return _gather(_REPEAT, input, positions.reshape(-1), positions.shape)
+    return keep_arguments(_gather(_REPEAT, input, positions.reshape(-1), positions.shape), repeats=tuple(reps))
 
 
 @declare(signature="input, dims", methods=(), batch=composite)
@@ -1096,7 +1192,8 @@ def roll(input, shifts, dims=()):
     shifts, dims = _roll_arguments(shifts, dims)
     axis = tuple(_shape_dim(d, input.ndim) for d in dims) if dims else None
     positions = np.roll(_flat_positions(input), shifts if dims else shifts[0], axis)
-    return _gather(_ROLL, input, positions.reshape(-1), positions.shape)
+    return keep_arguments(_gather(_ROLL, input, positions.reshape(-1), positions.shape), dims=tuple(dims),
+                          shifts=tuple(shifts))
 
 
 # hstack and vstack: each tensor's shape made that of the parts (`lifted`),

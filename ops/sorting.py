@@ -8,10 +8,11 @@ import numpy as np
 
 from ops._declare import declare, exports
 from tape._batched import along, over_dims
-from tape._registry import defop
+from tape._node import keep_arguments
+from tape._registry import SAVES_ROW, RowTensor, defop
 from tape._tensor import _norm_dim, new_tensor, wrap_value
 
-from ops.shape import _flat_positions, _gather, _gather_native, _index_vjp
+from ops.shape import _flat_positions, _gather, _gather_native, _index_vjp, gathered_index
 
 
 def _arg_extreme(name, arg):
@@ -56,8 +57,9 @@ argmin = declare(_arg_extreme("argmin", np.argmin), signature="input, dim=None, 
 _SortResult = collections.namedtuple("sort", ["values", "indices"])
 _TopkResult = collections.namedtuple("topk", ["values", "indices"])
 
-_SORT = defop("sort", "SortBackward0", 1, vjp=_index_vjp, native=_gather_native)
-_TOPK = defop("topk", "TopkBackward0", 1, vjp=_index_vjp, native=_gather_native)
+_SAVED = (("dim", "arg"), ("indices", RowTensor(gathered_index)), ("self_sym_sizes", "x_shape"))
+_SORT = defop("sort", "SortBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp, native=_gather_native, saved=_SAVED)
+_TOPK = defop("topk", "TopkBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp, native=_gather_native, saved=_SAVED)
 
 
 def _sorted_order(a, d, descending):
@@ -70,10 +72,10 @@ def _sorted_order(a, d, descending):
     return n - 1 - np.flip(np.argsort(np.flip(a, d), axis=d, kind="stable"), d)
 
 
-def _selected(opdef, input, d, order, result):
-    """(input's elements at `order` along dim d, order) as `result`."""
+def _selected(opdef, input, dim, d, order, result):
+    """(input's elements at `order` along dim d, order) as `result`; `dim` as given."""
     positions = np.take_along_axis(_flat_positions(input), order, d)
-    values = _gather(opdef, input, positions.reshape(-1), order.shape)
+    values = keep_arguments(_gather(opdef, input, positions.reshape(-1), order.shape), dim=dim)
     return result(values, new_tensor(wrap_value(order.astype(np.int64))))
 
 
@@ -91,9 +93,9 @@ def sort(input, dim=-1, descending=False, *, stable=False):
     """
     d = _norm_dim(dim, input.ndim)
     if input.ndim == 0:
-        return _SortResult(_gather(_SORT, input, np.zeros(1, np.int64), ()),
+        return _SortResult(keep_arguments(_gather(_SORT, input, np.zeros(1, np.int64), ()), dim=dim),
                            new_tensor(np.zeros((), np.int64)))
-    return _selected(_SORT, input, d, _sorted_order(input._array(), d, descending), _SortResult)
+    return _selected(_SORT, input, dim, d, _sorted_order(input._array(), d, descending), _SortResult)
 
 
 @declare(signature="input, dim=-1, descending=False, *, stable=False, out=None", batch=along("dim"))
@@ -145,9 +147,10 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
     if input.ndim == 0:  # the element, for k = 0 too, as PyTorch gives it
-        return _TopkResult(_gather(_TOPK, input, np.zeros(1, np.int64), ()), new_tensor(np.zeros((), np.int64)))
+        return _TopkResult(keep_arguments(_gather(_TOPK, input, np.zeros(1, np.int64), ()), dim=dim),
+                           new_tensor(np.zeros((), np.int64)))
     order = _sorted_order(input._array(), d, largest)
-    return _selected(_TOPK, input, d, np.take(order, np.arange(k), axis=d), _TopkResult)
+    return _selected(_TOPK, input, dim, d, np.take(order, np.arange(k), axis=d), _TopkResult)
 
 
 __all__ = exports(globals())

@@ -11,13 +11,17 @@ on demand: `tp.node_data[r]` (metadata, the SavedTensor objects) and
 reach its row through the Python walk, Note [Python-only rows] in
 tape._engine; an AccumulateGrad node's run where backward() accumulates).
 """
-from ._engine import RemovableHandle
-from ._tensor import Tensor
-from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
-from ._saved import SavedTensor, saved_tensor
-from ._tape import HIDDEN, RG, where
+import numpy as np
 
-__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "next_edges", "output_edge"]
+from ._batched import BatchedTensor
+from ._engine import RemovableHandle
+from ._registry import LEAF, REGISTRY, SAVED_TENSORS, RowTensor, opdefs
+from ._saved import SavedTensor, pack_kept, saved_row_tensor, saved_tensor
+from ._tape import HIDDEN, RG, where
+from ._tensor import Tensor
+
+__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "next_edges", "output_edge", "keep_arguments",
+           "keep_arguments_of", "int_list"]
 
 
 class Node:
@@ -88,11 +92,68 @@ class AccumulateGrad(Node):
 
 
 class _RowData:
-    """A node's Python state that PyTorch keeps on the node object."""
-    __slots__ = ("metadata", "raw_saved")
+    """A node's Python state that PyTorch keeps on the node object, and the
+    arguments of the call that recorded its row (keep_arguments), or the
+    function that makes them when first read (keep_arguments_of)."""
+    __slots__ = ("metadata", "raw_saved", "_arguments")
 
-    def __init__(self):
-        self.metadata, self.raw_saved = {}, {}
+    def __init__(self, arguments=None):
+        self.metadata, self.raw_saved, self._arguments = {}, {}, arguments
+
+    @property
+    def arguments(self):
+        if callable(self._arguments):
+            self._arguments = self._arguments()
+        return {} if self._arguments is None else self._arguments
+
+
+def keep_arguments(t, **arguments):
+    """Keep, for the node of the row that recorded t, the arguments of its
+    call that the node shows as they were given (the "arg" and "scalar"
+    sources of Note [Saved values' names] in tape._registry); nothing for a
+    tensor no row recorded, nor for one inside vmap (its rows are of all
+    the samples, recorded by the ops it batches). Returns t."""
+    return keep_arguments_of(t, arguments)
+
+
+def keep_arguments_of(t, arguments):
+    """keep_arguments with the arguments as a dict, or as a function that
+    makes it, called when the node first shows one (indexing's, whose
+    arguments take longer to work out than to keep the key)."""
+    if type(t) is BatchedTensor:
+        return t
+    tp, r = where(t)
+    if tp is not None:
+        entry = tp.node_data.get(r)
+        if entry is None:
+            tp.node_data[r] = entry = _RowData(arguments)
+        else:
+            entry._arguments = arguments
+        if tp.saved_hooks:  # Note [Saved tensor hooks] in tape._saved
+            pack_kept(tp, r, entry.arguments)
+    return t
+
+
+def int_list(value):
+    """An int[] argument as PyTorch keeps it: one int as a 1-tuple, a list as
+    a tuple, None as None."""
+    if value is None or isinstance(value, tuple):
+        return value
+    return (value,) if isinstance(value, (int, np.integer)) else tuple(value)
+
+
+_UINT64 = 1 << 64
+
+
+def _as_int64_getter_shows(value):
+    """`value` as PyTorch's generated node getters show an int64 argument
+    (or an int64 list): through an unsigned conversion, a negative int as
+    its two's complement."""
+    if isinstance(value, tuple):
+        return tuple(_as_int64_getter_shows(v) for v in value)
+    if isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_)):
+        return int(value) % _UINT64
+    return value
 
 
 def _row_data(node):
@@ -135,11 +196,22 @@ def _saved_attribute(name):
             return float(tp.p[r])
         if source in ("x_shape", "y_shape"):
             return tuple(int(d) for d in tp.shape(int((tp.a0 if source == "x_shape" else tp.a1)[r])))
-        if source == "int":
-            (value,) = tp.ints(r)
-            return int(value)
+        if source in ("arg", "scalar") or isinstance(source, RowTensor):
+            try:
+                return _from_arguments(node, tp, r, name, source)
+            except KeyError:  # a row a VJP recorded under create_graph keeps no call's arguments
+                raise AttributeError(f"'{type(node).__name__}' object has no attribute '_saved_{name}'") from None
         return saved_tensor(tp, r, source)
     return property(get, doc=f"PyTorch's `_saved_{name}`: what the node's op saved as {name}")
+
+
+def _from_arguments(node, tp, r, name, source):
+    arguments = _row_data(node).arguments
+    if source == "arg":
+        return _as_int64_getter_shows(arguments[name])
+    if source == "scalar":
+        return arguments[name]
+    return saved_row_tensor(tp, r, name, source, arguments)
 
 
 def _raw_saved_attribute(name):
@@ -148,7 +220,7 @@ def _raw_saved_attribute(name):
         raw = _row_data(node).raw_saved
         saved = raw.get(name)
         if saved is None:
-            saved = raw[name] = SavedTensor(node, source)
+            saved = raw[name] = SavedTensor(node, name, source, _row_data(node).arguments)
         return saved
     return property(get, doc=f"PyTorch's `_raw_saved_{name}`: the SavedTensor of {name}")
 
@@ -161,7 +233,9 @@ def _saved_attributes(grad_fn):
         if opdef.grad_fn == grad_fn:
             for name, source in opdef.saved:
                 attrs[f"_saved_{name}"] = _saved_attribute(name)
-                if not callable(source) and source in SAVED_TENSORS:
+                # (PyTorch's `_raw_saved_` of a list of tensors is a list of SavedTensors: not here)
+                if (isinstance(source, RowTensor) and not source.many
+                        or not callable(source) and source in SAVED_TENSORS):
                     attrs[f"_raw_saved_{name}"] = _raw_saved_attribute(name)
     return attrs
 

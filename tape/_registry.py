@@ -11,10 +11,15 @@ from dataclasses import dataclass, field
 from ._opcodes import NEXT_OPCODE, OPCODES
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
-           "SAVES_X", "SAVES_Y", "SAVES_OUT", "SAVES_Z", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS", "selecting_factor",
-           "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed"]
+           "SAVES_X", "SAVES_Y", "SAVES_OUT", "SAVES_Z", "SAVES_ROW", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS",
+           "selecting_factor", "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed",
+           "RowTensor"]
 
 SAVES_X, SAVES_Y, SAVES_OUT, SAVES_Z = 1, 2, 4, 8
+# a tensor PyTorch saves that the row keeps in its ints (max's indices as the
+# positions of its gather, a RowTensor): nothing to count or check for
+# in-place changes, but a backward frees it, as PyTorch's frees the tensor
+SAVES_ROW = 16
 # the saved tensors a row can hold: its first three inputs and its result, by bit
 SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT, "z": SAVES_Z}
 
@@ -34,18 +39,40 @@ SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT, "z": SAVES_Z}
 #                    number
 #   "c", "p"         a Python number: the constant (pow's exponent), the
 #                    parameter (lerp's weight)
-#   "x_shape", "y_shape", "int"  an input's sizes, a tuple
-#                    (`_saved_self_sym_sizes`); the row's one static int
-#                    (softmax's dim)
-#   a function       any other attribute (dims, keepdim, sizes): its value
-#                    from the row, `f(row)`, where row has the VJP's view of
-#                    it (shape, x_shape, y_shape, ints, c, p)
+#   "x_shape", "y_shape"  an input's sizes, a tuple (`_saved_self_sym_sizes`)
+#   "arg", "scalar"  an argument of the op's call as the caller gave it
+#                    (dim=-1, keepdim, correction=None, ...), which the row
+#                    itself does not tell (its ints are normalized, kept
+#                    shapes): the op keeps it when it records
+#                    (tape._node.keep_arguments). An "arg" is an int64 (or a
+#                    list of them, a bool, a str, None) and shows as
+#                    PyTorch's generated getters show one, a negative int as
+#                    its unsigned 64-bit twin (dim=-1 as 18446744073709551615);
+#                    a "scalar" (PyTorch's Scalar: beta, ord) shows as given
+#   a RowTensor      a tensor PyTorch's node saves that the row keeps in
+#                    another form (max's indices as the positions of its
+#                    gather): made from the row when read, `make(row,
+#                    arguments)`, and under saved_tensors_hooks packed when
+#                    the op keeps its arguments (after the row's own values)
+#   a function       any other attribute: its value from the row, `f(row)`,
+#                    where row has the VJP's view of it (shape, x_shape,
+#                    y_shape, ints, c, p, needs)
 # The tensors named must be exactly those the VJP reads (`saves`); in an op
 # of one tensor input, y is the constant, which a VJP reads but which is no
 # tensor. Without `saved=`, an op names the tensors it saves by PyTorch's
 # common convention: y "other", x "self", out "result", in that order.
 _DEFAULT_NAMES = (("other", "y"), ("self", "x"), ("result", "out"))
-_ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "int")
+_ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "arg", "scalar")
+
+
+class RowTensor:
+    """A saved tensor that the row keeps in another form: `make(row,
+    arguments)` makes it, an array, or with `many` a tuple of arrays and
+    Nones (advanced indexing's indices) (Note [Saved values' names])."""
+    __slots__ = ("make", "many")
+
+    def __init__(self, make, many=False):
+        self.make, self.many = make, many
 
 
 def _saved_names(name, saved, saves, arity):
@@ -56,6 +83,9 @@ def _saved_names(name, saved, saves, arity):
     saved = tuple(saved)
     named = 0
     for n, s in saved:
+        if isinstance(s, RowTensor):
+            named |= SAVES_ROW
+            continue
         if callable(s) or s in _ATTRIBUTES:
             continue
         if s not in SAVED_TENSORS or s == "y" and arity < 2 or s == "z" and arity < 3:
@@ -132,7 +162,8 @@ class OpDef:
     grad_fn   PyTorch's node type name (`"SinBackward0"`)
     arity     number of tensor inputs (0 for leaves and constants)
     partials  elementwise ops: one expression per input, over `x`, `y`, `out`, `p`
-    saves     bit mask of the values backward reads (SAVES_X | SAVES_Y | SAVES_OUT)
+    saves     bit mask of the values backward reads (SAVES_X | SAVES_Y | SAVES_OUT |
+              SAVES_Z, SAVES_ROW)
     saves_for the values read for each input's gradient (inputs 0, 1 and 2): a
               value is saved only when an input whose gradient reads it requires
               grad (x * 2 saves nothing, as in PyTorch)
@@ -180,7 +211,12 @@ class OpDef:
     def pack_order(self):
         """The saved tensors' sources ("x", "y", "out") in the order
         saved_tensors_hooks packs them."""
-        return tuple(s for _, s in self.saved if not callable(s) and s in SAVED_TENSORS)
+        return tuple(s for _, s in self.saved if type(s) is str and s in SAVED_TENSORS)
+
+    @property
+    def row_tensors(self):
+        """The (name, RowTensor) pairs of what the row saves, in PyTorch's order."""
+        return tuple((n, s) for n, s in self.saved if isinstance(s, RowTensor))
 
     @property
     def elementwise(self):
@@ -244,7 +280,9 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
-    `native`; a `python_only` op gives `vjp` alone. Definitions are validated
+    `native`; `saves` is what every input's gradient reads, or a tuple of what
+    each one's reads (a value is saved only for the inputs that require grad);
+    a `python_only` op gives `vjp` alone. Definitions are validated
     here, so a bad one fails at import. `saved` gives PyTorch's names of
     what the row saves (Note [Saved values' names]). A structural op's
     `saves` is the mask of the values every input's gradient reads, or a
@@ -264,6 +302,10 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
             raise ValueError(f"op {name!r}: elementwise ops derive vjp and native from partials")
         saves_for = tuple(_saves_of(_names_in(e, name)) for e in partials) + (0,) * (3 - arity)
         saves = saves_for[0] | saves_for[1]
+        # PyTorch saves an op's result whichever input requires grad (an
+        # input only for the gradients that read it): pow's for self's too
+        if saves & SAVES_OUT:
+            saves_for = tuple(s | SAVES_OUT for s in saves_for[:arity]) + saves_for[arity:]
     elif python_only:
         if vjp is None or native is not None or saves or not_differentiable is not None:
             raise ValueError(f"op {name!r}: a python-only op has a vjp and no native, saves or "

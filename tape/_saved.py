@@ -3,12 +3,13 @@ recorded row packs the values its VJP will read (Note [Saved tensor hooks]).
 """
 import contextlib
 
-from ._registry import CONST, REGISTRY, SAVED_TENSORS, lookup
+from ._registry import CONST, REGISTRY, SAVED_TENSORS, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z, RowTensor, lookup
 from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
 from ._tensor import DetachedInPlace, Tensor, _unpinned, new_tensor
 
 __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved",
-           "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE"]
+           "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE", "pack_kept",
+           "saved_row_tensor"]
 
 # Note [Saved tensor hooks]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -19,7 +20,12 @@ __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pa
 # saves_for, for the inputs that require grad) the innermost pack_hook runs,
 # with grad mode off as in PyTorch, on a Tensor of that value in that row's
 # place in the graph, and `tp.packed[r]` keeps what it returns with the
-# unpack_hook of the pair.
+# unpack_hook of the pair. A tensor PyTorch saves that the row keeps in its
+# ints (a RowTensor: max's indices) is made when the op keeps its call's
+# arguments (tape._node.keep_arguments): a row of such an op packs then,
+# everything it saves in its op's order (`pack_kept`). The VJP reads the
+# ints, not what unpack_hook returns for a RowTensor; the node's
+# `_saved_<name>` reads that.
 #
 # The native sweep cannot call Python, so `_reaches_a_python_row` counts
 # the packed rows as Python rows: their graphs go through the Python walk,
@@ -122,11 +128,13 @@ def disable_saved_tensors_hooks(error_message):
 
 class _Packed:
     """What saved-tensor hooks made of one row's saved values: x, y, out and z
-    (pack_hook's results, or _NOT_SAVED), and the unpack_hook of each."""
-    __slots__ = ("values", "unpack_hooks", "nbytes")
+    (pack_hook's results, or _NOT_SAVED), and the unpack_hook of each; and
+    its RowTensors', by name, each with its unpack_hook."""
+    __slots__ = ("values", "unpack_hooks", "nbytes", "row_tensors")
 
     def __init__(self, values, unpack_hooks, nbytes):
         self.values, self.unpack_hooks, self.nbytes = values, unpack_hooks, nbytes
+        self.row_tensors = {}
 
 
 def _packed_bytes(packed):
@@ -178,8 +186,8 @@ def pack_row(tp, code, r, x, y, out, z=None):
     [Saved tensor hooks], Note [Saved values' names] in tape._registry)."""
     pack_hook, unpack_hook = tp.saved_hooks[-1]
     saves = row_saves(tp, r)
-    if not saves:
-        return
+    if not saves & (SAVES_X | SAVES_Y | SAVES_OUT | SAVES_Z) or REGISTRY[code].row_tensors:
+        return  # an op that saves RowTensors packs all once it kept its arguments (pack_kept)
     values = [_NOT_SAVED] * 4
     nbytes = 0
     given = {"x": x, "y": y, "out": out, "z": z}
@@ -190,6 +198,61 @@ def pack_row(tp, code, r, x, y, out, z=None):
             nbytes += _packed_bytes(packed)
     tp.packed[r] = _Packed(values, [unpack_hook] * 4, nbytes)
     tp.held_bytes += nbytes
+
+
+def pack_kept(tp, r, arguments):
+    """Pack what row r saves when its op saves RowTensors (made from the row
+    and the arguments its op kept): with the innermost hooks, in the op's
+    order (PyTorch's: gather's index, then self), once the op kept them
+    (Note [Saved tensor hooks])."""
+    opdef = REGISTRY[tp.m_op[r]]
+    if not opdef.row_tensors:
+        return
+    pack_hook, unpack_hook = tp.saved_hooks[-1]
+    saves = row_saves(tp, r)
+    entry = tp.packed[r] = _Packed([_NOT_SAVED] * 4, [unpack_hook] * 4, 0)
+    for name, source in opdef.saved:
+        if isinstance(source, RowTensor):
+            made = make_row_tensor(tp, r, source, arguments)
+            if source.many:
+                packed = tuple(None if t is None else pack(pack_hook, t, True) for t in made)
+                nbytes = sum(_packed_bytes(p) for p in packed if p is not None)
+            else:
+                packed = pack(pack_hook, made, True)
+                nbytes = _packed_bytes(packed)
+            entry.row_tensors[name] = (packed, unpack_hook)
+        elif type(source) is str and source in SAVED_TENSORS and saves & SAVED_TENSORS[source]:
+            # the input itself, as pack_row gives it, or a new Tensor of the result
+            packed = entry.values[_SLOT[source]] = pack(pack_hook, saved_tensor(tp, r, source), True)
+            nbytes = _packed_bytes(packed)
+        else:
+            continue
+        entry.nbytes += nbytes
+        tp.held_bytes += nbytes
+
+
+def make_row_tensor(tp, r, source, arguments):
+    """The Tensor (or tuple of Tensors and Nones) a RowTensor makes of row r."""
+    from ._engine import _Ctx
+    made = source.make(_Ctx(tp, r), arguments)
+    if source.many:
+        return tuple(None if a is None else new_tensor(a) for a in made)
+    return new_tensor(made)
+
+
+def saved_row_tensor(tp, r, name, source, arguments):
+    """A node's `_saved_<name>` for a RowTensor: made from the row, or what
+    unpack_hook returns when hooks packed it; PyTorch's error after a
+    backward freed the row."""
+    if tp.m_flags[r] & FREED:
+        raise RuntimeError(FREED_MESSAGE)
+    entry = tp.packed.get(r)
+    if entry is not None and name in entry.row_tensors:
+        packed, unpack_hook = entry.row_tensors[name]
+        if source.many:
+            return tuple(None if p is None else _unpack_hook_result(unpack_hook, p) for p in packed)
+        return _unpack_hook_result(unpack_hook, packed)
+    return make_row_tensor(tp, r, source, arguments)
 
 
 def unpacked(unpack_hook, packed, like):
@@ -300,11 +363,11 @@ class SavedTensor:
     """A node's `_raw_saved_<name>`: one saved tensor of its row, as
     torch._C._autograd.SavedTensor; `register_hooks(pack_hook, unpack_hook)`
     packs it now and unpacks it wherever it is read (Note [Saved tensor
-    hooks])."""
-    __slots__ = ("_node", "_source")
+    hooks]). Of a RowTensor, `arguments` are those its op kept."""
+    __slots__ = ("_node", "_name", "_source", "_arguments")
 
-    def __init__(self, node, source):
-        self._node, self._source = node, source
+    def __init__(self, node, name, source, arguments):
+        self._node, self._name, self._source, self._arguments = node, name, source, arguments
 
     def register_hooks(self, pack_hook, unpack_hook):
         if not (callable(pack_hook) and callable(unpack_hook)):
@@ -312,20 +375,25 @@ class SavedTensor:
                             "must be callable")
         tp, r = self._node._ep.tape, self._node.row()
         source = self._source
-        if not row_saves(tp, r) & SAVED_TENSORS[source]:
+        of_row = isinstance(source, RowTensor)
+        if not of_row and not row_saves(tp, r) & SAVED_TENSORS[source]:
             raise RuntimeError("Calling register_hooks on a saved tensor with value None is forbidden")
         if tp.m_flags[r] & FREED:
             raise RuntimeError(_FREED_HOOKS)
         entry = tp.packed.get(r)
-        k = _SLOT[source]
-        if entry is not None and entry.values[k] is not _NOT_SAVED:
+        if entry is not None and (self._name in entry.row_tensors if of_row
+                                  else entry.values[_SLOT[source]] is not _NOT_SAVED):
             raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have already been set. "
                                "Hint: only one pair of hooks is allowed at a time.")
-        # the input itself, as pack_hook gets it, or a new Tensor of the result
-        packed = pack(pack_hook, saved_tensor(tp, r, source), True)
+        # the input itself, as pack_hook gets it, or a new Tensor of the result (or of what the row keeps)
+        packed = pack(pack_hook, make_row_tensor(tp, r, source, self._arguments) if of_row
+                      else saved_tensor(tp, r, source), True)
         if entry is None:
             entry = tp.packed[r] = _Packed([_NOT_SAVED] * 4, [None] * 4, 0)
-        entry.values[k], entry.unpack_hooks[k] = packed, unpack_hook
+        if of_row:
+            entry.row_tensors[self._name] = (packed, unpack_hook)
+        else:
+            entry.values[_SLOT[source]], entry.unpack_hooks[_SLOT[source]] = packed, unpack_hook
         nbytes = _packed_bytes(packed)
         entry.nbytes += nbytes
         tp.held_bytes += nbytes

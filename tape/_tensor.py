@@ -175,6 +175,16 @@ def new_tensor(value, requires_grad=False):
     return t
 
 
+
+def contiguous_strides(shape):
+    """The element strides of a tensor of `shape` laid out in C order."""
+    strides = []
+    step = 1
+    for d in reversed(shape):
+        strides.insert(0, step)
+        step *= d
+    return tuple(strides)
+
 class Tensor:
     """A tensor, as PyTorch users know it. Make one with `tape.tensor(data)`.
 
@@ -262,12 +272,8 @@ class Tensor:
     def stride(self, dim=None):
         """The element strides of this tensor laid out in C order: tape shows
         every tensor as contiguous, whatever NumPy's layout of its value."""
-        strides = []
-        step = 1
-        for d in reversed(self.shape):
-            strides.insert(0, step)
-            step *= d
-        return tuple(strides) if dim is None else strides[_shape_dim(dim, self.ndim)]
+        strides = contiguous_strides(self.shape)
+        return strides if dim is None else strides[_shape_dim(dim, self.ndim)]
 
     def is_contiguous(self, memory_format=None):
         return True
