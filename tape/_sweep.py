@@ -18,7 +18,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "d060254d62be74b8"
+REGISTRY_DIGEST = "64b82f326f5cf275"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 3, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 0, 0, 5, 4, 4, 1, 5, 5, 0, 5, 0, 5, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 3, 4, 5, 1, 0, 5, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5], np.int64)
@@ -337,23 +337,25 @@ def _missing_kernels(op, ndim, lo, hi, kernels, out):
 # ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
 # A value whose last reader's VJP has run is dead for the rest of a backward,
 # as PyTorch's engine frees a node's saved tensors once the node has run. The
-# tape's Tensors own the values, and only Python can drop them, so when the
-# sweep finds a large one dead (RELEASE_NOW_NUMEL elements or more) it calls
-# back into Python, through the C function at `release_now` (a ctypes
-# callback of the tape's, which takes the GIL), to release the rows listed
-# since its last call; small ones wait for the release after the sweep, where
-# a call each would cost more than they hold. W10 (20 elementwise ops on 10^6
-# elements) peaked at its forward's values plus two adjoints; now the values
-# its first rows read are gone before its second adjoint exists: 8 MB less.
-RELEASE_NOW_NUMEL = 1 << 13
+# tape's Tensors own the values, and only Python can drop them, so once the
+# rows the sweep found dead since its last call hold RELEASE_NOW_NUMEL
+# elements (1 MB of float64) or more, it calls back into Python, through the
+# C function at `release_now` (a ctypes callback of the tape's, which takes
+# the GIL), to release them; smaller ones wait for the release after the
+# sweep, where a call of about 2 us each would cost more than they hold.
+# W10 (20 elementwise ops on 10^6 elements) peaked at its forward's values
+# plus two adjoints; now the values its first rows read are gone before its
+# second adjoint exists: 8 MB less.
+RELEASE_NOW_NUMEL = 1 << 17
 
 
 @_jit_inline
-def _any_large(rows, lo, hi, numel):
-    large = False
+def _held(rows, lo, hi, numel):
+    """The elements the values of rows[lo:hi] hold."""
+    n = 0
     for k in range(lo, hi):
-        large = large or numel[rows[k]] >= RELEASE_NOW_NUMEL
-    return large
+        n += numel[rows[k]]
+    return n
 
 
 @intrinsic
@@ -723,7 +725,8 @@ def sweep(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags,
                 if nuse[r] == 0:
                     released[nreleased] = r
                     nreleased += 1
-            if release_now != 0 and nreleased > nhanded and _any_large(released, nhanded, nreleased, numel):
+            if (release_now != 0 and nreleased > nhanded
+                    and _held(released, nhanded, nreleased, numel) >= RELEASE_NOW_NUMEL):
                 _call_release(release_now, nhanded, nreleased)
                 nhanded = nreleased
         r -= 1
@@ -908,7 +911,8 @@ def sweep_scalar(op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
                 if nuse[r] == 0:
                     released[nreleased] = r
                     nreleased += 1
-            if release_now != 0 and nreleased > nhanded and _any_large(released, nhanded, nreleased, numel):
+            if (release_now != 0 and nreleased > nhanded
+                    and _held(released, nhanded, nreleased, numel) >= RELEASE_NOW_NUMEL):
                 _call_release(release_now, nhanded, nreleased)
                 nhanded = nreleased
         r -= 1
