@@ -234,7 +234,11 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
-    `native`; a `python_only` op gives `vjp` alone. Definitions are validated
+    `native`: `saves` is the mask of the values every input's gradient reads,
+    or a tuple of one mask per input (mm's gradient for x reads y, and for y
+    x), so that a row saves only what the gradients of its inputs that
+    require grad read, as PyTorch's derivatives.yaml does. A `python_only`
+    op gives `vjp` alone. Definitions are validated
     here, so a bad one fails at import. `saved` gives PyTorch's names of
     what the row saves (Note [Saved values' names]).
     """
@@ -262,7 +266,13 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
     else:
         if arity > 0 and (vjp is None or native is None):
             raise ValueError(f"op {name!r}: a structural op needs both vjp= and native=")
-        saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
+        if isinstance(saves, tuple):
+            if len(saves) != arity:
+                raise ValueError(f"op {name!r}: {arity} inputs but saves= gives {len(saves)} masks")
+            saves_for = saves + (0,) * (2 - arity)
+        else:
+            saves_for = (saves or 0, saves or 0) if arity > 0 else (0, 0)
+        saves = saves_for[0] | saves_for[1]
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
                   saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
                   not_differentiable=not_differentiable, python_only=python_only,
