@@ -353,7 +353,7 @@ def test_a_large_value_is_released_while_the_sweep_runs(monkeypatch):
             running.pop()
 
     monkeypatch.setattr(tape._sweep, "sweep", watched)
-    x = tape.full((100_000,), 0.5, requires_grad=True)
+    x = tape.full((300_000,), 0.5, requires_grad=True)  # more than the sweep releases at once
     y = x.exp()  # saved by this exp, read by its VJP, the sweep's last row
     released_while_running = []
     value = weakref.ref(y.detach().numpy(), lambda _: released_while_running.append(bool(running)))
