@@ -57,7 +57,7 @@ IN_PROCESS = [
     ("W8", f"W8 per-sample gradients, vmap(grad), linear model, batch {W8_BATCH}", PerSampleGradsRatio, None),
 ]
 W9_SECONDS = 1.0
-W10_RATIO = 1.25
+W10_RATIO = 1.0
 # (key, description, medians in MB, target for tape/torch or None), each
 # measured under both allocators (Note [Two allocators] in benchmarks.common)
 MEMORY = [

@@ -74,8 +74,8 @@ def _need(ctx, k, fn):
     return fn() if ctx.needs[k] else None
 
 
-# each operand's gradient reads the other operand: PyTorch saves self only
-# when mat2 requires grad, and mat2 only when self does
+# each input's gradient reads the other input (derivatives.yaml: mm saves
+# self only if mat2 requires grad, and mat2 only if self does)
 _SAVES = (SAVES_Y, SAVES_X)
 _MM = defop("mm", "MmBackward0", 2, saves=_SAVES, native=_mm_native,
             saved=(("mat2", "y"), ("self", "x"), ("mat2_sym_sizes", "y_shape"), ("self_sym_sizes", "x_shape"),

@@ -269,7 +269,7 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
                        tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
                        tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
                        _NO_SCRATCH if scratch is None else scratch, _kernels.ADDRESSES,
-                       tp.kernels_scanned, n)
+                       tp.kernels_scanned, n, tp.release_address if compute else 0)
         if result[0] != _sweep.ERR_KERNELS:
             if compute:
                 tp.kernels_scanned = n

@@ -56,7 +56,7 @@ _SWEEP = '''
 @_jit
 def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
           pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
-          scan_to):
+          scan_to, release_now):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -73,7 +73,8 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
     (Note [Kernels by opcode]): when computing, a row in scan_from:scan_to
     whose kernel is not loaded yet stops the sweep before it begins, with
     ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
-    `work` row 2.
+    `work` row 2. `release_now`, when not 0, is the address of the tape's
+    release callback (Note [Release during the sweep]).
     """
     if compute:
         missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
@@ -96,6 +97,7 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
     ncaps = 0
     nvisited = 0
     nreleased = 0
+    nhanded = 0  # released[:nhanded] went to release_now
     pending = 0
     for i in range(roots.size):
         r = roots[i]
@@ -239,6 +241,10 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
                 if nuse[r] == 0:
                     released[nreleased] = r
                     nreleased += 1
+            if (release_now != 0 and nreleased > nhanded
+                    and _held(released, nhanded, nreleased, numel) >= RELEASE_NOW_NUMEL):
+                _call_release(release_now, nhanded, nreleased)
+                nhanded = nreleased
         r -= 1
     offsets = work[4]
     offsets[0] = 0
@@ -610,6 +616,42 @@ def _missing_kernels(op, ndim, lo, hi, kernels, out):
                 out[n] = k
                 n += 1
     return n
+
+
+# Note [Release during the sweep]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A value whose last reader's VJP has run is dead for the rest of a backward,
+# as PyTorch's engine frees a node's saved tensors once the node has run. The
+# tape's Tensors own the values, and only Python can drop them, so once the
+# rows the sweep found dead since its last call hold RELEASE_NOW_NUMEL
+# elements (1 MB of float64) or more, it calls back into Python, through the
+# C function at `release_now` (a ctypes callback of the tape's, which takes
+# the GIL), to release them; smaller ones wait for the release after the
+# sweep, where a call of about 2 us each would cost more than they hold.
+# W10 (20 elementwise ops on 10^6 elements) peaked at its forward's values
+# plus two adjoints; now the values its first rows read are gone before its
+# second adjoint exists: 8 MB less.
+RELEASE_NOW_NUMEL = 1 << 17
+
+
+@_jit_inline
+def _held(rows, lo, hi, numel):
+    """The elements the values of rows[lo:hi] hold."""
+    n = 0
+    for k in range(lo, hi):
+        n += numel[rows[k]]
+    return n
+
+
+@intrinsic
+def _call_release(typingctx, address, lo, hi):
+    """Call the release callback at `address`, a C `void (int64, int64)`,
+    with the span lo:hi of the released rows (`work` row 2)."""
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(64)] * 2)
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), args[1:])
+        return context.get_dummy_value()
+    return types.void(address, lo, hi), codegen
 
 
 @intrinsic

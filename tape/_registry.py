@@ -280,16 +280,14 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
-    `native`; `saves` is what every input's gradient reads, or a tuple of what
-    each one's reads (a value is saved only for the inputs that require grad);
-    a `python_only` op gives `vjp` alone. Definitions are validated
+    `native`: `saves` is the mask of the values every input's gradient reads,
+    or a tuple of one mask per input (mm's gradient for x reads y, and for y
+    x), so that a row saves only what the gradients of its inputs that
+    require grad read, as PyTorch's derivatives.yaml does. A `python_only`
+    op gives `vjp` alone. Definitions are validated
     here, so a bad one fails at import. `saved` gives PyTorch's names of
-    what the row saves (Note [Saved values' names]). A structural op's
-    `saves` is the mask of the values every input's gradient reads, or a
-    tuple of one mask per input (addmm's gradient for mat1 reads mat2), so
-    that a row saves only what the gradients of its inputs that require grad
-    read, as PyTorch's derivatives.yaml does; `edge_order` is for an op of
-    three inputs (OpDef).
+    what the row saves (Note [Saved values' names]); `edge_order` is for an
+    op of three inputs, `variadic` for one of any number (OpDef).
     """
     if Op is not None:
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")

@@ -18,7 +18,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "abc3345e974d71cb"
+REGISTRY_DIGEST = "ca1b94c426662c27"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8], np.int64)
@@ -345,6 +345,42 @@ def _missing_kernels(op, ndim, lo, hi, kernels, out):
     return n
 
 
+# Note [Release during the sweep]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A value whose last reader's VJP has run is dead for the rest of a backward,
+# as PyTorch's engine frees a node's saved tensors once the node has run. The
+# tape's Tensors own the values, and only Python can drop them, so once the
+# rows the sweep found dead since its last call hold RELEASE_NOW_NUMEL
+# elements (1 MB of float64) or more, it calls back into Python, through the
+# C function at `release_now` (a ctypes callback of the tape's, which takes
+# the GIL), to release them; smaller ones wait for the release after the
+# sweep, where a call of about 2 us each would cost more than they hold.
+# W10 (20 elementwise ops on 10^6 elements) peaked at its forward's values
+# plus two adjoints; now the values its first rows read are gone before its
+# second adjoint exists: 8 MB less.
+RELEASE_NOW_NUMEL = 1 << 17
+
+
+@_jit_inline
+def _held(rows, lo, hi, numel):
+    """The elements the values of rows[lo:hi] hold."""
+    n = 0
+    for k in range(lo, hi):
+        n += numel[rows[k]]
+    return n
+
+
+@intrinsic
+def _call_release(typingctx, address, lo, hi):
+    """Call the release callback at `address`, a C `void (int64, int64)`,
+    with the span lo:hi of the released rows (`work` row 2)."""
+    def codegen(context, builder, signature, args):
+        fnty = ir.FunctionType(ir.VoidType(), [ir.IntType(64)] * 2)
+        builder.call(builder.inttoptr(args[0], fnty.as_pointer()), args[1:])
+        return context.get_dummy_value()
+    return types.void(address, lo, hi), codegen
+
+
 @intrinsic
 def _call_scalar(typingctx, address, g, x, y, out, pp):
     """Call the 0-d contribution kernel at `address` (SCALAR_KERNEL)."""
@@ -566,7 +602,7 @@ def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
 @_jit
 def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
           pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
-          scan_to):
+          scan_to, release_now):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -583,7 +619,8 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
     (Note [Kernels by opcode]): when computing, a row in scan_from:scan_to
     whose kernel is not loaded yet stops the sweep before it begins, with
     ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
-    `work` row 2.
+    `work` row 2. `release_now`, when not 0, is the address of the tape's
+    release callback (Note [Release during the sweep]).
     """
     if compute:
         missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
@@ -621,6 +658,7 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
     ncaps = 0
     nvisited = 0
     nreleased = 0
+    nhanded = 0  # released[:nhanded] went to release_now
     pending = 0
     for i in range(roots.size):
         r = roots[i]
@@ -778,6 +816,10 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
                 if nuse[r] == 0:
                     released[nreleased] = r
                     nreleased += 1
+            if (release_now != 0 and nreleased > nhanded
+                    and _held(released, nhanded, nreleased, numel) >= RELEASE_NOW_NUMEL):
+                _call_release(release_now, nhanded, nreleased)
+                nhanded = nreleased
         r -= 1
     offsets = work[4]
     offsets[0] = 0
@@ -806,7 +848,7 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
 @_jit
 def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
           pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
-          scan_to):
+          scan_to, release_now):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -823,7 +865,8 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
     (Note [Kernels by opcode]): when computing, a row in scan_from:scan_to
     whose kernel is not loaded yet stops the sweep before it begins, with
     ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
-    `work` row 2.
+    `work` row 2. `release_now`, when not 0, is the address of the tape's
+    release callback (Note [Release during the sweep]).
     """
     if compute:
         missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
@@ -846,6 +889,7 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
     ncaps = 0
     nvisited = 0
     nreleased = 0
+    nhanded = 0  # released[:nhanded] went to release_now
     pending = 0
     for i in range(roots.size):
         r = roots[i]
@@ -991,6 +1035,10 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
                 if nuse[r] == 0:
                     released[nreleased] = r
                     nreleased += 1
+            if (release_now != 0 and nreleased > nhanded
+                    and _held(released, nhanded, nreleased, numel) >= RELEASE_NOW_NUMEL):
+                _call_release(release_now, nhanded, nreleased)
+                nhanded = nreleased
         r -= 1
     offsets = work[4]
     offsets[0] = 0

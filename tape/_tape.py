@@ -163,6 +163,19 @@ def where(t):
     return ep.tape, t._row
 
 
+# what the native sweep calls to release dead values while it runs (Note
+# [Release during the sweep] in tape/_sweep.py): the span lo:hi of `work` row 2
+_RELEASE_CALLBACK = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64)
+
+
+def _release_callback(tape_ref):
+    def release_now(lo, hi):
+        tape = tape_ref()
+        if tape is not None:
+            tape.release(tape.work[2, lo:hi].tolist())
+    return _RELEASE_CALLBACK(release_now)
+
+
 class Tape:
     """One thread's tape. Ops write rows through `append`; see Note [Tape layout]."""
 
@@ -214,6 +227,9 @@ class Tape:
         self.sweeping = 0  # > 0 while a re-taped sweep holds row numbers: no compaction then
         self.target_rows = None  # the rows the running autograd.grad marked TARGET (engine._run)
         self.grad_scratch = np.zeros(0)  # backward()'s flat gradients (engine._native)
+        # the sweep's release callback, kept alive here, and its address
+        self.release_callback = _release_callback(weakref.ref(self))
+        self.release_address = ctypes.cast(self.release_callback, ctypes.c_void_p).value
         # grad mode is per thread, kept here so a recording op reads one
         # thread-local (the tape) rather than two
         self.grad_enabled = True

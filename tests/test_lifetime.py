@@ -339,6 +339,34 @@ def test_unsaved_large_temporary_is_released_when_a_compaction_comes_between_the
     assert _in_fresh_thread(run)
 
 
+def test_a_large_value_is_released_while_the_sweep_runs(monkeypatch):
+    # Note [Release during the sweep]: once the last VJP that reads it has
+    # run, as PyTorch frees a node's saved tensors, not after the whole sweep
+    sweep = tape._sweep.sweep
+    running = []
+
+    def watched(*args):
+        running.append(True)
+        try:
+            return sweep(*args)
+        finally:
+            running.pop()
+
+    monkeypatch.setattr(tape._sweep, "sweep", watched)
+    x = tape.full((300_000,), 0.5, requires_grad=True)  # more than the sweep releases at once
+    y = x.exp()  # saved by this exp, read by its VJP, the sweep's last row
+    released_while_running = []
+    value = weakref.ref(y.detach().numpy(), lambda _: released_while_running.append(bool(running)))
+    z = y.exp().sum()
+    del y
+
+    z.backward()
+
+    assert value() is None
+    assert released_while_running == [True]
+    np.testing.assert_allclose(x.grad.numpy(), np.exp(np.exp(0.5)) * np.exp(0.5))
+
+
 def test_saved_temporaries_survive_the_ops_recorded_after_them():
     x = tape.full((1000,), 0.5, requires_grad=True)
     y = ((x * 3.0).sin() * 2.0 + 1.0).tanh()  # sin saved x * 3.0, tanh its output

@@ -52,6 +52,31 @@ def test_a_saved_constant_tensor_is_itself_and_an_unsaved_operand_is_none():
     assert (c * x).grad_fn._saved_other is None
 
 
+def test_a_product_saves_only_the_operand_its_needed_gradient_reads():
+    # derivatives.yaml: mm saves self only if mat2 requires grad, and mat2
+    # only if self does (so mv, dot and bmm); known values from PyTorch 2.13
+    a = tape.tensor([[0.5, -1.0, 2.0], [1.5, 0.25, -0.75]], requires_grad=True)
+    b = tape.tensor([[1.0, 2.0], [-0.5, 0.5], [3.0, -1.0]])
+    v = tape.tensor([2.0, -1.0, 0.5])
+    packed = []
+    with tape.autograd.graph.saved_tensors_hooks(lambda t: packed.append(t.tolist()) or t, lambda t: t):
+        ys = [a.mm(b), b.t().mm(a.t()), a.mv(v), tape.mv(b.t(), a[0]), a[0].dot(v),
+              a.unsqueeze(0).bmm(b.unsqueeze(0))]
+    bt = [[1.0, -0.5, 3.0], [2.0, 0.5, -1.0]]
+    assert packed == [b.tolist(), bt, v.tolist(), bt, v.tolist(), [b.tolist()]]
+    unsaved = [[name for name in dir(y.grad_fn) if name.startswith("_saved_") and getattr(y.grad_fn, name) is None]
+               for y in ys]
+    assert unsaved == [["_saved_self"], ["_saved_mat2"], ["_saved_self"], ["_saved_vec"], ["_saved_self"],
+                       ["_saved_self"]]
+    loss = sum((y ** 2).sum() for y in ys)
+    loss.backward(retain_graph=True)  # the native sweep
+    assert a.grad.tolist() == [[56.0, -46.0, 186.0], [50.75, 9.5, -36.625]]
+    (g,) = tape.autograd.grad(loss, a, create_graph=True)  # the re-taped one
+    assert g.tolist() == [[56.0, -46.0, 186.0], [50.75, 9.5, -36.625]]
+    (h,) = tape.autograd.grad(g.sum(), a)
+    assert h.tolist() == [[64.0, -14.0, 75.0], [45.0, -9.0, 55.5]]
+
+
 def test_a_0d_saved_input_has_its_value_and_place():
     a = tape.tensor(0.5, requires_grad=True)
     b = a * 3
