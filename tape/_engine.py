@@ -4,6 +4,7 @@ for create_graph=True, and what both share (roots, seeds, checks, results).
 import functools
 import itertools
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -125,14 +126,18 @@ class _ThreadLocals:
     every node under the state captured when the backward began (grad mode
     being create_graph's), the walk restores it before each node, and the
     backward restores the caller's however it exits. Anomaly mode is
-    global, as PyTorch's, and stays as a node leaves it."""
-    __slots__ = ("grad_enabled", "inference", "saved_hooks", "hooks_disabled")
+    global, as PyTorch's, and stays as a node leaves it. The state is the
+    calling thread's (its tape's, `tp`), also when the graph being walked
+    is another thread's (Note [Graphs across threads])."""
+    __slots__ = ("tp", "grad_enabled", "inference", "saved_hooks", "hooks_disabled")
 
     def __init__(self, tp, grad_enabled):
+        self.tp = tp
         self.grad_enabled, self.inference = grad_enabled, tp.inference
         self.saved_hooks, self.hooks_disabled = list(tp.saved_hooks), tp.saved_hooks_disabled
 
-    def restore(self, tp):
+    def restore(self):
+        tp = self.tp
         tp.grad_enabled, tp.inference = self.grad_enabled, self.inference
         if tp.saved_hooks != self.saved_hooks:
             tp.saved_hooks[:] = self.saved_hooks  # the same list: a hooks context's exit pops from it
@@ -161,10 +166,17 @@ class _backward_scope:
     def __exit__(self, *exc):
         self.tp.sweeping -= 1
         self.tp.graph_tasks.pop()
-        self.caller.restore(self.tp)
+        self.caller.restore()
 
 
 _GRAPH_TASK_IDS = itertools.count()
+
+
+def _note_reached(tp, rows):
+    """Tell the running graph task the rows of tp whose hooks the sweep may
+    run (will_execute): rows of the calling thread's tape only."""
+    if tp is state.tape:
+        tp.graph_tasks[-1].reached = rows
 
 
 def current_graph_task_id():
@@ -204,6 +216,15 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
             if not t._rg:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
         target_rows = np.array([r for t in targets for r in (tp.adopt(t), *t._left_rows_on(tp))], np.int64)
+    if tp.graph_inputs:
+        return _run_across(tp, roots, seeds, targets, target_rows, retain_graph, create_graph)
+    with tp.lock:
+        return _sweep_tape(tp, roots, seeds, target_rows, retain_graph, create_graph, into_grad)
+
+
+def _sweep_tape(tp, roots, seeds, target_rows, retain, create_graph, into_grad):
+    """The sweep of tape tp from `roots`, with tp's lock held: the native
+    one, or the Python walk; see _run."""
     # the TARGET marks are this sweep's alone: an autograd.grad that a VJP
     # runs (a checkpoint's) must not capture, and walk on to, the rows of
     # the one that runs the VJP
@@ -215,14 +236,96 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
     try:
         if (create_graph or force_retaped.active or anomaly.enabled
                 or _reaches_a_python_row(tp, roots)):
-            return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
-        return _native(tp, roots, seeds, target_rows, retain_graph, into_grad)
+            return _retaped(tp, roots, seeds, target_rows, retain, create_graph)
+        return _native(tp, roots, seeds, target_rows, retain, into_grad)
     finally:
         if target_rows is not None:
             tp.flags[target_rows] &= ~np.uint8(TARGET)
         tp.target_rows = outer_targets
         if outer_targets is not None:
             tp.flags[outer_targets] |= TARGET
+
+
+def _run_across(tp, roots, seeds, targets, target_rows, retain, create_graph):
+    """_run for a tape with graph inputs: its own sweep, then the sweeps of
+    the tapes whose graphs it reached (Note [Graphs across threads]). The
+    gradients those find for `targets` are returned at the targets' rows
+    here."""
+    with tp.lock:
+        if target_rows is not None:  # the graph inputs are captured too, to be handed on
+            target_rows = np.concatenate([target_rows, np.fromiter(tp.graph_inputs, np.int64)])
+        rows, grads = _sweep_tape(tp, roots, seeds, target_rows, retain, create_graph, False)
+        rows, grads, handed = _split_graph_inputs(tp, rows, grads)
+    found = _hand_on(handed, targets, retain, create_graph)
+    at = {r: k for k, r in enumerate(rows)}
+    for i, g in found.items():
+        r = tp.row_of(targets[i])
+        k = at.get(r)
+        if k is None:
+            at[r] = len(rows)
+            rows.append(r)
+            grads.append(g)
+        else:
+            grads[k] = g if grads[k] is None else grads[k] + g
+    return rows, grads
+
+
+def _split_graph_inputs(tp, rows, grads):
+    """(rows, gradients) of a sweep of tp without its graph inputs, and the
+    (token, gradient) pairs those got, to hand on."""
+    kept_rows, kept_grads, handed = [], [], []
+    graph_inputs = tp.graph_inputs
+    for r, g in zip(rows, grads):
+        if r not in graph_inputs:
+            kept_rows.append(r)
+            kept_grads.append(g)
+        elif g is not None:
+            handed.append((tp.owners[r], g))
+    return kept_rows, kept_grads, handed
+
+
+def _hand_on(handed, targets, retain, create_graph):
+    """Run the backward over each tape whose rows the (token, gradient)
+    pairs in `handed` name, from those rows, tape after tape as graph inputs
+    reach them (Note [Graphs across threads]). backward() (`targets` None)
+    accumulates into each tape's leaves; autograd.grad's gradients for
+    `targets` come back as {index in targets: gradient}."""
+    found = {}
+    pending = {}
+    for token, g in handed:
+        pending.setdefault(token._ep.tape, []).append((token, g))
+    while pending:
+        tp, items = pending.popitem()
+        with tp.lock:
+            seeds = {}
+            for token, g in items:
+                r = token.row()
+                seeds[r] = g if r not in seeds else seeds[r] + g
+            roots = np.fromiter(seeds, np.int64, len(seeds))
+            wanted = {}  # row -> the indices of the targets it stands for
+            target_rows = None
+            if targets is not None:
+                for i, t in enumerate(targets):
+                    for r in (tp.row_of(t), *t._left_rows_on(tp)):
+                        if r >= 0 and r not in tp.graph_inputs:
+                            wanted.setdefault(r, []).append(i)
+                target_rows = np.fromiter((*wanted, *tp.graph_inputs), np.int64)
+            try:
+                rows, grads = _sweep_tape(tp, roots, list(seeds.values()), target_rows, retain,
+                                          create_graph, False)
+            finally:
+                # the rows above the roots may be half-written by tp's own
+                # thread: its next sweep scans them for kernels again
+                tp.kernels_scanned = min(tp.kernels_scanned, int(roots.max()) + 1)
+            rows, grads, handed = _split_graph_inputs(tp, rows, grads)
+            if targets is None:
+                _into_grads(tp, rows, grads, None, create_graph)
+        for r, g in zip(rows, grads):
+            for i in wanted.get(r, ()):
+                found[i] = g if found.get(i) is None else found[i] + g
+        for token, g in handed:
+            pending.setdefault(token._ep.tape, []).append((token, g))
+    return found
 
 
 def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=None):
@@ -307,8 +410,8 @@ def _native(tp, roots, seeds, target_rows, retain, into_grad):
     rows, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
                                                          target_rows is not None, True, scratch)
     if tp.hooks:
-        tp.graph_tasks[-1].reached = set(rows)
-    node_state = _ThreadLocals(tp, False) if tp.hooks else None  # what leaf hooks run in
+        _note_reached(tp, set(rows))
+    node_state = _ThreadLocals(state.tape, False) if tp.hooks else None  # what leaf hooks run in
     _release(tp, released, retain)
     spans = offsets.tolist()
     if into_grad:
@@ -507,7 +610,7 @@ def _accumulate(grads, r, g):
 def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     """Walk the reached rows in reverse in Python, running each op's
     differentiable VJP; with create_graph the VJPs record on the tape."""
-    node_state = _ThreadLocals(tp, bool(create_graph))
+    node_state = _ThreadLocals(state.tape, bool(create_graph))
     empty = np.zeros(0)
     try:
         caps, _, _, visited, released = _sweep_call(
@@ -518,7 +621,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
         raise
     captured = set(caps)
     if tp.hooks:
-        tp.graph_tasks[-1].reached = captured.union(visited)
+        _note_reached(tp, captured.union(visited))
     # the sweep's marks of the rows leading to autograd.grad's inputs, copied:
     # a VJP or hook that runs a backward of its own (a checkpoint's
     # recomputation) overwrites the tape's
@@ -530,11 +633,11 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     groups_done = set()
     for r, s in zip(roots.tolist(), seeds):
         _accumulate(grads, r, s)
-    node_state.restore(tp)
+    node_state.restore()
     user_code_ran = False  # a row's hooks, Function or unpack hooks may have changed the state
     for r in visited:
         if user_code_ran:
-            node_state.restore(tp)
+            node_state.restore()
             user_code_ran = False
         g = grads.get(r) if r in captured else grads.pop(r, None)
         opdef = REGISTRY[tp.op[r]]
@@ -671,6 +774,18 @@ def _check_nan(tp, r, input_grads):
 
 
 def _accumulate_grad(t, g, create_graph):
+    with _ACCUMULATING:
+        _accumulate_grad_locked(t, g, create_graph)
+
+
+# Held while a gradient goes into a `.grad`, as PyTorch's AccumulateGrad holds
+# a mutex: threads that backward at once may share leaves (Note [Leaves
+# shared by threads]), and neither a first `.grad` nor NumPy's in-place add
+# is one step the GIL keeps whole.
+_ACCUMULATING = threading.Lock()
+
+
+def _accumulate_grad_locked(t, g, create_graph):
     grad = t._grad
     if grad is not None and not create_graph:
         # in place, as PyTorch's AccumulateGrad; += casts to the grad's dtype
@@ -838,7 +953,7 @@ def _node_hooked(tp, hooks, grads, args, node_state):
     called with, in the backward's node state (_ThreadLocals): a tuple a
     hook returns replaces them, as in PyTorch."""
     for hook in tuple(hooks):
-        node_state.restore(tp)
+        node_state.restore()
         out = hook(*args)
         if out is None:
             continue
@@ -861,7 +976,7 @@ def _hooked(tp, r, g, node_state):
     """g after the hooks on row r's tensor, in the order they were registered,
     run in the backward's node state (_ThreadLocals)."""
     for hook in tuple(tp.hooks.get(r, ())):
-        node_state.restore(tp)
+        node_state.restore()
         out = hook(g)
         if out is None:
             continue
@@ -907,31 +1022,39 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         warn_once(_CREATE_GRAPH_WARNING, stacklevel=3)
     tp = state.tape
     with _backward_scope(tp):
-        # a leaf's post-accumulate hooks and its AccumulateGrad node's hooks
-        # run around its own accumulation, here
-        post_hooks, node_hooks = tp.post_accumulate_hooks, tp.node_hooks
+        # (with hooks around a leaf's accumulation, _into_grads accumulates)
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
-                           into_grad=inputs is None and not post_hooks and not node_hooks)
-        node_state = _ThreadLocals(tp, bool(create_graph)) if node_hooks else None
+                           into_grad=inputs is None and not tp.post_accumulate_hooks and not tp.node_hooks)
+        receivers = None
         if inputs is not None:
             receivers = {r: t for t in inputs for r in (tp.row_of(t), *t._left_rows_on(tp))}
-        for r, g in zip(rows, grads):
-            if inputs is not None:
-                owner = receivers.get(r)
-            elif tp.m_op[r] == LEAF:
-                owner = tp.tensor_at(r)
-            else:
-                owner = _retained_tensor(tp, r)
-            if owner is not None and g is not None:
-                leaf_hooks = node_hooks.get(r) if node_hooks and tp.m_op[r] == LEAF else None
-                if leaf_hooks and leaf_hooks[1]:
-                    (g,) = _node_hooked(tp, leaf_hooks[1], (g,), ((g,),), node_state)
-                _accumulate_grad(owner, g, create_graph)
-                if post_hooks and tp.m_op[r] == LEAF:
-                    for hook in tuple(post_hooks.get(r, ())):
-                        hook(owner)
-                if leaf_hooks and leaf_hooks[0]:
-                    _node_hooked(tp, leaf_hooks[0], (), ((), (g,)), node_state)
+        _into_grads(tp, rows, grads, receivers, create_graph)
+
+
+def _into_grads(tp, rows, grads, receivers, create_graph):
+    """backward()'s accumulation of the gradients of rows of tp into `.grad`:
+    of the tensors `receivers` maps rows to (backward's `inputs`), or of the
+    leaves and retained tensors. A leaf's post-accumulate hooks and its
+    AccumulateGrad node's hooks run around its own accumulation, here."""
+    post_hooks, node_hooks = tp.post_accumulate_hooks, tp.node_hooks
+    node_state = _ThreadLocals(state.tape, bool(create_graph)) if node_hooks else None
+    for r, g in zip(rows, grads):
+        if receivers is not None:
+            owner = receivers.get(r)
+        elif tp.m_op[r] == LEAF:
+            owner = tp.tensor_at(r)
+        else:
+            owner = _retained_tensor(tp, r)
+        if owner is not None and g is not None:
+            leaf_hooks = node_hooks.get(r) if node_hooks and tp.m_op[r] == LEAF else None
+            if leaf_hooks and leaf_hooks[1]:
+                (g,) = _node_hooked(tp, leaf_hooks[1], (g,), ((g,),), node_state)
+            _accumulate_grad(owner, g, create_graph)
+            if post_hooks and tp.m_op[r] == LEAF:
+                for hook in tuple(post_hooks.get(r, ())):
+                    hook(owner)
+            if leaf_hooks and leaf_hooks[0]:
+                _node_hooked(tp, leaf_hooks[0], (), ((), (g,)), node_state)
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

@@ -14,25 +14,18 @@ tape._engine; an AccumulateGrad node's run where backward() accumulates).
 from ._engine import RemovableHandle
 from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
 from ._saved import SavedTensor, saved_tensor
-from ._tape import HIDDEN, RG
+from ._tape import HIDDEN, RG, RowName
 
 __all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows"]
 
 
-class Node:
+class Node(RowName):
     """The grad_fn of the tensor recorded at one tape row.
 
     A live node keeps its row (and what it reaches) on the tape, as a
     PyTorch grad_fn keeps its graph alive.
     """
     __slots__ = ("_ep", "_row", "__weakref__")
-
-    def row(self):
-        """The node's row in its tape's current numbering."""
-        if self._ep.remap is not None:
-            self._row = int(self._ep.remap[self._row])
-            self._ep = self._ep.tape.ep
-        return self._row
 
     def name(self):
         return type(self).__name__
@@ -195,6 +188,11 @@ def node_type(tp, r):
 def node_for(tp, r):
     while tp.flags[r] & HIDDEN:  # implicit broadcasts and copies are not PyTorch nodes
         r = int(tp.a0[r])
+    if tp.graph_inputs and r in tp.graph_inputs:  # another thread's node (Note [Graphs across threads])
+        token = tp.owners[r]
+        home = token._ep.tape
+        with home.lock:
+            return node_for(home, token.row())
     cls = node_type(tp, r)
     node = cls.__new__(cls)
     node._ep, node._row = tp.ep, r
@@ -216,7 +214,7 @@ def next_rows(tp, r):
         if i >= 0 and flags[i] & RG:
             while flags[i] & HIDDEN:
                 i = a0[i]
-            if tp.m_op[i] == LEAF and tp.tensor_at(i) is None:
+            if tp.m_op[i] == LEAF and tp.tensor_at(i) is None and i not in tp.graph_inputs:
                 i = -1
         else:
             i = -1
