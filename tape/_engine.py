@@ -149,13 +149,14 @@ class _backward_scope:
     rows it holds (the re-taped sweep records new rows, and so may `.grad`
     accumulation), and the caller's thread state comes back at the end,
     however it ends (_ThreadLocals). It is PyTorch's graph task: its `id`
-    and, once the sweep has marked them while tensor hooks exist, the rows
-    whose hooks it may run (`reached`), which register_multi_grad_hook asks
-    about (current_graph_task_id, will_execute)."""
+    and, once the sweeps have marked them while tensor hooks exist, the rows
+    whose hooks it may run (`reached`: tape -> rows, for the tapes it swept,
+    Note [Graphs across threads]), which register_multi_grad_hook asks about
+    (current_graph_task_id, will_execute)."""
 
     def __init__(self, tp):
         self.tp = tp
-        self.reached = ()
+        self.reached = {}
 
     def __enter__(self):
         self.tp.sweeping += 1
@@ -173,10 +174,9 @@ _GRAPH_TASK_IDS = itertools.count()
 
 
 def _note_reached(tp, rows):
-    """Tell the running graph task the rows of tp whose hooks the sweep may
-    run (will_execute): rows of the calling thread's tape only."""
-    if tp is state.tape:
-        tp.graph_tasks[-1].reached = rows
+    """Tell the running graph task (the calling thread's) the rows of tape
+    tp whose hooks its sweep of tp may run (will_execute)."""
+    state.tape.graph_tasks[-1].reached[tp] = rows
 
 
 def current_graph_task_id():
@@ -191,8 +191,7 @@ def will_execute(t):
     tp = state.tape
     if not tp.graph_tasks:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    tape_of, r = where(t)
-    return tape_of is tp and r in tp.graph_tasks[-1].reached
+    return any(swept.row_of(t) in rows for swept, rows in tp.graph_tasks[-1].reached.items())
 
 
 def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=False):
@@ -286,16 +285,19 @@ def _split_graph_inputs(tp, rows, grads):
 
 def _hand_on(handed, targets, retain, create_graph):
     """Run the backward over each tape whose rows the (token, gradient)
-    pairs in `handed` name, from those rows, tape after tape as graph inputs
-    reach them (Note [Graphs across threads]). backward() (`targets` None)
-    accumulates into each tape's leaves; autograd.grad's gradients for
-    `targets` come back as {index in targets: gradient}."""
+    pairs in `handed` name, from those rows, once per tape, after every tape
+    that hands gradients on to it (Note [Graphs across threads]).
+    backward() (`targets` None) accumulates into each tape's leaves;
+    autograd.grad's gradients for `targets` come back as {index in targets:
+    gradient}."""
     found = {}
-    pending = {}
+    pending = {}  # tape -> the (token, gradient) pairs for its rows
     for token, g in handed:
         pending.setdefault(token._ep.tape, []).append((token, g))
+    order = _tape_order([token for token, _ in handed])
     while pending:
-        tp, items = pending.popitem()
+        tp = next((t for t in order if t in pending), None) or next(iter(pending))
+        items = pending.pop(tp)
         with tp.lock:
             seeds = {}
             for token, g in items:
@@ -326,6 +328,45 @@ def _hand_on(handed, targets, retain, create_graph):
         for token, g in handed:
             pending.setdefault(token._ep.tape, []).append((token, g))
     return found
+
+
+def _tape_order(tokens):
+    """The tapes that the graph inputs named by `tokens` lead to, each after
+    every tape whose graph inputs lead to it, so that its sweep starts with
+    all of its gradients. The walk that finds them follows every input
+    edge (a gradient may or may not flow along it). Tapes whose graphs lead
+    to each other (A -> B -> A) come in the order found: Note [Graphs across
+    threads]."""
+    leads_to = {}  # tape -> the tapes its reached graph inputs name
+    explored = set()
+    frontier = list(tokens)
+    while frontier:
+        by_tape = {}
+        for token in frontier:
+            if token not in explored:
+                explored.add(token)
+                by_tape.setdefault(token._ep.tape, []).append(token)
+        frontier = []
+        for tp, named in by_tape.items():
+            successors = leads_to.setdefault(tp, set())
+            with tp.lock:
+                rows = np.array([token.row() for token in named], np.int64)
+                reached = _sweep.reachable(tp.a0, tp.a1, int(rows.max()) + 1, rows)
+                for r in np.intersect1d(reached, np.fromiter(tp.graph_inputs, np.int64)).tolist():
+                    successors.add(tp.owners[r]._ep.tape)
+                    frontier.append(tp.owners[r])
+    before = {tp: 0 for tp in leads_to}  # how many tapes lead to each
+    for successors in leads_to.values():
+        for tp in successors:
+            before[tp] += 1
+    order = [tp for tp, n in before.items() if n == 0]
+    for tp in order:  # (Kahn's)
+        for successor in leads_to[tp]:
+            before[successor] -= 1
+            if before[successor] == 0:
+                order.append(successor)
+    order.extend(tp for tp in leads_to if tp not in order)
+    return order
 
 
 def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=None):

@@ -704,10 +704,13 @@ class _ForeignLeaf(weakref.ref):
 # tape's lock while waiting for another's, except through user code: hooks
 # and Functions that a backward runs, and the re-taped VJPs of another
 # tape's rows, which record on (and may grow) the calling thread's tape.
-# Tapes are swept in the order their graph inputs are reached: a graph that
-# leaves a tape and comes back to it (A -> B -> A) sweeps that tape twice,
-# which without retain_graph=True raises the freed-graph error where
-# PyTorch, sweeping one graph, does not.
+# The tapes are swept each after every tape whose graph inputs lead to it
+# (engine._tape_order), so each is swept once, with all of its gradients.
+# Where the tapes' graphs lead to each other (A -> B -> A: a second-order
+# backward of a gradient that another thread's create_graph made), a tape
+# is swept once per visit; that is exact, but a row that two of its sweeps
+# reach and that saved values makes the second raise the freed-graph error
+# without retain_graph=True, where PyTorch, sweeping one graph, does not.
 
 
 class _GraphInput(weakref.ref, RowName):
