@@ -104,8 +104,13 @@ def _raise_sweep_error(tp, status, bad):
                            ".detach_().This is not supported, please use out-of-place `.detach()` instead")
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
-    # as PyTorch, name the op that made the tensor, unless it is a leaf or a constant
-    made_by = f", which is output 0 of {name}," if tp.op[bad] > CONST else ""
+    # as PyTorch, name the op that made the tensor, unless it is a leaf or a
+    # constant; a graph input's was another thread's (Note [Graphs across threads])
+    made_tp, made = tp, bad
+    if bad in tp.graph_inputs:
+        made_tp, made = tp.owners[bad]._ep.tape, tp.owners[bad].row()
+    op = made_tp.op[made]
+    made_by = f", which is output 0 of {REGISTRY[op].grad_fn}," if op > CONST else ""
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [tape.{dtype} {shape}]{made_by} has been modified since "
