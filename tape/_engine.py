@@ -820,20 +820,17 @@ def _check_nan(tp, r, input_grads):
 
 
 def _accumulate_grad(t, g, create_graph):
+    if create_graph:  # out of place, and recorded: not under the lock (recording may wait for a tape's)
+        if g.dtype != t.dtype:
+            g = g.to(t.dtype)
+        grad = t._grad
+        t._grad = g if grad is None else grad + g
+        return
     with _ACCUMULATING:
-        _accumulate_grad_locked(t, g, create_graph)
-
-
-# Held while a gradient goes into a `.grad`, as PyTorch's AccumulateGrad holds
-# a mutex: threads that backward at once may share leaves (Note [Leaves
-# shared by threads]), and neither a first `.grad` nor NumPy's in-place add
-# is one step the GIL keeps whole.
-_ACCUMULATING = threading.Lock()
-
-
-def _accumulate_grad_locked(t, g, create_graph):
-    grad = t._grad
-    if grad is not None and not create_graph:
+        grad = t._grad
+        if grad is None:
+            t._grad = g if g.dtype == t.dtype else g.to(t.dtype)
+            return
         # in place, as PyTorch's AccumulateGrad; += casts to the grad's dtype
         _changing_in_place(grad)
         value = grad._value
@@ -845,10 +842,13 @@ def _accumulate_grad_locked(t, g, create_graph):
                 # (sum's gradient, or a custom Function's backward returning it)
                 grad._value = value = value.copy()
             value += g._value
-        return
-    if g.dtype != t.dtype:
-        g = g.to(t.dtype)
-    t._grad = g if grad is None else grad + g
+
+
+# Held while a gradient goes into a `.grad`, as PyTorch's AccumulateGrad holds
+# a mutex: threads that backward at once may share leaves (Note [Leaves
+# shared by threads]), and neither a first `.grad` nor NumPy's in-place add
+# is one step the GIL keeps whole.
+_ACCUMULATING = threading.Lock()
 
 
 def _changing_in_place(grad):
