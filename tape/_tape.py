@@ -696,10 +696,18 @@ class _ForeignLeaf(weakref.ref):
 #   rows: A's compaction and growth (reserve), A's own backwards, and B's
 #   backward over A (and B's reading of t's row when it makes the token).
 #   Appending is not locked, and need not be: a sweep reads only rows below
-#   its roots, all written before the root was, and scans kernels only
-#   there (engine._sweep_loading_kernels);
+#   its roots, all written before the root was, and the kernels of the rows
+#   above them are scanned again by A's next sweep (engine._hand_on);
 # - t's row is cached in `t._foreign_rows` (as a leaf's is), checked
 #   against t's current row, since an in-place op on t moves t to a new row.
+# What A records meanwhile writes existing rows in two places, outside the
+# lock: a new consumer's count of the values it saves (`nuse`), and an
+# in-place op's DIRTY mark. A sweep without retain_graph writes the same
+# columns (it counts saved values down and marks FREED) with the GIL
+# released, so A recording an op on a value at the very moment B's backward
+# frees the graph that made it could lose one of the two writes. Appending
+# and backward's bookkeeping of releases (A's `held_rows`, `held_bytes`)
+# may race too; A's next compaction recomputes them.
 # B's sweep of its own rows ends before it hands on, so no thread holds one
 # tape's lock while waiting for another's, except through user code: hooks
 # and Functions that a backward runs, and the re-taped VJPs of another
