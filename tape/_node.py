@@ -16,7 +16,7 @@ from ._registry import LEAF, REGISTRY, SAVED_TENSORS, opdefs
 from ._saved import SavedTensor, saved_tensor
 from ._tape import HIDDEN, RG, RowName
 
-__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows"]
+__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "home_row"]
 
 
 class Node(RowName):
@@ -188,16 +188,22 @@ def node_type(tp, r):
 def node_for(tp, r):
     while tp.flags[r] & HIDDEN:  # implicit broadcasts and copies are not PyTorch nodes
         r = int(tp.a0[r])
-    if tp.graph_inputs and r in tp.graph_inputs:  # another thread's node (Note [Graphs across threads])
-        token = tp.owners[r]
-        home = token._ep.tape
-        with home.lock:
-            return node_for(home, token.row())
+    if tp.graph_inputs and r in tp.graph_inputs:  # another thread's node
+        return node_for(*home_row(tp, r))
     cls = node_type(tp, r)
     node = cls.__new__(cls)
     node._ep, node._row = tp.ep, r
     tp.nodes.add(node)
     return node
+
+
+def home_row(tp, r):
+    """(tape, row) of the row that graph input r of tape tp stands for, on
+    another thread's tape (Note [Graphs across threads])."""
+    token = tp.owners[r]
+    home = token._ep.tape
+    with home.lock:  # the row, in a numbering that no compaction changes meanwhile
+        return home, token.row()
 
 
 def next_rows(tp, r):

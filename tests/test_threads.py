@@ -316,3 +316,15 @@ def test_threads_share_leaves_and_a_graph_and_backward_at_once():
     np.testing.assert_allclose(sums[0], [323.7173224275321, 175.37304290043153, 1558.3309088206927], rtol=1e-12)
     np.testing.assert_allclose(sums[1], [551.5495371342237, -532.6055711659993, 2379.4086879608785], rtol=1e-12)
     assert sums[2] == [600.0, 700.0, 800.0]
+
+
+def test_the_dot_of_a_graph_across_threads_is_that_of_the_same_graph_in_one():
+    def program(across):
+        x = tape.tensor(1.0, requires_grad=True)
+        m = (x * 2).sin()
+        y = _in_fresh_thread(lambda: m * 3) if across else m * 3
+        del m  # a 0-d tensor: its row lives on without it
+        return tape.viz.to_dot(y, params={"x": x})
+
+    assert program(True) == program(False)
+    assert "SinBackward0" in program(True)
