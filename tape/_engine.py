@@ -15,7 +15,7 @@ from ._dtypes import float32, float64
 from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
 from ._saved import FREED_MESSAGE, drop_packed, unpack_saved
 from ._saved import row_tensor as _row_tensor
-from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, current_row, state, where
+from ._tape import DATA_FIELD, FREED, RETAIN, RG, TARGET, anomaly, current_row, state, where
 from ._tensor import DetachedInPlace, Tensor, new_tensor, warn_once, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped", "raise_modified", "current_graph_task_id", "will_execute"]
@@ -317,10 +317,12 @@ def _hand_on(handed, targets, retain, create_graph):
                         if r >= 0 and r not in tp.graph_inputs:
                             wanted.setdefault(r, []).append(i)
                 target_rows = np.fromiter((*wanted, *tp.graph_inputs), np.int64)
+            tp.swept_across = True
             try:
                 rows, grads = _sweep_tape(tp, roots, list(seeds.values()), target_rows, retain,
                                           create_graph, False)
             finally:
+                tp.swept_across = False
                 # the rows above the roots may be half-written by tp's own
                 # thread: its next sweep scans them for kernels again
                 tp.kernels_scanned = min(tp.kernels_scanned, int(roots.max()) + 1)
@@ -409,15 +411,23 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
     """Call `sweep`; first load the kernels it reports missing, if any
     (Note [Kernels by opcode]): it stops before it begins, so it is called
     again, with the same marks."""
+    flags, nuse = tp.flags, tp.nuse
+    if not retain and tp.swept_across:
+        # another thread's tape, whose own thread writes these columns
+        # meanwhile: the sweep frees into copies (Note [Graphs across threads])
+        top = int(roots.max()) + 1
+        flags, nuse = flags[:top].copy(), nuse[:top].copy()
     if targeted:
-        _sweep.mark_leads(tp.a0, tp.a1, tp.flags, tp.work[3], roots, tp.sweep_id, tp.work[1])
+        _sweep.mark_leads(tp.a0, tp.a1, flags, tp.work[3], roots, tp.sweep_id, tp.work[1])
     while True:
         n = tp.n
         result = sweep(tp.op, tp.a0, tp.a1, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
-                       tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
+                       tp.ia, tp.ian, tp.dt, flags, tp.stamp, tp.sadj, nuse, tp.pool,
                        tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
                        _NO_SCRATCH if scratch is None else scratch, _kernels.ADDRESSES,
                        tp.kernels_scanned, n)
+        if flags is not tp.flags:
+            _merge_freed(tp, flags)
         if result[0] != _sweep.ERR_KERNELS:
             if compute:
                 tp.kernels_scanned = n
@@ -426,6 +436,16 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
         with compiling(f"the native backward kernels of {', '.join(_kernels.names(missing))}",
                        _KERNEL_SECONDS * len(missing)):
             _kernels.load(missing)
+
+
+def _merge_freed(tp, flags):
+    """Mark FREED the rows of tp that a sweep into a copy of its flags
+    marked: one row at a time, under the GIL, as tp's own thread writes its
+    flags. The copy's counts of saved values are dropped: the values they
+    would release stay until compaction drops their rows."""
+    m_flags = tp.m_flags
+    for r in np.flatnonzero(flags & FREED).tolist():
+        m_flags[r] |= FREED
 
 
 # an empty cache's compile time of one kernel, measured: 0.2-1 s

@@ -194,6 +194,7 @@ class Tape:
         # held while anything sweeps, renumbers or reallocates the rows (Note [Graphs across threads])
         self.lock = threading.RLock()
         self.graph_inputs = set()  # rows standing for another thread's rows (Note [Graphs across threads])
+        self.swept_across = False  # while another thread's backward sweeps this tape
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
         # each live old epoch is remapped at every compaction
@@ -700,14 +701,16 @@ class _ForeignLeaf(weakref.ref):
 #   above them are scanned again by A's next sweep (engine._hand_on);
 # - t's row is cached in `t._foreign_rows` (as a leaf's is), checked
 #   against t's current row, since an in-place op on t moves t to a new row.
-# What A records meanwhile writes existing rows in two places, outside the
-# lock: a new consumer's count of the values it saves (`nuse`), and an
-# in-place op's DIRTY mark. A sweep without retain_graph writes the same
-# columns (it counts saved values down and marks FREED) with the GIL
-# released, so A recording an op on a value at the very moment B's backward
-# frees the graph that made it could lose one of the two writes. Appending
-# and backward's bookkeeping of releases (A's `held_rows`, `held_bytes`)
-# may race too; A's next compaction recomputes them.
+# What A records meanwhile writes existing rows too, outside the lock: a
+# new consumer's count of the values it saves (`nuse`), an in-place op's
+# DIRTY mark. A sweep that frees writes the same columns (it counts saved
+# values down and marks FREED), with the GIL released, so B's sweep over A
+# (`A.swept_across`) frees into copies of them: its FREED marks are merged
+# back a row at a time under the GIL (engine._merge_freed), and its counts
+# are dropped, so the values of A's rows that B's backward freed stay until
+# A's compaction drops the rows, where A's own backward releases them at
+# once. Backward's other bookkeeping of releases (A's `held_rows`,
+# `held_bytes`) may race with A's appends; A's next compaction recomputes it.
 # B's sweep of its own rows ends before it hands on, so no thread holds one
 # tape's lock while waiting for another's, except through user code: hooks
 # and Functions that a backward runs, and the re-taped VJPs of another
