@@ -426,11 +426,11 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
                        tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
                        _NO_SCRATCH if scratch is None else scratch, _kernels.ADDRESSES,
                        tp.kernels_scanned, n)
-        if flags is not tp.flags:
-            _merge_freed(tp, flags)
         if result[0] != _sweep.ERR_KERNELS:
             if compute:
                 tp.kernels_scanned = n
+            if flags is not tp.flags:
+                _merge_freed(tp, flags)
             return result
         missing = tp.work[2, :result[1]]
         with compiling(f"the native backward kernels of {', '.join(_kernels.names(missing))}",
