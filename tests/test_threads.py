@@ -179,6 +179,46 @@ def test_a_second_backward_through_another_threads_graph_raises_unless_retained(
         _in_fresh_thread(lambda: twice(False))
 
 
+def test_backward_with_inputs_in_another_thread_accumulates_into_this_threads_tensors():
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    m = (x * 2).sin()
+    u = m * x
+
+    _in_fresh_thread(lambda: (u * m).sum().backward(inputs=[m, x]))
+
+    np.testing.assert_allclose(m.grad.tolist(), [1.8185948536513634, -3.027209981231713, -1.6764929891935552],
+                               rtol=1e-14)
+    np.testing.assert_allclose(x.grad.tolist(), [-0.6867831801840506, 4.530183003397834, -3.1413644873688553],
+                               rtol=1e-14)
+
+
+def test_hooks_and_functions_of_this_threads_graph_run_in_another_threads_backward():
+    class Square(autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            ctx.save_for_backward(a)
+            return a * a
+
+        @staticmethod
+        def backward(ctx, g):
+            (a,) = ctx.saved_tensors
+            return 2 * a * g
+
+    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    m = (x * 2).sin()
+    seen = []
+    m.register_hook(lambda g: seen.append(g.tolist()))
+    s = Square.apply(x.sin())
+
+    _in_fresh_thread(lambda: ((m * m).sum() + (s * 3).sum()).backward())
+
+    np.testing.assert_allclose(seen, [[1.8185948536513634, -1.5136049906158564, -0.5588309963978517]], rtol=1e-14)
+    np.testing.assert_allclose(x.grad.tolist(), [1.2142872898611883, -0.29169099267702125, -1.9113923305976472],
+                               rtol=1e-14)
+    with pytest.raises(RuntimeError, match=FREED):  # the Function's saved tensors were freed
+        _in_fresh_thread(lambda: (s * 3).sum().backward())
+
+
 def test_python_thread_in_middle():
     # PyTorch's test: a graph begun in one thread, continued and differentiated in several
     outcomes = []
