@@ -255,12 +255,13 @@ def _run_across(tp, roots, seeds, targets, target_rows, retain, create_graph):
     the tapes whose graphs it reached (Note [Graphs across threads]). The
     gradients those find for `targets` are returned at the targets' rows
     here."""
+    leading = None if targets is None else _leading_inputs(tp, targets)
     with tp.lock:
         if target_rows is not None:  # the graph inputs are captured too, to be handed on
-            target_rows = np.concatenate([target_rows, np.fromiter(tp.graph_inputs, np.int64)])
+            target_rows = np.concatenate([target_rows, _leading_rows(tp, leading)])
         rows, grads = _sweep_tape(tp, roots, seeds, target_rows, retain, create_graph, False)
         rows, grads, handed = _split_graph_inputs(tp, rows, grads)
-    found = _hand_on(handed, targets, retain, create_graph)
+    found = _hand_on(handed, targets, leading, retain, create_graph)
     at = {r: k for k, r in enumerate(rows)}
     for i, g in found.items():
         r = tp.row_of(targets[i])
@@ -288,18 +289,18 @@ def _split_graph_inputs(tp, rows, grads):
     return kept_rows, kept_grads, handed
 
 
-def _hand_on(handed, targets, retain, create_graph):
+def _hand_on(handed, targets, leading, retain, create_graph):
     """Run the backward over each tape whose rows the (token, gradient)
     pairs in `handed` name, from those rows, once per tape, after every tape
     that hands gradients on to it (Note [Graphs across threads]).
     backward() (`targets` None) accumulates into each tape's leaves;
     autograd.grad's gradients for `targets` come back as {index in targets:
-    gradient}."""
+    gradient}, handed on along the graph inputs in `leading` only."""
     found = {}
     pending = {}  # tape -> the (token, gradient) pairs for its rows
     for token, g in handed:
         pending.setdefault(token._ep.tape, []).append((token, g))
-    order = _tape_order([token for token, _ in handed])
+    order, _ = _tape_order([token for token, _ in handed])
     while pending:
         tp = next((t for t in order if t in pending), None) or next(iter(pending))
         items = pending.pop(tp)
@@ -316,7 +317,7 @@ def _hand_on(handed, targets, retain, create_graph):
                     for r in (tp.row_of(t), *t._left_rows_on(tp)):
                         if r >= 0 and r not in tp.graph_inputs:
                             wanted.setdefault(r, []).append(i)
-                target_rows = np.fromiter((*wanted, *tp.graph_inputs), np.int64)
+                target_rows = np.concatenate([np.fromiter(wanted, np.int64), _leading_rows(tp, leading)])
             tp.swept_across = True
             try:
                 rows, grads = _sweep_tape(tp, roots, list(seeds.values()), target_rows, retain,
@@ -343,8 +344,9 @@ def _tape_order(tokens):
     all of its gradients. The walk that finds them follows every input
     edge (a gradient may or may not flow along it). Tapes whose graphs lead
     to each other (A -> B -> A) come in the order found: Note [Graphs across
-    threads]."""
+    threads]. Also returns tape -> the tokens found that name its rows."""
     leads_to = {}  # tape -> the tapes its reached graph inputs name
+    named_on = {}
     explored = set()
     frontier = list(tokens)
     while frontier:
@@ -355,6 +357,7 @@ def _tape_order(tokens):
                 by_tape.setdefault(token._ep.tape, []).append(token)
         frontier = []
         for tp, named in by_tape.items():
+            named_on.setdefault(tp, []).extend(named)
             successors = leads_to.setdefault(tp, set())
             with tp.lock:
                 rows = np.array([token.row() for token in named], np.int64)
@@ -373,7 +376,42 @@ def _tape_order(tokens):
             if before[successor] == 0:
                 order.append(successor)
     order.extend(tp for tp in leads_to if tp not in order)
-    return order
+    return order, named_on
+
+
+def _leading_inputs(tp, targets):
+    """The tokens of the graph inputs of tape tp, and of the tapes their
+    graphs reach, whose graphs lead to one of `targets` (autograd.grad's
+    inputs): those it hands gradients on along, as PyTorch's engine runs
+    only the nodes on paths to its inputs, and frees only those. Decided
+    from the last tapes back; where tapes' graphs lead to each other, a
+    graph input not decided yet counts as leading."""
+    with tp.lock:
+        tokens = [tp.owners[r] for r in tp.graph_inputs]
+    order, named_on = _tape_order(tokens)
+    leading, decided = set(), set()
+    for home in reversed(order):
+        with home.lock:
+            rows = [r for t in targets for r in (home.row_of(t), *t._left_rows_on(home))
+                    if r >= 0 and r not in home.graph_inputs]
+            rows += [r for r in home.graph_inputs if home.owners[r] in leading or home.owners[r] not in decided]
+            roots = np.array([token.row() for token in named_on[home]], np.int64)
+            top = max([int(roots.max()), *rows]) + 1
+            marks = np.zeros(top, np.uint8)  # TARGET marks of its own: the tape's belong to its thread
+            marks[rows] = TARGET
+            leads = np.zeros(top, np.int64)
+            _sweep.mark_leads(home.a0, home.a1, marks, leads, roots, 1, np.empty(top, np.int64))
+            for token, r in zip(named_on[home], roots.tolist()):
+                decided.add(token)
+                if leads[r] == 1:
+                    leading.add(token)
+    return leading
+
+
+def _leading_rows(tp, leading):
+    """The rows of tp's graph inputs that autograd.grad hands on along
+    (`leading`, from _leading_inputs)."""
+    return np.fromiter((r for r in tp.graph_inputs if tp.owners[r] in leading), np.int64)
 
 
 def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=None):

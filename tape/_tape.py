@@ -722,9 +722,9 @@ class _ForeignLeaf(weakref.ref):
 # is swept once per visit; that is exact, but a row that two of its sweeps
 # reach and that saved values makes the second raise the freed-graph error
 # without retain_graph=True, where PyTorch, sweeping one graph, does not.
-# autograd.grad captures every graph input of a tape it sweeps, to hand it
-# on, so it also frees the rows on paths to graph inputs whose graphs lead
-# to none of its inputs, which PyTorch's engine leaves unfreed.
+# autograd.grad hands on along the graph inputs whose graphs lead to one of
+# its inputs only (engine._leading_inputs, decided before it sweeps), so it
+# frees only the rows on paths to its inputs, as PyTorch's engine does.
 
 
 class _GraphInput(weakref.ref, RowName):

@@ -167,6 +167,21 @@ def test_graphs_across_three_threads_meet_in_one_backward():
     np.testing.assert_allclose(x.grad.tolist(), [5.734394895494263, -11.440158810542833], rtol=1e-14)
 
 
+def test_grad_frees_only_the_graph_that_leads_to_its_inputs_across_threads():
+    z = tape.tensor([0.5, 1.5], requires_grad=True)
+    m = (z * z).exp()  # this thread's graph leads to z, not to the other's x
+
+    def other():
+        x = tape.tensor([2.0, 3.0], requires_grad=True)
+        y1, y2 = (x * x).sum(), (m * m).sum()
+        (gx,) = autograd.grad(y1 + y2, x)
+        y2.backward()  # the part autograd.grad did not need is not freed, as in PyTorch
+        return gx.tolist()
+
+    assert _in_fresh_thread(other) == [4.0, 6.0]
+    np.testing.assert_allclose(z.grad.tolist(), [3.297442541400256, 540.1027878031309], rtol=1e-14)
+
+
 def test_a_second_backward_through_another_threads_graph_raises_unless_retained():
     x, w, m = _main_graph()
 
