@@ -4,6 +4,7 @@ for create_graph=True, and what both share (roots, seeds, checks, results).
 import functools
 import itertools
 import math
+import threading
 import warnings
 
 import numpy as np
@@ -14,7 +15,7 @@ from ._dtypes import float32, float64
 from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z
 from ._saved import FREED_MESSAGE, drop_packed, unpack_saved
 from ._saved import row_tensor as _row_tensor
-from ._tape import DATA_FIELD, RETAIN, RG, TARGET, anomaly, current_row, state, where
+from ._tape import DATA_FIELD, FREED, RETAIN, RG, TARGET, anomaly, current_row, state, where
 from ._tensor import DetachedInPlace, Tensor, new_tensor, warn_once, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped", "raise_modified", "current_graph_task_id", "will_execute"]
@@ -103,8 +104,13 @@ def _raise_sweep_error(tp, status, bad):
                            ".detach_().This is not supported, please use out-of-place `.detach()` instead")
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
-    # as PyTorch, name the op that made the tensor, unless it is a leaf or a constant
-    made_by = f", which is output 0 of {name}," if tp.op[bad] > CONST else ""
+    # as PyTorch, name the op that made the tensor, unless it is a leaf or a
+    # constant; a graph input's was another thread's (Note [Graphs across threads])
+    made_tp, made = tp, bad
+    if bad in tp.graph_inputs:
+        made_tp, made = tp.owners[bad]._ep.tape, tp.owners[bad].row()
+    op = made_tp.op[made]
+    made_by = f", which is output 0 of {REGISTRY[op].grad_fn}," if op > CONST else ""
     raise RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [tape.{dtype} {shape}]{made_by} has been modified since "
@@ -125,14 +131,18 @@ class _ThreadLocals:
     every node under the state captured when the backward began (grad mode
     being create_graph's), the walk restores it before each node, and the
     backward restores the caller's however it exits. Anomaly mode is
-    global, as PyTorch's, and stays as a node leaves it."""
-    __slots__ = ("grad_enabled", "inference", "saved_hooks", "hooks_disabled")
+    global, as PyTorch's, and stays as a node leaves it. The state is the
+    calling thread's (its tape's, `tp`), also when the graph being walked
+    is another thread's (Note [Graphs across threads])."""
+    __slots__ = ("tp", "grad_enabled", "inference", "saved_hooks", "hooks_disabled")
 
     def __init__(self, tp, grad_enabled):
+        self.tp = tp
         self.grad_enabled, self.inference = grad_enabled, tp.inference
         self.saved_hooks, self.hooks_disabled = list(tp.saved_hooks), tp.saved_hooks_disabled
 
-    def restore(self, tp):
+    def restore(self):
+        tp = self.tp
         tp.grad_enabled, tp.inference = self.grad_enabled, self.inference
         if tp.saved_hooks != self.saved_hooks:
             tp.saved_hooks[:] = self.saved_hooks  # the same list: a hooks context's exit pops from it
@@ -144,13 +154,14 @@ class _backward_scope:
     rows it holds (the re-taped sweep records new rows, and so may `.grad`
     accumulation), and the caller's thread state comes back at the end,
     however it ends (_ThreadLocals). It is PyTorch's graph task: its `id`
-    and, once the sweep has marked them while tensor hooks exist, the rows
-    whose hooks it may run (`reached`), which register_multi_grad_hook asks
-    about (current_graph_task_id, will_execute)."""
+    and, once the sweeps have marked them while tensor hooks exist, the rows
+    whose hooks it may run (`reached`: tape -> rows, for the tapes it swept,
+    Note [Graphs across threads]), which register_multi_grad_hook asks about
+    (current_graph_task_id, will_execute)."""
 
     def __init__(self, tp):
         self.tp = tp
-        self.reached = ()
+        self.reached = {}
 
     def __enter__(self):
         self.tp.sweeping += 1
@@ -161,10 +172,16 @@ class _backward_scope:
     def __exit__(self, *exc):
         self.tp.sweeping -= 1
         self.tp.graph_tasks.pop()
-        self.caller.restore(self.tp)
+        self.caller.restore()
 
 
 _GRAPH_TASK_IDS = itertools.count()
+
+
+def _note_reached(tp, rows):
+    """Tell the running graph task (the calling thread's) the rows of tape
+    tp whose hooks its sweep of tp may run (will_execute)."""
+    state.tape.graph_tasks[-1].reached[tp] = rows
 
 
 def current_graph_task_id():
@@ -179,8 +196,7 @@ def will_execute(t):
     tp = state.tape
     if not tp.graph_tasks:
         raise RuntimeError("_will_engine_execute_node should only be called during the backward pass")
-    tape_of, r = where(t)
-    return tape_of is tp and r in tp.graph_tasks[-1].reached
+    return any(swept.row_of(t) in rows for swept, rows in tp.graph_tasks[-1].reached.items())
 
 
 def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=False):
@@ -204,6 +220,15 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
             if not t._rg:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
         target_rows = np.array([r for t in targets for r in (tp.adopt(t), *t._left_rows_on(tp))], np.int64)
+    if tp.graph_inputs:
+        return _run_across(tp, roots, seeds, targets, target_rows, retain_graph, create_graph)
+    with tp.lock:
+        return _sweep_tape(tp, roots, seeds, target_rows, retain_graph, create_graph, into_grad)
+
+
+def _sweep_tape(tp, roots, seeds, target_rows, retain, create_graph, into_grad):
+    """The sweep of tape tp from `roots`, with tp's lock held: the native
+    one, or the Python walk; see _run."""
     # the TARGET marks are this sweep's alone: an autograd.grad that a VJP
     # runs (a checkpoint's) must not capture, and walk on to, the rows of
     # the one that runs the VJP
@@ -215,14 +240,179 @@ def _run(outputs, grad_outputs, targets, retain_graph, create_graph, into_grad=F
     try:
         if (create_graph or force_retaped.active or anomaly.enabled
                 or _reaches_a_python_row(tp, roots)):
-            return _retaped(tp, roots, seeds, target_rows, retain_graph, create_graph)
-        return _native(tp, roots, seeds, target_rows, retain_graph, into_grad)
+            return _retaped(tp, roots, seeds, target_rows, retain, create_graph)
+        return _native(tp, roots, seeds, target_rows, retain, into_grad)
     finally:
         if target_rows is not None:
             tp.flags[target_rows] &= ~np.uint8(TARGET)
         tp.target_rows = outer_targets
         if outer_targets is not None:
             tp.flags[outer_targets] |= TARGET
+
+
+def _run_across(tp, roots, seeds, targets, target_rows, retain, create_graph):
+    """_run for a tape with graph inputs: its own sweep, then the sweeps of
+    the tapes whose graphs it reached (Note [Graphs across threads]). The
+    gradients those find for `targets` are returned at the targets' rows
+    here."""
+    leading = None if targets is None else _leading_inputs(tp, targets)
+    with tp.lock:
+        if target_rows is not None:  # the graph inputs are captured too, to be handed on
+            target_rows = np.concatenate([target_rows, _leading_rows(tp, leading)])
+        rows, grads = _sweep_tape(tp, roots, seeds, target_rows, retain, create_graph, False)
+        rows, grads, handed = _split_graph_inputs(tp, rows, grads)
+    found = _hand_on(handed, targets, leading, retain, create_graph)
+    at = {r: k for k, r in enumerate(rows)}
+    for i, g in found.items():
+        r = tp.row_of(targets[i])
+        k = at.get(r)
+        if k is None:
+            at[r] = len(rows)
+            rows.append(r)
+            grads.append(g)
+        else:
+            grads[k] = g if grads[k] is None else grads[k] + g
+    return rows, grads
+
+
+def _split_graph_inputs(tp, rows, grads):
+    """(rows, gradients) of a sweep of tp without its graph inputs, and the
+    (token, gradient) pairs those got, to hand on."""
+    kept_rows, kept_grads, handed = [], [], []
+    graph_inputs = tp.graph_inputs
+    for r, g in zip(rows, grads):
+        if r not in graph_inputs:
+            kept_rows.append(r)
+            kept_grads.append(g)
+        elif g is not None:
+            handed.append((tp.owners[r], g))
+    return kept_rows, kept_grads, handed
+
+
+def _hand_on(handed, targets, leading, retain, create_graph):
+    """Run the backward over each tape whose rows the (token, gradient)
+    pairs in `handed` name, from those rows, once per tape, after every tape
+    that hands gradients on to it (Note [Graphs across threads]).
+    backward() (`targets` None) accumulates into each tape's leaves;
+    autograd.grad's gradients for `targets` come back as {index in targets:
+    gradient}, handed on along the graph inputs in `leading` only."""
+    found = {}
+    pending = {}  # tape -> the (token, gradient) pairs for its rows
+    for token, g in handed:
+        pending.setdefault(token._ep.tape, []).append((token, g))
+    order, _ = _tape_order([token for token, _ in handed])
+    while pending:
+        tp = next((t for t in order if t in pending), None) or next(iter(pending))
+        items = pending.pop(tp)
+        with tp.lock:
+            seeds = {}
+            for token, g in items:
+                r = token.row()
+                seeds[r] = g if r not in seeds else seeds[r] + g
+            roots = np.fromiter(seeds, np.int64, len(seeds))
+            wanted = {}  # row -> the indices of the targets it stands for
+            target_rows = None
+            if targets is not None:
+                for i, t in enumerate(targets):
+                    for r in (tp.row_of(t), *t._left_rows_on(tp)):
+                        if r >= 0 and r not in tp.graph_inputs:
+                            wanted.setdefault(r, []).append(i)
+                target_rows = np.concatenate([np.fromiter(wanted, np.int64), _leading_rows(tp, leading)])
+            tp.swept_across = True
+            try:
+                rows, grads = _sweep_tape(tp, roots, list(seeds.values()), target_rows, retain,
+                                          create_graph, False)
+            finally:
+                tp.swept_across = False
+                # the rows above the roots may be half-written by tp's own
+                # thread: its next sweep scans them for kernels again
+                tp.kernels_scanned = min(tp.kernels_scanned, int(roots.max()) + 1)
+            rows, grads, handed = _split_graph_inputs(tp, rows, grads)
+            if targets is None:
+                _into_grads(tp, rows, grads, None, create_graph)
+        for r, g in zip(rows, grads):
+            for i in wanted.get(r, ()):
+                found[i] = g if found.get(i) is None else found[i] + g
+        for token, g in handed:
+            pending.setdefault(token._ep.tape, []).append((token, g))
+    return found
+
+
+def _tape_order(tokens):
+    """The tapes that the graph inputs named by `tokens` lead to, each after
+    every tape whose graph inputs lead to it, so that its sweep starts with
+    all of its gradients. The walk that finds them follows every input
+    edge (a gradient may or may not flow along it). Tapes whose graphs lead
+    to each other (A -> B -> A) come in the order found: Note [Graphs across
+    threads]. Also returns tape -> the tokens found that name its rows."""
+    leads_to = {}  # tape -> the tapes its reached graph inputs name
+    named_on = {}
+    explored = set()
+    frontier = list(tokens)
+    while frontier:
+        by_tape = {}
+        for token in frontier:
+            if token not in explored:
+                explored.add(token)
+                by_tape.setdefault(token._ep.tape, []).append(token)
+        frontier = []
+        for tp, named in by_tape.items():
+            named_on.setdefault(tp, []).extend(named)
+            successors = leads_to.setdefault(tp, set())
+            with tp.lock:
+                rows = np.array([token.row() for token in named], np.int64)
+                reached = tp.reachable(rows)
+                for r in np.intersect1d(reached, np.fromiter(tp.graph_inputs, np.int64)).tolist():
+                    successors.add(tp.owners[r]._ep.tape)
+                    frontier.append(tp.owners[r])
+    before = {tp: 0 for tp in leads_to}  # how many tapes lead to each
+    for successors in leads_to.values():
+        for tp in successors:
+            before[tp] += 1
+    order = [tp for tp, n in before.items() if n == 0]
+    for tp in order:  # (Kahn's)
+        for successor in leads_to[tp]:
+            before[successor] -= 1
+            if before[successor] == 0:
+                order.append(successor)
+    order.extend(tp for tp in leads_to if tp not in order)
+    return order, named_on
+
+
+def _leading_inputs(tp, targets):
+    """The tokens of the graph inputs of tape tp, and of the tapes their
+    graphs reach, whose graphs lead to one of `targets` (autograd.grad's
+    inputs): those it hands gradients on along, as PyTorch's engine runs
+    only the nodes on paths to its inputs, and frees only those. Decided
+    from the last tapes back; where tapes' graphs lead to each other, a
+    graph input not decided yet counts as leading."""
+    with tp.lock:
+        tokens = [tp.owners[r] for r in tp.graph_inputs]
+    order, named_on = _tape_order(tokens)
+    leading, decided = set(), set()
+    for home in reversed(order):
+        with home.lock:
+            rows = [r for t in targets for r in (home.row_of(t), *t._left_rows_on(home))
+                    if r >= 0 and r not in home.graph_inputs]
+            rows += [r for r in home.graph_inputs if home.owners[r] in leading or home.owners[r] not in decided]
+            roots = np.array([token.row() for token in named_on[home]], np.int64)
+            top = max([int(roots.max()), *rows]) + 1
+            marks = np.zeros(top, np.uint8)  # TARGET marks of its own: the tape's belong to its thread
+            marks[rows] = TARGET
+            leads = np.zeros(top, np.int64)
+            _sweep.mark_leads(home.a0, home.a1, home.xs, home.nx, home.pool, marks, leads, roots, 1,
+                              np.empty(top, np.int64))
+            for token, r in zip(named_on[home], roots.tolist()):
+                decided.add(token)
+                if leads[r] == 1:
+                    leading.add(token)
+    return leading
+
+
+def _leading_rows(tp, leading):
+    """The rows of tp's graph inputs that autograd.grad hands on along
+    (`leading`, from _leading_inputs)."""
+    return np.fromiter((r for r in tp.graph_inputs if tp.owners[r] in leading), np.int64)
 
 
 def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=None):
@@ -260,24 +450,41 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
     """Call `sweep`; first load the kernels it reports missing, if any
     (Note [Kernels by opcode]): it stops before it begins, so it is called
     again, with the same marks."""
+    flags, nuse = tp.flags, tp.nuse
+    if not retain and tp.swept_across:
+        # another thread's tape, whose own thread writes these columns
+        # meanwhile: the sweep frees into copies (Note [Graphs across threads])
+        top = int(roots.max()) + 1
+        flags, nuse = flags[:top].copy(), nuse[:top].copy()
     if targeted:
-        _sweep.mark_leads(tp.a0, tp.a1, tp.xs, tp.nx, tp.pool, tp.flags, tp.work[3], roots, tp.sweep_id,
-                          tp.work[1])
+        _sweep.mark_leads(tp.a0, tp.a1, tp.xs, tp.nx, tp.pool, flags, tp.work[3], roots, tp.sweep_id, tp.work[1])
     while True:
         n = tp.n
         result = sweep(tp.op, tp.a0, tp.a1, tp.xs, tp.nx, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
-                       tp.ia, tp.ian, tp.dt, tp.flags, tp.stamp, tp.sadj, tp.nuse, tp.pool,
+                       tp.ia, tp.ian, tp.dt, flags, tp.stamp, tp.sadj, nuse, tp.pool,
                        tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
                        _NO_SCRATCH if scratch is None else scratch, _kernels.ADDRESSES,
                        tp.kernels_scanned, n, tp.release_address if compute else 0)
         if result[0] != _sweep.ERR_KERNELS:
             if compute:
                 tp.kernels_scanned = n
+            if flags is not tp.flags:
+                _merge_freed(tp, flags)
             return result
         missing = tp.work[2, :result[1]]
         with compiling(f"the native backward kernels of {', '.join(_kernels.names(missing))}",
                        _KERNEL_SECONDS * len(missing)):
             _kernels.load(missing)
+
+
+def _merge_freed(tp, flags):
+    """Mark FREED the rows of tp that a sweep into a copy of its flags
+    marked: one row at a time, under the GIL, as tp's own thread writes its
+    flags. The copy's counts of saved values are dropped: the values they
+    would release stay until compaction drops their rows."""
+    m_flags = tp.m_flags
+    for r in np.flatnonzero(flags & FREED).tolist():
+        m_flags[r] |= FREED
 
 
 # an empty cache's compile time of one kernel, measured: 0.2-1 s
@@ -308,8 +515,8 @@ def _native(tp, roots, seeds, target_rows, retain, into_grad):
     rows, flat_grads, offsets, _, released = _sweep_call(tp, roots, seed_off, flat, retain,
                                                          target_rows is not None, True, scratch)
     if tp.hooks:
-        tp.graph_tasks[-1].reached = set(rows)
-    node_state = _ThreadLocals(tp, False) if tp.hooks else None  # what leaf hooks run in
+        _note_reached(tp, set(rows))
+    node_state = _ThreadLocals(state.tape, False) if tp.hooks else None  # what leaf hooks run in
     _release(tp, released, retain)
     spans = offsets.tolist()
     if into_grad:
@@ -523,7 +730,7 @@ def _accumulate(grads, r, g):
 def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     """Walk the reached rows in reverse in Python, running each op's
     differentiable VJP; with create_graph the VJPs record on the tape."""
-    node_state = _ThreadLocals(tp, bool(create_graph))
+    node_state = _ThreadLocals(state.tape, bool(create_graph))
     empty = np.zeros(0)
     try:
         caps, _, _, visited, released = _sweep_call(
@@ -534,7 +741,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
         raise
     captured = set(caps)
     if tp.hooks:
-        tp.graph_tasks[-1].reached = captured.union(visited)
+        _note_reached(tp, captured.union(visited))
     # the sweep's marks of the rows leading to autograd.grad's inputs, copied:
     # a VJP or hook that runs a backward of its own (a checkpoint's
     # recomputation) overwrites the tape's
@@ -547,11 +754,11 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
     nodes_run = set()  # the multi-output nodes with hooks that the walk ran
     for r, s in zip(roots.tolist(), seeds):
         _accumulate(grads, r, s)
-    node_state.restore(tp)
+    node_state.restore()
     user_code_ran = False  # a row's hooks, Function or unpack hooks may have changed the state
     for r in visited:
         if user_code_ran:
-            node_state.restore(tp)
+            node_state.restore()
             user_code_ran = False
         opdef = REGISTRY[tp.op[r]]
         hooks = tp.hooks.get(r)
@@ -560,7 +767,7 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             # a node of several outputs runs its hooks once, on all of their gradients
             if r - tp.m_oi[r] not in nodes_run:
                 nodes_run.add(r - tp.m_oi[r])
-                node_state.restore(tp)
+                node_state.restore()
                 _run_outputs(tp, tp.outputs(r), node_hooks, grads, captured, zeros, leads, node_state)
                 user_code_ran = True
             continue
@@ -747,8 +954,17 @@ def _check_nan(tp, r, input_grads):
 
 
 def _accumulate_grad(t, g, create_graph):
-    grad = t._grad
-    if grad is not None and not create_graph:
+    if create_graph:  # out of place, and recorded: not under the lock (recording may wait for a tape's)
+        if g.dtype != t.dtype:
+            g = g.to(t.dtype)
+        grad = t._grad
+        t._grad = g if grad is None else grad + g
+        return
+    with _ACCUMULATING:
+        grad = t._grad
+        if grad is None:
+            t._grad = g if g.dtype == t.dtype else g.to(t.dtype)
+            return
         # in place, as PyTorch's AccumulateGrad; += casts to the grad's dtype
         _changing_in_place(grad)
         value = grad._value
@@ -760,10 +976,13 @@ def _accumulate_grad(t, g, create_graph):
                 # (sum's gradient, or a custom Function's backward returning it)
                 grad._value = value = value.copy()
             value += g._value
-        return
-    if g.dtype != t.dtype:
-        g = g.to(t.dtype)
-    t._grad = g if grad is None else grad + g
+
+
+# Held while a gradient goes into a `.grad`, as PyTorch's AccumulateGrad holds
+# a mutex: threads that backward at once may share leaves (Note [Leaves
+# shared by threads]), and neither a first `.grad` nor NumPy's in-place add
+# is one step the GIL keeps whole.
+_ACCUMULATING = threading.Lock()
 
 
 def _changing_in_place(grad):
@@ -915,7 +1134,7 @@ def _node_hooked(tp, hooks, grads, args, node_state):
     called with, in the backward's node state (_ThreadLocals): a tuple a
     hook returns replaces them, as in PyTorch."""
     for hook in tuple(hooks):
-        node_state.restore(tp)
+        node_state.restore()
         out = hook(*args)
         if out is None:
             continue
@@ -938,7 +1157,7 @@ def _hooked(tp, r, g, node_state):
     """g after the hooks on row r's tensor, in the order they were registered,
     run in the backward's node state (_ThreadLocals)."""
     for hook in tuple(tp.hooks.get(r, ())):
-        node_state.restore(tp)
+        node_state.restore()
         out = hook(g)
         if out is None:
             continue
@@ -984,31 +1203,39 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         warn_once(_CREATE_GRAPH_WARNING, stacklevel=3)
     tp = state.tape
     with _backward_scope(tp):
-        # a leaf's post-accumulate hooks and its AccumulateGrad node's hooks
-        # run around its own accumulation, here
-        post_hooks, node_hooks = tp.post_accumulate_hooks, tp.node_hooks
+        # (with hooks around a leaf's accumulation, _into_grads accumulates)
         rows, grads = _run(tensors, grad_tensors, inputs, retain_graph, create_graph,
-                           into_grad=inputs is None and not post_hooks and not node_hooks)
-        node_state = _ThreadLocals(tp, bool(create_graph)) if node_hooks else None
+                           into_grad=inputs is None and not tp.post_accumulate_hooks and not tp.node_hooks)
+        receivers = None
         if inputs is not None:
             receivers = {r: t for t in inputs for r in (tp.row_of(t), *t._left_rows_on(tp))}
-        for r, g in zip(rows, grads):
-            if inputs is not None:
-                owner = receivers.get(r)
-            elif tp.m_op[r] == LEAF:
-                owner = tp.tensor_at(r)
-            else:
-                owner = _retained_tensor(tp, r)
-            if owner is not None and g is not None:
-                leaf_hooks = node_hooks.get(r) if node_hooks and tp.m_op[r] == LEAF else None
-                if leaf_hooks and leaf_hooks[1]:
-                    (g,) = _node_hooked(tp, leaf_hooks[1], (g,), ((g,),), node_state)
-                _accumulate_grad(owner, g, create_graph)
-                if post_hooks and tp.m_op[r] == LEAF:
-                    for hook in tuple(post_hooks.get(r, ())):
-                        hook(owner)
-                if leaf_hooks and leaf_hooks[0]:
-                    _node_hooked(tp, leaf_hooks[0], (), ((), (g,)), node_state)
+        _into_grads(tp, rows, grads, receivers, create_graph)
+
+
+def _into_grads(tp, rows, grads, receivers, create_graph):
+    """backward()'s accumulation of the gradients of rows of tp into `.grad`:
+    of the tensors `receivers` maps rows to (backward's `inputs`), or of the
+    leaves and retained tensors. A leaf's post-accumulate hooks and its
+    AccumulateGrad node's hooks run around its own accumulation, here."""
+    post_hooks, node_hooks = tp.post_accumulate_hooks, tp.node_hooks
+    node_state = _ThreadLocals(state.tape, bool(create_graph)) if node_hooks else None
+    for r, g in zip(rows, grads):
+        if receivers is not None:
+            owner = receivers.get(r)
+        elif tp.m_op[r] == LEAF:
+            owner = tp.tensor_at(r)
+        else:
+            owner = _retained_tensor(tp, r)
+        if owner is not None and g is not None:
+            leaf_hooks = node_hooks.get(r) if node_hooks and tp.m_op[r] == LEAF else None
+            if leaf_hooks and leaf_hooks[1]:
+                (g,) = _node_hooked(tp, leaf_hooks[1], (g,), ((g,),), node_state)
+            _accumulate_grad(owner, g, create_graph)
+            if post_hooks and tp.m_op[r] == LEAF:
+                for hook in tuple(post_hooks.get(r, ())):
+                    hook(owner)
+            if leaf_hooks and leaf_hooks[0]:
+                _node_hooked(tp, leaf_hooks[0], (), ((), (g,)), node_state)
 
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):

@@ -17,27 +17,20 @@ from ._batched import BatchedTensor
 from ._engine import RemovableHandle
 from ._registry import LEAF, REGISTRY, SAVED_TENSORS, RowTensor, opdefs
 from ._saved import SavedTensor, pack_kept, saved_row_tensor, saved_tensor
-from ._tape import HIDDEN, RG, where
+from ._tape import HIDDEN, RG, RowName, where
 from ._tensor import Tensor
 
-__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "next_edges", "output_edge", "keep_arguments",
-           "keep_arguments_of", "int_list"]
+__all__ = ["Node", "AccumulateGrad", "node_for", "node_type", "next_rows", "next_edges", "output_edge", "home_row",
+           "keep_arguments", "keep_arguments_of", "int_list"]
 
 
-class Node:
+class Node(RowName):
     """The grad_fn of the tensor recorded at one tape row.
 
     A live node keeps its row (and what it reaches) on the tape, as a
     PyTorch grad_fn keeps its graph alive.
     """
     __slots__ = ("_ep", "_row", "__weakref__")
-
-    def row(self):
-        """The node's row in its tape's current numbering."""
-        if self._ep.remap is not None:
-            self._row = int(self._ep.remap[self._row])
-            self._ep = self._ep.tape.ep
-        return self._row
 
     def name(self):
         return type(self).__name__
@@ -284,6 +277,8 @@ def output_edge(tp, r):
 
 def node_for(tp, r):
     r = output_edge(tp, r)[0]
+    if tp.graph_inputs and r in tp.graph_inputs:  # another thread's node
+        return node_for(*home_row(tp, r))
     cls = node_type(tp, r)
     node = cls.__new__(cls)
     node._ep, node._row = tp.ep, r
@@ -291,11 +286,21 @@ def node_for(tp, r):
     return node
 
 
+def home_row(tp, r):
+    """(tape, row) of the row that graph input r of tape tp stands for, on
+    another thread's tape (Note [Graphs across threads])."""
+    token = tp.owners[r]
+    home = token._ep.tape
+    with home.lock:  # the row, in a numbering that no compaction changes meanwhile
+        return home, token.row()
+
+
 def next_edges(tp, r):
     """The (row, output number) of the nodes in row r's `next_functions`,
     (-1, 0) where it has None: the one rule of which input reaches which
     node, shared with walks that make no Node objects (tape.viz). A
-    python-only row names its inputs itself (a custom Function's arguments)."""
+    python-only row names its inputs itself (a custom Function's arguments).
+    A graph input's row stands for another thread's node (node_for)."""
     flags = tp.m_flags
     state = tp.python_rows.get(r) if tp.python_rows else None
     opdef = REGISTRY[tp.m_op[r]]
@@ -306,7 +311,10 @@ def next_edges(tp, r):
     edges = []
     for i in inputs:
         edge = output_edge(tp, i) if i >= 0 and flags[i] & RG else (-1, 0)
-        if edge[0] >= 0 and tp.m_op[edge[0]] == LEAF and tp.tensor_at(edge[0]) is None:
+        q = edge[0]
+        if q >= 0 and tp.graph_inputs and q in tp.graph_inputs:
+            edge = (q, output_edge(*home_row(tp, q))[1])
+        elif q >= 0 and tp.m_op[q] == LEAF and tp.tensor_at(q) is None:
             edge = (-1, 0)
         edges.append(edge)
     return edges

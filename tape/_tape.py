@@ -13,8 +13,8 @@ import numpy as np
 from . import _sweep
 from ._registry import CONST, LEAF
 
-__all__ = ["Tape", "Epoch", "state", "anomaly", "keep_trace", "where", "current_row", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET",
-           "MORE"]
+__all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where", "current_row", "RG", "RETAIN",
+           "DIRTY", "FREED", "HIDDEN", "TARGET", "MORE"]
 
 # Note [Tape layout]
 # ~~~~~~~~~~~~~~~~~~
@@ -152,6 +152,20 @@ def current_row(ep, r):
     return ep.tape, (int(ep.remap[r]) if ep.remap is not None else r)
 
 
+class RowName:
+    """A name of one row, `_row` of epoch `_ep`, that follows its tape's
+    compactions: a grad_fn node, or a graph input's token (Note [Graphs
+    across threads])."""
+    __slots__ = ()
+
+    def row(self):
+        """The row in its tape's current numbering."""
+        if self._ep.remap is not None:
+            self._row = int(self._ep.remap[self._row])
+            self._ep = self._ep.tape.ep
+        return self._row
+
+
 def where(t):
     """(tape, row) of tensor t in its tape's current numbering, or (None, -1)."""
     ep = t._ep
@@ -206,7 +220,12 @@ class Tape:
         self.node_hooks = {}
         self.post_accumulate_hooks = {}  # leaf row -> its post-accumulate-grad hooks
         self.graph_tasks = []  # the running backwards, innermost last (engine._backward_scope)
+        # the live names of rows (grad_fn nodes, other threads' graph inputs): roots for compaction
         self.nodes = weakref.WeakSet()
+        # held while anything sweeps, renumbers or reallocates the rows (Note [Graphs across threads])
+        self.lock = threading.RLock()
+        self.graph_inputs = set()  # rows standing for another thread's rows (Note [Graphs across threads])
+        self.swept_across = False  # while another thread's backward sweeps this tape
         self.ep = Epoch(self)
         # names the current epoch without keeping it alive (Tensor._const_row):
         # each live old epoch is remapped at every compaction
@@ -295,25 +314,30 @@ class Tape:
 
         Callers reserve before reading input rows, since compaction renumbers."""
         if self.n + k > self.cap or self.held_bytes > self.bytes_limit:
-            cap = self.cap
-            if self.sweeping:
-                # a re-taped sweep holds row numbers, so the garbage waits for
-                # the first reserve after it (Note [When to compact]); room
-                # for 3x the rows would have let 3x the garbage pile up
-                while self.n + k > cap:
-                    cap *= 2
-            else:
-                self.compact()
-                # keep at least 3/4 free after compacting, so compaction work
-                # stays a small constant per appended row; give back what a
-                # past large graph made us take
-                need = 4 * (self.n + k)
-                while need > cap:
-                    cap *= 2
-                while cap > _INITIAL_ROWS and need <= cap // 4:
-                    cap //= 2
-            if cap != self.cap:
-                self._resize(cap)
+            with self.lock:  # another thread's backward may be sweeping these rows
+                self._make_room(k)
+
+    def _make_room(self, k):
+        """reserve's slow path: compact, or grow, or both."""
+        cap = self.cap
+        if self.sweeping:
+            # a re-taped sweep holds row numbers, so the garbage waits for
+            # the first reserve after it (Note [When to compact]); room
+            # for 3x the rows would have let 3x the garbage pile up
+            while self.n + k > cap:
+                cap *= 2
+        else:
+            self.compact()
+            # keep at least 3/4 free after compacting, so compaction work
+            # stays a small constant per appended row; give back what a
+            # past large graph made us take
+            need = 4 * (self.n + k)
+            while need > cap:
+                cap *= 2
+            while cap > _INITIAL_ROWS and need <= cap // 4:
+                cap //= 2
+        if cap != self.cap:
+            self._resize(cap)
 
     def append(self, op, value, owner, a0=-1, a1=-1, c=0.0, p=1.0, ints=None, flags=RG):
         """Append a row for `owner` (a Tensor whose value is `value`); return the row.
@@ -375,10 +399,7 @@ class Tape:
         if ep is not None and ep.tape is self:
             return where(t)[1]
         if ep is not None and t._rg:
-            if ep.tape.op[where(t)[1]] != LEAF:
-                raise RuntimeError("a tensor whose graph was recorded in another thread cannot be "
-                                   "used in this thread's graph; detach() it first")
-            return self._foreign_leaf_row(t)
+            return self._foreign_row(t)
         if t._rg:
             r = self.append(LEAF, t._value, t)
             t._ep, t._row = self.ep, r
@@ -413,6 +434,39 @@ class Tape:
             return where(t)[1]
         entry = t._foreign_rows.get(self) if t._foreign_rows is not None else None
         return -1 if entry is None else current_row(entry[0], entry[1])[1]
+
+    def _foreign_row(self, t):
+        """The row on this tape of t, which requires grad and names a row of
+        another thread's tape: a leaf's own row here (Note [Leaves shared by
+        threads]), or a graph input (Note [Graphs across threads])."""
+        home = t._ep.tape
+        with home.lock:  # t's row is read in a numbering that no compaction changes meanwhile
+            r = where(t)[1]
+            if home.op[r] != LEAF:
+                return self._graph_input_row(t, home, r)
+            # a re-taped VJP's Tensor for a leaf row stands for the leaf
+            leaf = home.tensor_at(r)
+        return self._foreign_leaf_row(t if leaf is None else leaf)
+
+    def _graph_input_row(self, t, home, r):
+        """The row standing for row r of `home`, t's, on this tape; home's lock is held."""
+        rows = t._foreign_rows
+        entry = rows.get(self) if rows is not None else None
+        # (unless an in-place op has moved t to a new row since)
+        if entry is not None and type(entry[2]) is _GraphInput and entry[2].row() == r:
+            return current_row(entry[0], entry[1])[1]
+        token = _GraphInput(t)
+        token._ep, token._row = home.ep, r
+        home.nodes.add(token)
+        q = self.append(LEAF, t._value, token)
+        if type(t._value) is not float:
+            self.keep[q] = t._value
+        t._version_counter().add_row(self.ep, q)
+        self.graph_inputs.add(q)
+        if rows is None:
+            rows = t._foreign_rows = {}
+        rows[self] = (self.ep, q, token)
+        return q
 
     def _foreign_leaf_row(self, t):
         """The row of leaf t on this tape when its own row is on another
@@ -502,6 +556,8 @@ class Tape:
             self.hook_groups = {int(newidx[r]): tuple(int(newidx[q]) if q >= 0 else -1 for q in group)
                                 for r, group in self.hook_groups.items() if newidx[r] >= 0}
         self.python_rows = {int(newidx[r]): v for r, v in self.python_rows.items() if newidx[r] >= 0}
+        if self.graph_inputs:
+            self.graph_inputs = {int(newidx[r]) for r in self.graph_inputs if newidx[r] >= 0}
         if self.packed:
             self.packed = {int(newidx[r]): v for r, v in self.packed.items() if newidx[r] >= 0}
         if self.node_data:
@@ -697,6 +753,71 @@ class Tape:
 class _ForeignLeaf(weakref.ref):
     """The owner of a leaf's row on another thread's tape (Note [Leaves shared by threads])."""
     __slots__ = ()
+
+
+# Note [Graphs across threads]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A graph recorded on one thread's tape (A) can be used in another's (B), as
+# in PyTorch. A tensor t that names a non-leaf row of A gets a row on B when
+# B first uses it (Tape._foreign_row): a graph input, a LEAF row of t's value
+# whose owner is a _GraphInput token naming A's row. B's sweeps reach it as a
+# leaf, and B's backward (engine._run_across) hands the adjoint it captured
+# there on to a backward over A from that row, run in B's thread, tape by
+# tape until no graph input is reached: one sweep per tape, with every
+# adjoint that reached that tape's rows as its roots. What A's sweep reaches
+# is A's: its leaves' `.grad` (backward) or autograd.grad's inputs that have
+# a row on A, and A's own graph inputs, handed on in turn; create_graph
+# records the re-taped VJPs of A's rows on B, whose uses of A's rows are
+# graph inputs again. A's sweep frees A's rows as its own does, so a second
+# backward raises PyTorch's "Trying to backward through the graph a second
+# time".
+#
+# A's rows stay valid for B because:
+# - the token is in A's `nodes`, as a grad_fn node is: a root of A's
+#   compaction while B's row (its owner; a weak reference to t, so B keeps
+#   the token when it releases the value, and t is not kept alive) lives;
+# - `A.lock` is held by everything that renumbers, reallocates or sweeps A's
+#   rows: A's compaction and growth (reserve), A's own backwards, and B's
+#   backward over A (and B's reading of t's row when it makes the token).
+#   Appending is not locked, and need not be: a sweep reads only rows below
+#   its roots, all written before the root was, and the kernels of the rows
+#   above them are scanned again by A's next sweep (engine._hand_on);
+# - t's row is cached in `t._foreign_rows` (as a leaf's is), checked
+#   against t's current row, since an in-place op on t moves t to a new row.
+# What A records meanwhile writes existing rows too, outside the lock: a
+# new consumer's count of the values it saves (`nuse`), an in-place op's
+# DIRTY mark. A sweep that frees writes the same columns (it counts saved
+# values down and marks FREED), with the GIL released, so B's sweep over A
+# (`A.swept_across`) frees into copies of them: its FREED marks are merged
+# back a row at a time under the GIL (engine._merge_freed), and its counts
+# are dropped, so the values of A's rows that B's backward freed stay until
+# A's compaction drops the rows, where A's own backward releases them at
+# once. Backward's other bookkeeping of releases (A's `held_rows`,
+# `held_bytes`) may race with A's appends; A's next compaction recomputes it.
+# B's sweep of its own rows ends before it hands on, so no thread holds one
+# tape's lock while waiting for another's, except through user code: hooks
+# and Functions that a backward runs, and the re-taped VJPs of another
+# tape's rows, which record on (and may grow) the calling thread's tape.
+# The tapes are swept each after every tape whose graph inputs lead to it
+# (engine._tape_order), so each is swept once, with all of its gradients.
+# Where the tapes' graphs lead to each other (A -> B -> A: a second-order
+# backward of a gradient that another thread's create_graph made), a tape
+# is swept once per visit; that is exact, but a row that two of its sweeps
+# reach and that saved values makes the second raise the freed-graph error
+# without retain_graph=True, where PyTorch, sweeping one graph, does not.
+# autograd.grad hands on along the graph inputs whose graphs lead to one of
+# its inputs only (engine._leading_inputs, decided before it sweeps), so it
+# frees only the rows on paths to its inputs, as PyTorch's engine does.
+
+
+class _GraphInput(weakref.ref, RowName):
+    """The owner of a graph input's row: a weak reference to the tensor, and
+    the name of its row on its own tape (Note [Graphs across threads]).
+    Compared by identity, as a node in `nodes` is (a weak reference
+    compares its referents, and a Tensor's == is elementwise)."""
+    __slots__ = ("_ep", "_row", "__weakref__")
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
 
 
 class _Anomaly:

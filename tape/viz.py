@@ -5,7 +5,7 @@ and `render` draws that to SVG or PNG through the optional `graphviz` package.
 import os
 from collections import deque
 
-from ._node import next_rows, node_type
+from ._node import home_row, next_rows, node_type
 from ._registry import LEAF, REGISTRY
 from ._tensor import Tensor
 
@@ -75,15 +75,18 @@ def to_dot(t, *, params=None):
     names = _names(params)
     nodes, edges = [], []
     ids = {}  # tape -> {row: node id}
-    queue = deque()  # (row, node id) of the nodes whose edges are still to draw
+    queue = deque()  # (tape, row, node id) of the nodes whose edges are still to draw
     op_lines = {}  # node class -> the label part of its nodes' lines
 
-    def node_id(tp, seen, r):
+    def node_id(tp, r):
+        if tp.graph_inputs and r in tp.graph_inputs:  # the graph goes on on another thread's tape
+            tp, r = home_row(tp, r)
+        seen = ids.setdefault(tp, {})
         nid = seen.get(r)
         if nid is None:
             nid = seen[r] = f"n{len(nodes)}"
             nodes.append(_node_line(tp, r, nid, names, op_lines))
-            queue.append((r, nid))
+            queue.append((tp, r, nid))
         return nid
 
     seen_outputs = set()
@@ -96,15 +99,12 @@ def to_dot(t, *, params=None):
         fn = out.grad_fn
         if fn is None:
             continue
-        r = fn.row()
-        tp = fn._ep.tape  # a graph is on one tape: that of its output
-        seen = ids.setdefault(tp, {})
-        edges.append(f"  {oid} -> {node_id(tp, seen, r)};\n")
+        edges.append(f"  {oid} -> {node_id(fn._ep.tape, fn.row())};\n")
         while queue:
-            r, nid = queue.popleft()
+            tp, r, nid = queue.popleft()
             for i in next_rows(tp, r):
                 if i >= 0:
-                    edges.append(f"  {nid} -> {node_id(tp, seen, i)};\n")
+                    edges.append(f"  {nid} -> {node_id(tp, i)};\n")
     return "".join((_HEADER, *nodes, *edges, "}\n"))
 
 

@@ -788,63 +788,6 @@ def test_thread_started_inside_no_grad_records():
     assert seen == [True]
 
 
-def _in_threads(work, n):
-    """work(k) in n threads at once; the exceptions they raised."""
-    errors = []
-    start = threading.Barrier(n)
-
-    def target(k):
-        start.wait()
-        try:
-            work(k)
-        except BaseException as e:  # reported in the calling thread
-            errors.append(e)
-
-    workers = [threading.Thread(target=target, args=(k,)) for k in range(n)]
-    for w in workers:
-        w.start()
-    for w in workers:
-        w.join()
-    return errors
-
-
-def test_a_leaf_used_by_another_thread_between_recording_and_grad_stays_in_the_graph():
-    x = tape.tensor([1.0, 2.0], requires_grad=True)
-    recorded, used = threading.Event(), threading.Event()
-    results = []
-
-    def first(k):
-        if k == 0:
-            y = (x * x).sum()
-            recorded.set()
-            used.wait()
-            results.append(autograd.grad(y, x)[0].tolist())
-        else:
-            recorded.wait()
-            results.append(autograd.grad((x * 3).sum(), x)[0].tolist())
-            used.set()
-
-    assert _in_threads(first, 2) == [] and sorted(results) == [[2.0, 4.0], [3.0, 3.0]]
-
-
-def test_threads_differentiating_with_respect_to_one_leaf_all_get_its_gradient():
-    # many switches between threads, so their records and grads interleave
-    x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    interval = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    try:
-        def work(k):
-            for _ in range(100):
-                (g,) = autograd.grad((x * x).sum(), x)
-                assert g.tolist() == [2.0, 4.0, 6.0]
-
-        errors = _in_threads(work, 4)
-    finally:
-        sys.setswitchinterval(interval)
-
-    assert errors == []
-
-
 def test_inference_mode_records_nothing():
     x = tape.tensor(1.0, requires_grad=True)
 
