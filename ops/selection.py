@@ -21,7 +21,7 @@ from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.reduction import _dims
 from ops.shape import (_flat_positions, _gather, _gather_native, _index_vjp, _scatter, _scatter_native, _scatter_vjp,
-                       _strided_gather_native, _strided_vjp, expand, getitem, indexed_result, sum_to)
+                       _strided_gather_native, _strided_vjp, _view_result, expand, getitem, sum_to)
 
 def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
@@ -331,8 +331,20 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     positions = np.diagonal(_flat_positions(input), offset, d1, d2)
-    return indexed_result(_take(_DIAGONAL, input, positions), input,
-                          np.unravel_index(positions, input.shape))
+    ints = np.asarray(positions, np.int64).reshape(-1) if input._rg and state.tape.grad_enabled else None
+    return _view_result(_DIAGONAL, input, _diagonal_view(input._memory(), offset, d1, d2), ints=ints)
+
+
+def _diagonal_view(a, offset, d1, d2):
+    """The diagonal of a as a writable view of a's memory, as PyTorch's (NumPy's is read-only)."""
+    start = [slice(None)] * a.ndim
+    if offset >= 0:
+        start[d2] = slice(min(offset, a.shape[d2]), None)
+    else:
+        start[d1] = slice(min(-offset, a.shape[d1]), None)
+    first = a[tuple(start)]
+    diagonal = np.diagonal(first, 0, d1, d2)
+    return np.lib.stride_tricks.as_strided(first, diagonal.shape, diagonal.strides)
 
 
 # diag of a vector places it on a diagonal of zeros: the gradient gathers g

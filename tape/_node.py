@@ -206,11 +206,22 @@ def next_rows(tp, r):
     """The rows of the nodes in row r's `next_functions`, -1 where it has None:
     the one rule of which input reaches which node, shared with walks that
     make no Node objects (tape.viz). A python-only row names its inputs
-    itself (a custom Function's arguments, past the rows that join them)."""
-    a0, flags = tp.m_a0, tp.m_flags
+    itself (a custom Function's arguments, past the rows that join them); a
+    node that runs its second input's node names that node's inputs past its
+    first (OpDef.runs_second)."""
     state = tp.python_rows.get(r) if tp.python_rows else None
-    inputs = (state.input_rows(tp, r) if state is not None
-              else (a0[r], tp.m_a1[r])[:REGISTRY[tp.m_op[r]].arity])
+    if state is not None:
+        return _nodes_of(tp, state.input_rows(tp, r))
+    opdef = REGISTRY[tp.m_op[r]]
+    if opdef.runs_second:
+        return _nodes_of(tp, (tp.m_a0[r],)) + next_rows(tp, int(tp.m_a1[r]))[1:]
+    return _nodes_of(tp, (tp.m_a0[r], tp.m_a1[r])[:opdef.arity])
+
+
+def _nodes_of(tp, inputs):
+    """The rows of the nodes of input rows `inputs` (past hidden rows), -1
+    for an input that is none or needs no gradient."""
+    a0, flags = tp.m_a0, tp.m_flags
     rows = []
     for i in inputs:
         if i >= 0 and flags[i] & RG:

@@ -156,5 +156,9 @@ OPCODES = {
     "index_put_": 149,
     "prod": 150,
     "prod_dim": 151,
+    "as_strided": 152,
+    "as_strided_at": 153,
+    "view_copy_slices": 154,
+    "view_copy_slices_at": 155,
 }
-NEXT_OPCODE = 152
+NEXT_OPCODE = 156

@@ -146,6 +146,9 @@ class OpDef:
               rows through the Python walk (Note [Python-only rows])
     saved     PyTorch's names of what the row saves, (name, source) pairs in
               PyTorch's order (Note [Saved values' names])
+    runs_second  for an op whose node runs its second input's node inside
+              itself (CopySlices runs the in-place op's): its next_functions
+              are its first input's node, then that node's past its first
     """
     name: str
     grad_fn: str
@@ -161,6 +164,7 @@ class OpDef:
     not_differentiable: str = None
     python_only: bool = False
     saved: tuple = ()
+    runs_second: bool = False
     # an elementwise op's function and scalar forward, set by tape/_record.py's
     # factories: the vocabulary of partials reaches them here
     function: object = field(default=None, repr=False)
@@ -229,14 +233,15 @@ def _saves_of(names):
 
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
-          not_differentiable=None, python_only=False, saved=None):
+          not_differentiable=None, python_only=False, saved=None, runs_second=False):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
     and both VJPs derive from them. Structural ops give `saves`, `vjp` and
     `native`; a `python_only` op gives `vjp` alone. Definitions are validated
     here, so a bad one fails at import. `saved` gives PyTorch's names of
-    what the row saves (Note [Saved values' names]).
+    what the row saves (Note [Saved values' names]); `runs_second` marks a
+    node that runs its second input's node (OpDef).
     """
     if Op is not None:
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
@@ -266,7 +271,7 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
     opdef = OpDef(name, grad_fn, arity, tuple(partials) if partials is not None else None,
                   saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
                   not_differentiable=not_differentiable, python_only=python_only,
-                  saved=_saved_names(name, saved, saves or 0, arity))
+                  saved=_saved_names(name, saved, saves or 0, arity), runs_second=runs_second)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

@@ -108,13 +108,14 @@ class _Version:
     marked dirty when it is modified in place; `views` are weak references to
     the tensors sharing it.
     """
-    __slots__ = ("n", "rows", "views", "prune_at")
+    __slots__ = ("n", "rows", "views", "prune_at", "views_prune_at")
 
     def __init__(self):
         self.n = 0
         self.rows = []
         self.views = []
         self.prune_at = 64
+        self.views_prune_at = 64
 
     def add_row(self, ep, r):
         """Name one more row aliasing the storage. A constant used on every
@@ -125,6 +126,16 @@ class _Version:
         if len(rows) >= self.prune_at:
             rows[:] = [(e, q) for e, q in rows if e.remap is None or e.remap[q] >= 0]
             self.prune_at = 2 * len(rows) + 64
+
+    def add_view(self, t):
+        """Name one more tensor sharing the storage. A view made on every
+        iteration of a loop (W.T) adds one each time, so the dead are pruned
+        as the list doubles."""
+        views = self.views
+        views.append(weakref.ref(t))
+        if len(views) >= self.views_prune_at:
+            views[:] = [ref for ref in views if ref() is not None]
+            self.views_prune_at = 2 * len(views) + 64
 
     def other_views(self, t):
         return [v for ref in self.views if (v := ref()) is not None and v is not t]
@@ -191,22 +202,20 @@ class Tensor:
     __slots__ = ("_value", "_rg", "_row", "_ep", "__dict__", "__weakref__")
     _grad = None
     _vc = None
-    _base = None
-    # a view made by detach() or .data: PyTorch's non-differentiable view,
-    # which an in-place op may change while recording without its base's
-    # graph seeing it
-    _detached_view = False
+    # the tensor whose storage this one views, when it is a view that autograd
+    # follows (PyTorch's `_base`: the first tensor of a chain of views, never
+    # a view itself); None for a tensor that owns its storage and for what
+    # detach() and .data make, which share storage without history
+    _view_of = None
+    # a view made while grad mode was off, which PyTorch refuses to modify in
+    # place with grad mode on (ops.inplace)
+    _made_in_no_grad = False
+    # the 0-d tensor whose `.data` this is (Tensor._stored_through_data)
+    _data_of = None
     _left_rows = ()
     _left_rows_prune_at = 64
     # (weak reference to the epoch, row) of the row that a constant's uses share (Tape.adopt)
     _const_row = None
-    # (tensor, key) for a result of basic indexing: an in-place op on it
-    # writes it back there (ops.inplace._through_index), since it is a copy
-    # where PyTorch has a view
-    _indexed_from = None
-    # weak references to the copies that indexing this tensor made, which an
-    # in-place change to it refreshes (ops.inplace._refresh_indexed)
-    _indexed_copies = None
     # (name, output index, why) for a view that PyTorch refuses to modify in
     # place while grad is on (ops.inplace): an output of unbind or split, or
     # a custom Function's output that views an input, and the views of it
@@ -419,52 +428,50 @@ class Tensor:
 
     def detach(self):
         """A new tensor sharing storage and version counter, with no history."""
-        view = self._indexed_view()
-        if view is None:
-            view = new_tensor(_unpinned(self._value))
-            self._share_storage(view)
-        else:
-            view._indexed_from[0]._share_storage(view)
-        view._detached_view = True
+        view = new_tensor(self._memory())
+        self._share_storage(view, differentiable=False)
         return view
 
-    def _indexed_view(self):
-        """For a result of basic indexing (a copy here, a view in PyTorch): a
-        tensor viewing the indexed tensor's storage at the same place, so that
-        writing through detach() or .data reaches it, as in PyTorch; None for
-        anything else, and for an element, which NumPy copies."""
-        if self._indexed_from is None:
-            return None
-        base, key = self._indexed_from
-        value = base._value
-        view = value[key] if type(value) is np.ndarray else None
-        if type(view) is not np.ndarray or not np.may_share_memory(view, value):
-            return None
-        t = new_tensor(view)
-        t._indexed_from = (base, key)
-        return t
-
     def detach_(self):
-        # the results of basic indexing are views in PyTorch (copies kept in step here)
-        if (self._base is not None or self._indexed_from is not None) and self._rg and not self.is_leaf:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._view_of is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+                "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+                "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
+                "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._drop_row(detached=True)
         self._rg = False
         return self
 
     @property
     def data(self):
-        t = self._indexed_view()
-        if t is not None:  # unlike detach(), not sharing the version counter, as in PyTorch
-            t._base = t._indexed_from[0]
-            t._detached_view = True
-            return t
-        t = new_tensor(_unpinned(self._value))
-        # the write-through of the Python-float storage of 0-d values, and the
-        # refresh of this tensor's indexed copies after an in-place op on t
-        t._base = self
-        t._detached_view = True
+        """A tensor sharing this one's storage, with no history and, unlike
+        detach()'s, a version counter of its own, as in PyTorch."""
+        t = new_tensor(self._memory())
+        if self.ndim == 0:  # the rows of a 0-d value hold a copy of it (sval): see _stored_through_data
+            t._data_of = self
         return t
+
+    def _stored_through_data(self):
+        """After a write through `.data` into this 0-d tensor's memory. As in
+        PyTorch, where .data shares the storage but not the version counter,
+        a non-leaf's graphs read the new value, also those recorded before:
+        its row takes the value in place (the row's sval). A leaf leaves its
+        row, which keeps the old value for the graphs that used it."""
+        tp, r = where(self)
+        if tp is None:
+            return
+        if self.is_leaf:
+            self._drop_row()
+        else:
+            tp.m_sval[r] = float(self._value)
+
+    @property
+    def _base(self):
+        return self._view_of
+
+    def _is_view(self):
+        return self._view_of is not None
 
     @data.setter
     def data(self, value):
@@ -550,17 +557,19 @@ class Tensor:
                 vc.add_row(self._ep, self._row)
         return vc
 
-    def _share_storage(self, view):
-        """Make `view` share this tensor's storage and version counter."""
+    def _share_storage(self, view, differentiable=True):
+        """Make `view` share this tensor's storage and version counter; a
+        differentiable view names the first tensor of the chain of views."""
         vc = self._version_counter()
         view._vc = vc
-        view._base = self
-        vc.views.append(weakref.ref(view))
+        if differentiable:
+            view._view_of = self if self._view_of is None else self._view_of
+        vc.add_view(view)
         if view._ep is not None:
             vc.add_row(view._ep, view._row)
 
     def _set_storage(self, value):
-        """Replace the value without history (`.data = ...`, and `.data` write-through).
+        """Replace the value without history (`.data = ...`).
 
         A registered leaf row keeps the old value; the next use registers afresh.
         """
@@ -577,22 +586,6 @@ class Tensor:
             value = value * 1.0  # a float of its own: it is the copy's liveness token
             copy = record(lookup("clone"), value, (self,), hidden=True)
             self._ep, self._row = copy._ep, copy._row
-        self._value = value
-        if self._base is not None and type(value) is float and self._vc is None:
-            self._base._set_storage(value)
-
-    def _store_through_data(self, value):
-        """A write through `.data` into this tensor's 0-d float storage. As in
-        PyTorch, where .data shares the storage but not the version counter,
-        a non-leaf's graphs read the new value, also those recorded before:
-        its row takes the value in place (the row's sval)."""
-        tp, r = where(self)
-        if tp is None or self.is_leaf:
-            self._set_storage(value)
-            return
-        value = value * 1.0  # a float of its own: the row's liveness token (Note [Tape layout])
-        tp.m_sval[r] = value
-        tp.owners[r] = value
         self._value = value
 
     def bump_version(self):

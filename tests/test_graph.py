@@ -973,7 +973,8 @@ def test_modifying_a_value_no_backward_needs_is_allowed():
                                        lambda w: w.permute(1, 0), lambda w: w.flatten()])
 def test_view_kept_across_no_grad_updates_of_its_base(make_view):
     # a training loop that keeps W.T: each use after an update saves the
-    # view's new value, so it is not "modified since it was saved"
+    # view's new value, so it is not "modified since it was saved"; torch
+    # 2.13 regenerates the view's grad_fn after its version changed
     w = tape.ones(2, 2, requires_grad=True)
     v = make_view(w)
     for _ in range(3):
@@ -984,7 +985,9 @@ def test_view_kept_across_no_grad_updates_of_its_base(make_view):
     scale = v.numel() // w.numel()  # expand sees each element twice
     expected = (1 - 0.2 * scale) ** 3
     np.testing.assert_allclose(w.detach().numpy(), np.full((2, 2), expected))
-    assert v.grad_fn is not None and v.grad_fn.name() == make_view(w).grad_fn.name()
+    assert v.grad_fn.name() == "AsStridedBackward0"
+    ((accumulate, _),) = v.grad_fn.next_functions
+    assert accumulate.variable is w
 
 
 def test_view_used_before_a_no_grad_update_still_raises():
