@@ -223,6 +223,18 @@ def _view_result(opdef, x, value, ints=None):
     return out
 
 
+def as_new_tensor(t):
+    """t, the result of an op that PyTorch returns as a new tensor but that
+    is a view of a tensor the op made internally here (matmul's squeeze of
+    its matrix product): it is no view. Its version counter stays the
+    internal tensor's, so an in-place change to t still makes the rows that
+    saved that tensor dirty."""
+    if t._view_of is not None:
+        t._view_of = None
+        t.__dict__.pop("_made_in_no_grad", None)
+    return t
+
+
 def _inherit_refusal(view, x):
     """A view made while recording of a view that PyTorch refuses to modify
     in place is refused too, named by its own op (`Output 0 of Slice`)."""

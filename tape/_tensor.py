@@ -6,6 +6,7 @@ import warnings
 import weakref
 
 import numpy as np
+from numpy.lib import array_utils as _array_utils
 
 from ._dtypes import cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
 from ._tape import DATA_FIELD, DIRTY, RETAIN, current_row, state, where
@@ -141,6 +142,29 @@ class _Version:
         return [v for ref in self.views if (v := ref()) is not None and v is not t]
 
 
+def _address(a):
+    """The address of array a's first element."""
+    return a.__array_interface__["data"][0]
+
+
+class UntypedStorage:
+    """The memory that a tensor and its views share, as far as PyTorch's
+    `Tensor.untyped_storage()` shows it: where it starts and its size."""
+    __slots__ = ("_array",)
+
+    def __init__(self, array):
+        self._array = array
+
+    def data_ptr(self):
+        return _array_utils.byte_bounds(self._array)[0]
+
+    def nbytes(self):
+        low, high = _array_utils.byte_bounds(self._array)
+        return high - low
+
+    size = nbytes
+
+
 class _LeafRef(weakref.ref):
     """The owner of a leaf row that its leaf has left: it reaches the leaf
     for `.grad` without keeping the row live (a subclass, so that CPython
@@ -212,6 +236,8 @@ class Tensor:
     _made_in_no_grad = False
     # the 0-d tensor whose `.data` this is (Tensor._stored_through_data)
     _data_of = None
+    # the tensor whose storage a result of detach() or .data shares (Tensor._storage_array)
+    _storage_of = None
     _left_rows = ()
     _left_rows_prune_at = 64
     # (weak reference to the epoch, row) of the row that a constant's uses share (Tape.adopt)
@@ -269,20 +295,46 @@ class Tensor:
         return self.shape[_shape_dim(dim, self.ndim)]
 
     def stride(self, dim=None):
-        """The element strides of this tensor laid out in C order: tape shows
-        every tensor as contiguous, whatever NumPy's layout of its value."""
-        strides = []
-        step = 1
-        for d in reversed(self.shape):
-            strides.insert(0, step)
-            step *= d
-        return tuple(strides) if dim is None else strides[_shape_dim(dim, self.ndim)]
+        """The strides of this tensor's memory in elements, as PyTorch's: a
+        view's are its own (a transpose's swapped, an expand's 0)."""
+        v = self._value
+        strides = () if type(v) is float else tuple(s // v.itemsize for s in v.strides)
+        return strides if dim is None else strides[_shape_dim(dim, self.ndim)]
 
     def is_contiguous(self, memory_format=None):
-        return True
+        v = self._value
+        return type(v) is float or v.flags.c_contiguous
 
     def contiguous(self, memory_format=None):
-        return self
+        """self when its memory is in C order, else a copy that is (CloneBackward0)."""
+        if self.is_contiguous():
+            return self
+        from ._record import op_result
+        from ._registry import lookup
+        return op_result(lookup("clone"), np.ascontiguousarray(self._value), (self,))
+
+    def storage_offset(self):
+        """Where this tensor's first element is in its storage, in elements."""
+        v = self._memory()
+        return (_address(v) - _array_utils.byte_bounds(self._storage_array())[0]) // v.itemsize
+
+    def data_ptr(self):
+        return _address(self._memory())
+
+    def untyped_storage(self):
+        return UntypedStorage(self._storage_array())
+
+    def _storage_array(self):
+        """The array whose memory is this tensor's storage: the memory of the
+        tensor that a chain of views, detach() and .data leads back to."""
+        t = self
+        while True:
+            if t._view_of is not None:
+                t = t._view_of
+            elif t._storage_of is not None:
+                t = t._storage_of
+            else:
+                return t._memory()
 
     def element_size(self):
         return self.dtype.itemsize
@@ -430,6 +482,7 @@ class Tensor:
         """A new tensor sharing storage and version counter, with no history."""
         view = new_tensor(self._memory())
         self._share_storage(view, differentiable=False)
+        view._storage_of = self
         return view
 
     def detach_(self):
@@ -448,6 +501,7 @@ class Tensor:
         """A tensor sharing this one's storage, with no history and, unlike
         detach()'s, a version counter of its own, as in PyTorch."""
         t = new_tensor(self._memory())
+        t._storage_of = self
         if self.ndim == 0:  # the rows of a 0-d value hold a copy of it (sval): see _stored_through_data
             t._data_of = self
         return t

@@ -109,3 +109,108 @@ def _case(view, op, kind):
 @pytest.mark.parametrize("key", sorted(TABLE))
 def test_in_place_op_on_a_view_matches_pytorch(key):
     assert _case(*key.split("|")) == TABLE[key]
+
+
+# -- layout: (name, make from x, shape, stride(), storage_offset(), is_contiguous(),
+# _is_view() (and then _base is x), whether it shares x's storage), from torch 2.13
+# for x = arange(24.).reshape(2, 3, 4) * 1
+LAYOUTS = [
+    ('view', lambda x: x.view(6, 4), (6, 4), (4, 1), 0, True, True, True),
+    ('reshape', lambda x: x.reshape(-1), (24,), (1,), 0, True, True, True),
+    ('t-reshape', lambda x: x.transpose(0, 1).reshape(-1), (24,), (1,), 0, True, False, False),
+    ('transpose', lambda x: x.transpose(0, 2), (4, 3, 2), (1, 4, 12), 0, False, True, True),
+    ('permute', lambda x: x.permute(2, 0, 1), (4, 2, 3), (1, 12, 4), 0, False, True, True),
+    ('mT', lambda x: x.mT, (2, 4, 3), (12, 1, 4), 0, False, True, True),
+    ('unsq0', lambda x: x.unsqueeze(0), (1, 2, 3, 4), (24, 12, 4, 1), 0, True, True, True),
+    ('unsq1', lambda x: x.unsqueeze(1), (2, 1, 3, 4), (12, 12, 4, 1), 0, True, True, True),
+    ('unsq-1', lambda x: x.unsqueeze(-1), (2, 3, 4, 1), (12, 4, 1, 1), 0, True, True, True),
+    ('None', lambda x: x[None], (1, 2, 3, 4), (24, 12, 4, 1), 0, True, True, True),
+    ('None mid', lambda x: x[:, None], (2, 1, 3, 4), (12, 12, 4, 1), 0, True, True, True),
+    ('None2', lambda x: x[None, None, :, None], (1, 1, 2, 1, 3, 4), (24, 24, 12, 12, 4, 1), 0, True, True, True),
+    ('squeeze', lambda x: x[:1].squeeze(), (3, 4), (4, 1), 0, True, True, True),
+    ('squeeze0', lambda x: x[:1].squeeze(0), (3, 4), (4, 1), 0, True, True, True),
+    ('expand', lambda x: x[:, :1].expand(2, 5, 4), (2, 5, 4), (12, 0, 1), 0, False, True, True),
+    ('expand new', lambda x: x[0, 0].expand(2, 4), (2, 4), (0, 1), 0, False, True, True),
+    ('narrow', lambda x: x.narrow(1, 1, 2), (2, 2, 4), (12, 4, 1), 4, False, True, True),
+    ('select', lambda x: x.select(2, 1), (2, 3), (12, 4), 1, False, True, True),
+    ('int', lambda x: x[1], (3, 4), (4, 1), 12, True, True, True),
+    ('int2', lambda x: x[1, 2], (4,), (1,), 20, True, True, True),
+    ('elem', lambda x: x[1, 2, 3], (), (), 23, True, True, True),
+    ('slice', lambda x: x[:, ::2, 1:], (2, 2, 3), (12, 8, 1), 1, False, True, True),
+    ('ell', lambda x: x[..., 1], (2, 3), (12, 4), 1, False, True, True),
+    ('ell2', lambda x: x[...], (2, 3, 4), (12, 4, 1), 0, True, True, True),
+    ('diag', lambda x: x.diagonal(0, 1, 2), (2, 3), (12, 5), 0, False, True, True),
+    ('diag1', lambda x: x.diagonal(1, 1, 2), (2, 3), (12, 5), 1, False, True, True),
+    ('diag-1', lambda x: x.diagonal(-1, 1, 2), (2, 2), (12, 5), 4, False, True, True),
+    ('diag02', lambda x: x.diagonal(0, 0, 2), (3, 2), (4, 13), 0, False, True, True),
+    ('unbind', lambda x: x.unbind(1)[1], (2, 4), (12, 1), 4, False, True, True),
+    ('split', lambda x: x.split(2, 2)[1], (2, 3, 2), (12, 4, 1), 2, False, True, True),
+    ('chunk', lambda x: x.chunk(2, 1)[1], (2, 1, 4), (12, 4, 1), 8, False, True, True),
+    ('view of view', lambda x: x[1].view(12), (12,), (1,), 12, True, True, True),
+    ('detach', lambda x: x.detach(), (2, 3, 4), (12, 4, 1), 0, True, False, True),
+    ('data', lambda x: x.data, (2, 3, 4), (12, 4, 1), 0, True, False, True),
+    ('detach slice', lambda x: x[1:].detach(), (1, 3, 4), (12, 4, 1), 12, True, False, True),
+    ('data slice', lambda x: x[:, 1].data, (2, 4), (12, 1), 4, False, False, True),
+    ('T2', lambda x: x[0].T, (4, 3), (1, 4), 0, False, True, True),
+    ('t', lambda x: x[0].t(), (4, 3), (1, 4), 0, False, True, True),
+    ('contig of t', lambda x: x.transpose(0, 1).contiguous(), (3, 2, 4), (8, 4, 1), 0, True, False, False),
+    ('zeros31', lambda x: tape.zeros(3, 1), (3, 1), (1, 1), 0, True, False, False),
+    ('0d', lambda x: tape.tensor(2.), (), (), 0, True, False, False),
+    ('mul of t', lambda x: x.transpose(0, 2) * 2, (4, 3, 2), (1, 4, 12), 0, False, False, False),
+    ('clone of t', lambda x: x.transpose(0, 2).clone(), (4, 3, 2), (1, 4, 12), 0, False, False, False),
+    ('flatten', lambda x: x.flatten(), (24,), (1,), 0, True, True, True),
+    ('flatten t', lambda x: x.mT.flatten(), (24,), (1,), 0, True, False, False),
+    ('ravel', lambda x: x.ravel(), (24,), (1,), 0, True, True, True),
+    ('movedim', lambda x: x.movedim(0, -1), (3, 4, 2), (4, 1, 12), 0, False, True, True),
+    ('swapaxes', lambda x: x.swapaxes(0, 1), (3, 2, 4), (4, 12, 1), 0, False, True, True),
+    ('view_as', lambda x: x.view_as(tape.zeros(4, 6)), (4, 6), (6, 1), 0, True, True, True),
+    ('expand_as', lambda x: x[:1].expand_as(x), (2, 3, 4), (0, 4, 1), 0, False, True, True),
+    ('unflatten', lambda x: x.reshape(2, 12).reshape(2, 3, 4), (2, 3, 4), (12, 4, 1), 0, True, True, True),
+]
+
+
+@pytest.mark.parametrize("name, make, shape, stride, offset, contiguous, is_view, shares",
+                         LAYOUTS, ids=[row[0] for row in LAYOUTS])
+def test_layout_of_views_is_pytorchs(name, make, shape, stride, offset, contiguous, is_view, shares):
+    x = tape.arange(24.).reshape(2, 3, 4) * 1
+    t = make(x)
+    assert (t.shape, t.stride(), t.storage_offset(), t.is_contiguous(), t._is_view()) == \
+        (shape, stride, offset, contiguous, is_view)
+    assert (t._base is x) if is_view else t._base is None
+    assert (t.untyped_storage().data_ptr() == x.untyped_storage().data_ptr()) == shares
+    if shares:
+        assert t.data_ptr() - x.data_ptr() == offset * t.element_size()
+    assert (t.contiguous() is t) == contiguous
+
+
+def test_contiguous_copies_a_strided_tensor_in_c_order():
+    # torch 2.13: a CloneBackward0 node, C-order strides, gradient the identity's
+    x = tape.arange(6., requires_grad=True)
+    t = (x * 1).reshape(2, 3).t()
+    c = t.contiguous()
+    assert (c.stride(), c.is_contiguous(), type(c.grad_fn).__name__) == ((2, 1), True, "CloneBackward0")
+    assert c.tolist() == [[0.0, 3.0], [1.0, 4.0], [2.0, 5.0]]
+    (c * tape.tensor([[1., 2.], [3., 4.], [5., 6.]])).sum().backward()
+    assert x.grad.tolist() == [1.0, 3.0, 5.0, 2.0, 4.0, 6.0]
+
+
+def test_views_share_the_version_counter_and_see_writes_to_the_base():
+    b = tape.zeros(2, 3)
+    views = [b.view(6), b.t(), b[1], b[0, 2], b.diagonal(), b.unsqueeze(0), b.detach(), b.narrow(1, 1, 2)]
+    b.add_(1)
+    b[0, 2] = 7.0
+    assert [v._version for v in views] == [2] * len(views)
+    assert views[3].item() == 7.0 and views[4].tolist() == [1.0, 1.0] and views[0].tolist()[2] == 7.0
+    data = b.data
+    data.mul_(2)  # .data shares the storage, not the version counter
+    assert (b._version, data._version, b.tolist()) == (2, 1, [[2.0, 2.0, 14.0], [2.0, 2.0, 2.0]])
+
+
+def test_a_write_through_any_view_reaches_the_base_and_every_other_view():
+    b = tape.zeros(3, 4)
+    row, column, element = b[1], b[:, 2], b[1, 2]
+    column.add_(1)
+    row.mul_(3)
+    element.sub_(10)
+    assert b.tolist() == [[0, 0, 1, 0], [0, 0, -7, 0], [0, 0, 1, 0]]
+    assert (row.tolist(), column.tolist(), element.item()) == ([0, 0, -7, 0], [1, -7, 1], -7.0)
