@@ -23,7 +23,7 @@ from ops import elementwise, linalg
 from ops.selection import masked_fill
 from ops.elementwise import add, div, mul, requires_grad, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _no_gradient, _no_gradient_native, _indexed, _region, _strided_gather,
-                       _strided_view, as_strided_op, reshape, strided_offsets, view_region)
+                       _strided_view, as_strided_op, getitem, reshape, strided_offsets, view_region)
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 _FILL = defop("fill_", "FillBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
@@ -116,17 +116,19 @@ def _original(t):
     return record(lookup("clone"), value, (t,), hidden=True)
 
 
-def _apply(t, compute, *args, saves_self=False):
+def _apply(t, compute, *args, saves_self=False, fills=False):
     """t changed in place to compute(t, *args), recorded as PyTorch records
     it: on a tensor owning its storage, the op's node becomes t's grad_fn; on
     a view, the op runs on the view's elements of its base, whose grad_fn
     becomes CopySlices of its old one and the op (Note [In-place ops on
-    views]). Either way every live view of the storage follows."""
+    views]). Either way every live view of the storage follows. An op that
+    `fills` t with one value may write an expanded tensor, as in PyTorch."""
     if t._refused_view is not None and state.tape.grad_enabled:
         name, i, why = t._refused_view
         raise RuntimeError(f"Output {i} of {name} is a view and is being modified inplace. {why}")
     recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
-    _check_overlap(t)
+    if not fills:
+        _check_overlap(t)
     _check_inplace(t, recording)
     base = t._view_of
     if not recording:
@@ -212,11 +214,15 @@ def _rebase_sharers(vc, rebound):
             _rebind(v, record(as_strided_op(region), v._value, (base,), ints=region))
 
 
+def _overlaps(v):
+    """Whether value v has elements at one memory location (an expanded tensor's)."""
+    return type(v) is np.ndarray and v.size and any(s == 0 and d > 1 for s, d in zip(v.strides, v.shape))
+
+
 def _check_overlap(t):
     """PyTorch's refusal to write into an expanded tensor, before anything
     changes (NumPy's broadcast view is read-only: a ValueError, late)."""
-    v = t._value
-    if type(v) is np.ndarray and v.size and any(s == 0 and d > 1 for s, d in zip(v.strides, v.shape)):
+    if _overlaps(t._value):
         raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
                            "refers to a single memory location. Please clone() the tensor before "
                            "performing the operation.")
@@ -450,7 +456,7 @@ def normal_(t, mean=0, std=1):
 
 @declare(signature="input", batch=in_place)
 def zero_(t):
-    return _apply(t, _constant_op(_ZERO, 0))
+    return _apply(t, _constant_op(_ZERO, 0), fills=True)
 
 
 def _check_fill_value(value):
@@ -477,9 +483,9 @@ def fill_(t, value):
     if isinstance(value, Tensor):
         _check_fill_value(value)
         if value._rg:  # differentiable in the value: a copy of it, broadcast
-            return _apply(t, _copy, value)
+            return _apply(t, _copy, value, fills=True)
         value = value.item()
-    return _apply(t, _constant_op(_FILL, value))
+    return _apply(t, _constant_op(_FILL, value), fills=True)
 
 
 def _batched_masked_fill(op, args):
@@ -639,6 +645,13 @@ def setitem(t, key, value):
     if recording and t._rg and t.is_leaf:  # PyTorch writes through a view of t here
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
+    if opdef is not _INDEX and _overlaps(t._value):
+        # the region of an expanded tensor may be written where the whole may
+        # not: through its view, as PyTorch writes every basic-indexing region
+        region = getitem(t, key)
+        _apply(region, _copy if isinstance(value, Tensor) else _constant_op(_FILL, value),
+               *((value,) if isinstance(value, Tensor) else ()))
+        return
     _check_overlap(t)
     if not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg:
         t._value[key] = value._array() if isinstance(value, Tensor) else value

@@ -17,7 +17,7 @@ from tape._dtypes import promoted
 from tape._record import record, sum_to
 from tape._registry import defop, native_helper
 from tape._tape import state
-from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
+from tape._tensor import Tensor, _address, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
 
 def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     reduce_broadcast(G, GA, osh, xsh, 1.0)
@@ -190,8 +190,7 @@ def view_region(base, view):
     index): a strided descriptor (offset, then a stride per dim of view)
     when base is C-contiguous, else an array of flat positions."""
     item = base.itemsize
-    start = base.__array_interface__["data"][0]
-    at = view.__array_interface__["data"][0]
+    start, at = _address(base), _address(view)
     if base.flags.c_contiguous:
         return ((at - start) // item if view.size else 0,) + tuple(s // item for s in view.strides)
     # base's C-order positions written into memory laid out as base's, read back through view's layout
