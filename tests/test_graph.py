@@ -1258,8 +1258,8 @@ def test_in_place_on_a_view_made_before_its_leaf_required_grad_raises_pytorchs_e
 
 
 @pytest.mark.parametrize("detach", [lambda a: a[1:].detach(), lambda a: a[1:].data, lambda a: a.detach()[1:]])
-def test_in_place_with_grad_on_on_a_detached_slice_writes_the_tensor_and_its_copies(detach):
-    # torch 2.13: allowed for a leaf; a copy indexed from the tensor follows
+def test_in_place_with_grad_on_on_a_detached_slice_writes_the_tensor_and_its_views(detach):
+    # torch 2.13: allowed for a leaf; a view of the tensor follows
     a = tape.ones(3, requires_grad=True)
     detach(a).add_(1)
     assert a.tolist() == [1.0, 2.0, 2.0] and a.grad_fn is None

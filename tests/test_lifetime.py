@@ -433,10 +433,10 @@ def test_compaction_during_a_create_graph_backward_keeps_gradients_right():
         np.testing.assert_allclose(g.detach().numpy(), 2 * c * p * np.cos(c * p ** 2), rtol=1e-12)
 
 
-def test_an_in_place_op_after_compaction_updates_the_base_s_indexed_copies():
-    # compaction renumbers the copy's row below where its old number pointed
-    # (past the end of the tape here); the write looked it up unrenumbered.
-    # Values and gradient from PyTorch, where the copy is a view
+def test_an_in_place_op_after_compaction_rebases_the_base_s_views():
+    # compaction renumbers the view's row below where its old number pointed
+    # (past the end of the tape here); the write must look it up renumbered.
+    # Values and gradient from PyTorch
     def run():
         x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
         for _ in range(200):
