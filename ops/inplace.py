@@ -175,6 +175,8 @@ def _apply_to_view(t, base, compute, args, saves_self):
         x = new_tensor(wrap_value(np.array(t._value, copy=True)))
     res = compute(x, *args)
     _write(t, res)
+    # the op's result is the view's new value in PyTorch, which a later write changes
+    base._vc.add_row(res._ep, res._row)
     ints = region + t.shape if type(region) is tuple else region
     copy = record(_VIEW_COPY_SLICES if type(region) is tuple else _VIEW_COPY_SLICES_AT, base._value,
                   (base if base._rg else None, res), ints=ints)

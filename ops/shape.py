@@ -14,8 +14,8 @@ from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched
 
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
-from tape._record import record, sum_to
-from tape._registry import defop, native_helper
+from tape._record import op_result, record, sum_to
+from tape._registry import defop, lookup, native_helper
 from tape._tape import state
 from tape._tensor import Tensor, _address, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
 
@@ -129,6 +129,11 @@ _SIZES = (("self_sym_sizes", "x_shape"),)
 _EXPAND = defop("expand", "ExpandBackward0", 1, vjp=lambda ctx, g: (sum_to(g, ctx.x_shape),),
                 native=_expand_native, saved=_SIZES)
 _VIEW = defop("view", "ViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
+# reshape's other nodes: a view of a tensor not in C order, and the reshape of
+# the contiguous copy (CloneBackward0) of a tensor no view can reshape
+_RESHAPE_ALIAS = defop("reshape_alias", "ReshapeAliasBackward0", 1, vjp=_reshape_vjp, native=_flat_native,
+                       saved=_SIZES)
+_UNSAFE_VIEW = defop("unsafe_view", "UnsafeViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
 _UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native)
 _SQUEEZE_ALL = defop("squeeze", "SqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
 _SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
@@ -207,7 +212,7 @@ def _view_result(opdef, x, value, ints=None):
     """Record a view op: `value`, made from x's memory (`x._memory()`), is a
     view of it, and the result shares x's storage and version counter,
     unless NumPy had to copy (reshape of a transpose), as in PyTorch."""
-    shares = type(value) is np.ndarray and np.may_share_memory(value, x._value)
+    shares = _shares(value, x._value)
     if not shares:
         value = wrap_value(value)
     if x._rg and state.tape.grad_enabled:
@@ -220,6 +225,24 @@ def _view_result(opdef, x, value, ints=None):
             out._made_in_no_grad = True
         _inherit_refusal(out, x)
     return out
+
+
+def _shares(value, memory):
+    """Whether array `value` views array `memory` (an empty one has no
+    memory to share: its NumPy base tells)."""
+    if type(value) is not np.ndarray:
+        return False
+    if value.size:
+        return np.may_share_memory(value, memory)
+    return _owner(value) is _owner(memory)
+
+
+def _owner(a):
+    """The object that owns array a's memory (as_strided's views name
+    theirs through a holder, which has the array as its base too)."""
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return a
 
 
 def as_new_tensor(t):
@@ -281,9 +304,14 @@ def reshape(x, *shape):
     (2, 3)
     """
     shape = _infer_shape(_shape_arg(shape), x.numel())
-    if shape == x.shape:
-        return _view_result(_VIEW, x, x._memory().view()) if x._rg else x
-    return _view_result(_VIEW, x, x._memory().reshape(shape))
+    if shape == x.shape and not x._rg:
+        return x
+    memory = x._memory()
+    value = memory.view() if shape == x.shape else memory.reshape(shape)
+    if _shares(value, memory):
+        return _view_result(_VIEW if memory.flags.c_contiguous else _RESHAPE_ALIAS, x, value)
+    # as PyTorch: a copy in C order, reshaped (its result is no view)
+    return op_result(_UNSAFE_VIEW, value, (op_result(lookup("clone"), np.ascontiguousarray(memory), (x,)),))
 
 
 @declare(batch=_reshape_rule)

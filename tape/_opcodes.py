@@ -160,5 +160,7 @@ OPCODES = {
     "as_strided_at": 153,
     "view_copy_slices": 154,
     "view_copy_slices_at": 155,
+    "reshape_alias": 156,
+    "unsafe_view": 157,
 }
-NEXT_OPCODE = 156
+NEXT_OPCODE = 158
