@@ -31,10 +31,12 @@ _UNIFORM = defop("uniform_", "UniformBackward0", 1, vjp=_no_gradient, native=_no
 _NORMAL = defop("normal_", "NormalBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
-_NO_GRAD_VIEW = ("A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
-                 "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
-                 "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
-                 "inplace to be tracked) or both outside (if you want the inplace to be tracked).")
+_NO_GRAD_VIEW_MADE = "A view was created in no_grad mode"
+_WITH_GRAD = " with grad mode enabled"
+_NO_GRAD_VIEW = (f"{_NO_GRAD_VIEW_MADE} and is being modified inplace{_WITH_GRAD}. Given that this use case is "
+                 "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and "
+                 "the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or "
+                 "both outside (if you want the inplace to be tracked).")
 
 
 def _check_inplace(t, recording):
@@ -123,10 +125,11 @@ def _apply(t, compute, *args, saves_self=False, fills=False):
     becomes CopySlices of its old one and the op (Note [In-place ops on
     views]). Either way every live view of the storage follows. An op that
     `fills` t with one value may write an expanded tensor, as in PyTorch."""
-    if t._refused_view is not None and state.tape.grad_enabled:
-        name, i, why = t._refused_view
-        raise RuntimeError(f"Output {i} of {name} is a view and is being modified inplace. {why}")
     recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
+    if t._refused_view is not None and (recording or t._rg and state.tape.grad_enabled):
+        name, i, why = t._refused_view
+        made = _NO_GRAD_VIEW_MADE if name is None else f"Output {i} of {name} is a view"
+        raise RuntimeError(f"{made} and is being modified inplace{_WITH_GRAD if name is None else ''}. {why}")
     if not fills:
         _check_overlap(t)
     _check_inplace(t, recording)

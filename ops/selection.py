@@ -213,11 +213,13 @@ _MULTI_VIEW = ("This view is the output of a function that returns multiple view
 
 def _views_of(name, outputs):
     """The outputs of a function that returns several views, marked so that an
-    in-place op on one that requires grad raises, as in PyTorch."""
+    in-place op on one raises while recording, as in PyTorch: the outputs of
+    a node by its name, those of a tensor that does not require grad as
+    views made without grad (name None)."""
     siblings = [(t._ep, t._row) for t in outputs if t._rg and t._ep is not None]
     for i, t in enumerate(outputs):
+        t._refused_view = (name if t._rg else None, i, _MULTI_VIEW)
         if t._rg:
-            t._refused_view = (name, i, _MULTI_VIEW)
             t._siblings = siblings
     return tuple(outputs)
 

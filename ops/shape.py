@@ -258,10 +258,12 @@ def as_new_tensor(t):
 
 
 def _inherit_refusal(view, x):
-    """A view made while recording of a view that PyTorch refuses to modify
-    in place is refused too, named by its own op (`Output 0 of Slice`)."""
-    if x._refused_view is not None and view._rg:
-        view._refused_view = (re.sub(r"Backward\d*$", "", view.grad_fn.name()), 0, x._refused_view[2])
+    """A view of a view that PyTorch refuses to modify in place is refused
+    too: made while recording, named by its own op (`Output 0 of Slice`); of
+    a tensor that does not require grad, as a view made without grad."""
+    if x._refused_view is not None and (view._rg or not x._rg):
+        name = re.sub(r"Backward\d*$", "", view.grad_fn.name()) if view._rg else None
+        view._refused_view = (name, 0, x._refused_view[2])
 
 
 def _shape_arg(shape):
@@ -1006,7 +1008,7 @@ def ravel(input):
     >>> tape.ravel(tape.ones(2, 3)).shape
     (6,)
     """
-    return input.reshape(-1)
+    return input.contiguous().view(-1)  # as PyTorch's: a copy is CloneBackward0, then ViewBackward0
 
 
 @declare(signature="input, dim, start, length", batch=composite)
