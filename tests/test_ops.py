@@ -308,6 +308,9 @@ CASES += [
     Case("matmul_broadcast", lambda x, y: x @ y, np.matmul, ((2, 2, 3), (3, 2))),
     Case("matmul_batched_vec", lambda x, y: tape.matmul(x, y), np.matmul, ((2, 2, 3), (3,))),
     Case("reshape", lambda x: x.reshape(3, 2), lambda a: a.reshape(3, 2), ((2, 3),)),
+    # no view reshapes a transpose: a copy (CloneBackward0), reshaped (UnsafeViewBackward0)
+    Case("reshape_copying", lambda x: x.t().reshape(-1), lambda a: a.T.reshape(-1), ((2, 3),)),
+    Case("reshape_aliasing", lambda x: x.t().reshape(3, 1, 2), lambda a: a.T.reshape(3, 1, 2), ((2, 3),)),
     Case("view_infer", lambda x: x.view(-1), lambda a: a.reshape(-1), ((2, 3),)),
     Case("flatten", lambda x: x.flatten(1), lambda a: a.reshape(2, 6), ((2, 3, 2),)),
     Case("transpose", lambda x: x.transpose(0, 2), lambda a: a.transpose(2, 1, 0), ((2, 3, 2),)),
