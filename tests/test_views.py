@@ -165,6 +165,7 @@ LAYOUTS = [
     ('swapaxes', lambda x: x.swapaxes(0, 1), (3, 2, 4), (4, 12, 1), 0, False, True, True),
     ('view_as', lambda x: x.view_as(tape.zeros(4, 6)), (4, 6), (6, 1), 0, True, True, True),
     ('expand_as', lambda x: x[:1].expand_as(x), (2, 3, 4), (0, 4, 1), 0, False, True, True),
+    ('reshape to its shape', lambda x: x.reshape(2, 3, 4), (2, 3, 4), (12, 4, 1), 0, True, True, True),
     ('unflatten', lambda x: x.reshape(2, 12).reshape(2, 3, 4), (2, 3, 4), (12, 4, 1), 0, True, True, True),
 ]
 
