@@ -18,14 +18,14 @@ from tape._record import _broadcast_input, binary, record
 from tape._node import keep_arguments
 from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop, lookup, native_helper
 from tape._tape import RETAIN, state, where
-from tape._tensor import Tensor, new_tensor, wrap_value
+from tape._tensor import Tensor, _dead_token, new_tensor, wrap_value
 
 from ops import elementwise, linalg
 from ops.selection import masked_fill
 from ops.elementwise import add, div, mul, requires_grad, sub
 from ops.shape import (_INDEX, _SLICE, _gather, _index_key, _no_gradient, _no_gradient_native, _indexed, _region,
-                       _strided_gather, _strided_view, advanced_indexing_arguments, register_copy, reshape,
-                       strided_offsets)
+                       _strided_gather, _strided_view, advanced_indexing_arguments, as_strided_op, getitem, reshape,
+                       strided_offsets, view_region)
 
 _ZERO = defop("zero_", "ZeroBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 _FILL = defop("fill_", "FillBackward2", 1, vjp=_no_gradient, native=_no_gradient_native)
@@ -33,24 +33,24 @@ _UNIFORM = defop("uniform_", "UniformBackward0", 1, vjp=_no_gradient, native=_no
 _NORMAL = defop("normal_", "NormalBackward0", 1, vjp=_no_gradient, native=_no_gradient_native)
 
 
+_NO_GRAD_VIEW_MADE = "A view was created in no_grad mode"
+_WITH_GRAD = " with grad mode enabled"
+_NO_GRAD_VIEW = (f"{_NO_GRAD_VIEW_MADE} and is being modified inplace{_WITH_GRAD}. Given that this use case is "
+                 "ambiguous and error-prone, it is forbidden. You can clarify your code by moving both the view and "
+                 "the inplace either both inside the no_grad block (if you don't want the inplace to be tracked) or "
+                 "both outside (if you want the inplace to be tracked).")
+
+
 def _check_inplace(t, recording):
-    # a view made by detach() or .data keeps its grad_fn when its storage
-    # changes, and its base's graph does not see a change made through it
-    base = None if t._detached_view else t._base
-    if base is not None and state.tape.grad_enabled:
-        # a view of a leaf requires grad when the leaf does, in PyTorch even
-        # when made before: an in-place op on it is refused with nothing recorded
+    """PyTorch's refusals of an in-place op on t, before anything changes."""
+    base = t._view_of
+    # a view requires grad when its base does, in PyTorch even when made before
+    if base is not None and state.tape.grad_enabled and (recording or base._rg):
+        if t._made_in_no_grad:
+            raise RuntimeError(_NO_GRAD_VIEW)
         _refuse_view_of_leaf(base)
-    if not recording:
-        return
-    if t._rg and t.is_leaf:
+    if recording and t._rg and t.is_leaf:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation.")
-    views = [v for v in t._vc.other_views(t) if not v._detached_view] if t._vc is not None else []
-    if t._detached_view:
-        views = [v for v in views if v is not t._base]
-    if (base is not None and (t._rg or base._rg)) or any(v._rg for v in views):
-        raise RuntimeError("in-place operations on a tensor that shares storage with a view, while "
-                           "recording for autograd, are not supported yet; use the out-of-place op")
 
 
 def _refuse_view_of_leaf(base):
@@ -68,27 +68,29 @@ def _write(t, res):
         raise RuntimeError(f"result type {scalar_type_name(res.dtype)} can't be cast to the desired output type "
                            f"{scalar_type_name(t.dtype)}")
     t.bump_version()
-    if type(t._value) is float or t.ndim == 0 and not isinstance(t._value, np.ndarray):
+    if type(t._value) is float:  # a 0-d float64 tensor's storage, which nothing views
         t._value = float(res.item())
-        base = t._base
-        if base is not None and type(base._value) is float:
-            if t._vc is base._vc:  # detach(): the base's version changed too
-                base._set_storage(t._value)
-            else:  # .data, which shares the storage only
-                base._store_through_data(t._value)
     else:
         np.copyto(t._value, res._array(), casting="same_kind")
+        if t._data_of is not None:
+            t._data_of._stored_through_data()
 
 
 def _rebind(t, res):
     """Give t the row that recorded `res`; the row's value lives on in keep.
-    A retained gradient follows t, as PyTorch's retains_grad hook moves to
-    the tensor's new grad_fn."""
+    The row t leaves is no longer t's: the graphs that use it keep it (and
+    its value), and it dies with them rather than with t. A retained
+    gradient follows t, as PyTorch's retains_grad hook moves to the tensor's
+    new grad_fn."""
     retains = t.retains_grad
+    old_tape, old_row = where(t)
     if retains:
-        old_tape, old_row = where(t)
         old_tape.flags[old_row] &= ~np.uint8(RETAIN)
         del old_tape.retained[old_row]
+    if old_tape is not None and old_tape.owners[old_row] is t:
+        if type(t._value) is not float:
+            old_tape.keep.setdefault(old_row, t._value)
+        old_tape.owners[old_row] = _dead_token()
     tp, r = where(res)
     tp.owners[r] = t._value if type(t._value) is float else t
     if type(res._value) is not float:
@@ -118,127 +120,119 @@ def _original(t):
     return record(lookup("clone"), value, (t,), hidden=True)
 
 
-def _through_index(t, compute, args, saves_self):
-    """An in-place op on the result of basic indexing, which is a view in
-    PyTorch. Here it is a view of the indexed tensor's storage only without
-    grad (and not for an element, which NumPy copies): otherwise the op
-    changes t, which is then written into the indexed tensor (base[key] = t,
-    recorded as PyTorch's CopySlices), and so on up a chain of indexing."""
-    (base, key), t._indexed_from = t._indexed_from, None
-    try:
-        recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
-        if state.tape.grad_enabled:  # as _check_inplace
-            _refuse_view_of_leaf(base)
-        if t._base is base:
-            if not recording:  # the write reaches base's storage (and _apply refreshes base's copies)
-                return _apply(t, compute, *args, saves_self=saves_self)
-            _own_storage(t, base)
-        _apply(t, compute, *args, saves_self=saves_self)
-    finally:
-        t._indexed_from = (base, key)
-    # t is what base[key] becomes: refreshing it from base would change it in
-    # place again, spoiling the rows that saved it (v[:1].sqrt_() saves its result)
-    t._writing_back = True
-    try:
-        setitem(base, key, t)
-    finally:
-        del t._writing_back
-    return t
-
-
-def _own_storage(t, base):
-    """Make view t of base a copy, so that recording a change to it and
-    writing it back are two steps; as a copy, a change to base refreshes it."""
-    t.keep_recorded_value()
-    vc = t._vc
-    vc.views = [ref for ref in vc.views if ref() is not t]
-    t._vc = t._base = None
-    t._value = np.array(t._value, copy=True)
-    register_copy(base, t)
-
-
-def _apply(t, compute, *args, saves_self=False):
-    if t._refused_view is not None and state.tape.grad_enabled:
-        name, i, why = t._refused_view
-        raise RuntimeError(f"Output {i} of {name} is a view and is being modified inplace. {why}")
-    if t._indexed_from is not None and not t._detached_view:
-        return _through_index(t, compute, args, saves_self)
-    _apply_here(t, compute, args, saves_self)
-    _refresh_indexed(t)
-    base = t._base
-    while base is not None:  # t's write is its bases' too: refresh the copies indexed from them
-        _refresh_indexed(base)
-        base = base._base
-    return t
-
-
-# references to a tensor in _refresh_indexed's loop when nothing else holds
-# it: its local name and getrefcount's argument
-_UNUSED_REFS = 2
-
-
-def _refresh_indexed(t):
-    """The copies that indexing t made (views in PyTorch) take t's new value:
-    each is indexed afresh, in place, so rows that saved its old value become
-    dirty, and while recording its new row reads t's."""
-    copies = t._indexed_copies
-    if not copies:
-        return
-    t._indexed_copies = []
-    for ref in copies:
-        v = ref()
-        if v is None or v._indexed_from is None or v._indexed_from[0] is not t:
-            continue
-        t._indexed_copies.append(ref)
-        if getattr(v, "_writing_back", False):  # see _through_index
-            continue
-        owning_tape, row = where(v)  # its row in the current numbering: compaction renumbers
-        if sys.getrefcount(v) <= _UNUSED_REFS + (row >= 0 and owning_tape.owners[row] is v):
-            # only the tape holds it: no need of a new value, but graphs that
-            # saved the old one must not use it
-            v.bump_version()
-            continue
-        key = v._indexed_from[1]
-        # recorded when t requires grad: the copy's gradient reaches t's graph, as a view's does
-        _apply_here(v, lambda _, changed: changed[key], (t,), False)
-
-
-def _check_overlap(t):
-    """PyTorch's refusal to write into an expanded tensor, before anything
-    changes (NumPy's broadcast view is read-only: a ValueError, late)."""
-    v = t._value
-    if type(v) is np.ndarray and v.size and any(s == 0 and d > 1 for s, d in zip(v.strides, v.shape)):
-        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
-                           "refers to a single memory location. Please clone() the tensor before "
-                           "performing the operation.")
-
-
-def _apply_here(t, compute, args, saves_self):
+def _apply(t, compute, *args, saves_self=False, fills=False):
+    """t changed in place to compute(t, *args), recorded as PyTorch records
+    it: on a tensor owning its storage, the op's node becomes t's grad_fn; on
+    a view, the op runs on the view's elements of its base, whose grad_fn
+    becomes CopySlices of its old one and the op (Note [In-place ops on
+    views]). Either way every live view of the storage follows. An op that
+    `fills` t with one value may write an expanded tensor, as in PyTorch."""
     recording = state.tape.grad_enabled and (t._rg or any(requires_grad(a) for a in args))
-    _check_overlap(t)
+    if t._refused_view is not None and (recording or t._rg and state.tape.grad_enabled):
+        name, i, why = t._refused_view
+        made = _NO_GRAD_VIEW_MADE if name is None else f"Output {i} of {name} is a view"
+        raise RuntimeError(f"{made} and is being modified inplace{_WITH_GRAD if name is None else ''}. {why}")
+    if not fills:
+        _check_overlap(t)
     _check_inplace(t, recording)
-    if recording:
-        # a constant's old value must survive the write for the VJP that saved it
-        if not t._rg:
+    base = t._view_of
+    if not recording:
+        with no_grad():
+            res = compute(t, *args)
+        _write(t, res)  # a leaf leaves its row, dirty for the graphs that saved it
+        rebound = None
+    elif base is None:
+        if not t._rg:  # a constant's old value must survive the write for the VJP that saved it
             x = new_tensor(wrap_value(np.array(t._value, copy=True)))
         else:
             x = _original(t) if saves_self else t
         res = compute(x, *args)
         _write(t, res)
         _rebind(t, res)
+        rebound = t
+    else:
+        _apply_to_view(t, base, compute, args, saves_self)
+        rebound = base
+    _rebase_sharers(t._vc, rebound)
+    return t
+
+
+# Note [In-place ops on views]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# An in-place op on a view v of base b, recorded, is PyTorch's rebase: b's
+# new row is CopySlices(b's old row, op(v's elements of b's old row)), whose
+# gradient is b's with v's region taken out for the first input and v's
+# region for the second (put_vjp). The op reads v's elements through a
+# hidden as_strided row of b's old row (a copy of them when its backward
+# reads them), not through v's own row: the node of v's old row, and the
+# hooks on it, are not on the new path, as in PyTorch, where CopySlices runs
+# the op's node itself. Then every live tensor sharing the storage takes a
+# fresh row reading the new value (_rebase_sharers), v among them: a view
+# AsStridedBackward0 of its base's row, a tensor owning its storage a hidden
+# copy, its grad_fn unchanged. PyTorch regenerates a view's grad_fn when it
+# is next read after its version changed; the rows are made at once here.
+def _apply_to_view(t, base, compute, args, saves_self):
+    region = view_region(base._value, t._value)
+    if base._rg:
+        value = np.array(t._value, copy=True) if saves_self else t._value
+        x = record(as_strided_op(region), value, (base,), ints=region, hidden=True)
+    else:
+        x = new_tensor(wrap_value(np.array(t._value, copy=True)))
+    res = compute(x, *args)
+    _write(t, res)
+    # the op's result is the view's new value in PyTorch, which a later write changes
+    base._vc.add_row(res._ep, res._row)
+    ints = region + t.shape if type(region) is tuple else region
+    copy = record(_VIEW_COPY_SLICES if type(region) is tuple else _VIEW_COPY_SLICES_AT, base._value,
+                  (base if base._rg else None, res), ints=ints)
+    _rebind(base, copy)
+
+
+# references to a tensor in _rebase_sharers's loop when nothing else holds
+# it: its local name and getrefcount's argument
+_UNUSED_REFS = 2
+
+
+def _rebase_sharers(vc, rebound):
+    """After a write into the storage of version counter vc: each tensor
+    sharing it that requires grad, but `rebound` (which has its new row),
+    takes a fresh row reading the new value, so that its uses from now on
+    are not those of a value modified since it was saved (the graphs that
+    saved the old value raise): a view AsStridedBackward0 of its base's row,
+    any other a hidden copy, which leaves its grad_fn as it was. Tensors that
+    only the tape holds (an op's internal views) cannot be used again."""
+    if vc is None:
         return
-    views = t._vc.other_views(t) if t._vc is not None else []
-    with no_grad():
-        res = compute(t, *args)
-    _write(t, res)  # a leaf leaves its row, dirty for the graphs that saved it
-    # keep the history, as PyTorch does: t, and each view of its storage, if
-    # recorded, takes a fresh row whose value is the new one, hidden, so that
-    # its grad_fn is still its last op's; its old row is dirty for the graphs
-    # that saved it, not for the ops that use it from now on (W.T kept across
-    # a training loop's no_grad updates of W)
-    for v in (t, *views):
-        if v._rg and not v.is_leaf:
+    live = []
+    for ref in vc.views:
+        v = ref()
+        if v is None or v is rebound:
+            continue
+        tp, r = where(v)
+        if sys.getrefcount(v) > _UNUSED_REFS + (r >= 0 and tp.owners[r] is v):
+            live.append(v)
+    for v in live:
+        if v._view_of is None and v._rg and not v.is_leaf:
             _rebind(v, record(lookup("clone"), v._value, (v,), hidden=True))
+    for v in live:
+        base = v._view_of
+        if base is not None and base._rg:
+            region = view_region(base._value, v._value)
+            _rebind(v, record(as_strided_op(region), v._value, (base,), ints=region))
+
+
+def _overlaps(v):
+    """Whether value v has elements at one memory location (an expanded tensor's)."""
+    return type(v) is np.ndarray and v.size and any(s == 0 and d > 1 for s, d in zip(v.strides, v.shape))
+
+
+def _check_overlap(t):
+    """PyTorch's refusal to write into an expanded tensor, before anything
+    changes (NumPy's broadcast view is read-only: a ValueError, late)."""
+    if _overlaps(t._value):
+        raise RuntimeError("unsupported operation: more than one element of the written-to tensor "
+                           "refers to a single memory location. Please clone() the tensor before "
+                           "performing the operation.")
 
 
 # PyTorch's refusals of another tensor batched where self is not (Note
@@ -470,7 +464,7 @@ def normal_(t, mean=0, std=1):
 
 @declare(signature="input", batch=in_place)
 def zero_(t):
-    return _apply(t, _constant_op(_ZERO, 0))
+    return _apply(t, _constant_op(_ZERO, 0), fills=True)
 
 
 def _check_fill_value(value):
@@ -497,9 +491,9 @@ def fill_(t, value):
     if isinstance(value, Tensor):
         _check_fill_value(value)
         if value._rg:  # differentiable in the value: a copy of it, broadcast
-            return _apply(t, _copy, value)
+            return _apply(t, _copy, value, fills=True)
         value = value.item()
-    return _apply(t, _constant_op(_FILL, value))
+    return _apply(t, _constant_op(_FILL, value), fills=True)
 
 
 def _batched_masked_fill(op, args):
@@ -576,6 +570,13 @@ def _put_vjp(ctx, g, where_, shape):
 
 
 _COPY_SLICES = defop("copy_slices", "CopySlices", 2, vjp=_copy_slices_vjp, native=_copy_slices_native)
+# the base of a view changed in place: CopySlices of the in-place op's result,
+# whose node it runs (Note [In-place ops on views]); the region flat positions
+# where the base's memory is not in C order
+_VIEW_COPY_SLICES = defop("view_copy_slices", "CopySlices", 2, vjp=_copy_slices_vjp,
+                          native=_copy_slices_native, runs_second=True)
+_VIEW_COPY_SLICES_AT = defop("view_copy_slices_at", "CopySlices", 2, vjp=_index_put_vjp,
+                             native=_index_put_native, runs_second=True)
 _INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, saves=SAVES_ROW, vjp=_index_put_vjp,
                    native=_index_put_native, saved=(
                        ("accumulate", "arg"),
@@ -658,12 +659,17 @@ def setitem(t, key, value):
     if recording and t._rg and t.is_leaf:  # PyTorch writes through a view of t here
         raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
+    if opdef is not _INDEX and _overlaps(t._value):
+        # the region of an expanded tensor may be written where the whole may
+        # not: through its view, as PyTorch writes every basic-indexing region
+        region = getitem(t, key)
+        _apply(region, _copy if isinstance(value, Tensor) else _constant_op(_FILL, value),
+               *((value,) if isinstance(value, Tensor) else ()))
+        return
     _check_overlap(t)
-    if (not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg
-            and t._indexed_from is None):
+    if not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg:
         t._value[key] = value._array() if isinstance(value, Tensor) else value
         t.bump_version()
-        _refresh_indexed(t)
         return
     where_ = _region(t.shape, key, opdef)
     indices = () if isinstance(where_, tuple) else advanced_indexing_arguments(t.shape, _index_key(given))["indices"]

@@ -24,7 +24,7 @@ from ops.comparison import _expect_tensor
 from ops.elementwise import scalar_in
 from ops.reduction import sum as _sum
 from ops.selection import diagonal
-from ops.shape import expand, permute, reshape, squeeze, transpose, unsqueeze
+from ops.shape import as_new_tensor, expand, permute, reshape, squeeze, transpose, unsqueeze
 
 # The forward products call np.dot, not @: the same BLAS call and result,
 # 0.7 us sooner on small matrices (np.matmul's ufunc machinery). The native
@@ -558,7 +558,7 @@ def matmul(input, other):
     if x.ndim == 2 and y.ndim == 2:
         return mm(x, y)
     if x.ndim == 1 and y.ndim == 2:
-        return squeeze(mm(unsqueeze(x, 0), y), 0)
+        return as_new_tensor(squeeze(mm(unsqueeze(x, 0), y), 0))
     xb = unsqueeze(x, 0) if x.ndim == 1 else x
     yb = unsqueeze(y, -1) if y.ndim == 1 else y
     batch = broadcast_shapes(xb.shape[:-2], yb.shape[:-2])
@@ -574,7 +574,7 @@ def matmul(input, other):
         out = squeeze(out, -2)
     if y.ndim == 1:
         out = squeeze(out, -1)
-    return out
+    return as_new_tensor(out)
 
 
 @declare(function=False, methods=("__rmatmul__",), operands=2, batch=_batched_rmatmul)

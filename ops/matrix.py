@@ -21,7 +21,7 @@ from tape._tensor import Tensor, new_tensor
 from ops.linalg import matmul
 from ops.reduction import amax, amin, norm as _vector_norm, sum as _sum
 from ops.selection import tril
-from ops.shape import _no_gradient, _no_gradient_native, expand, squeeze, unsqueeze
+from ops.shape import _no_gradient, _no_gradient_native, as_new_tensor, expand, squeeze, unsqueeze
 
 class LinAlgError(RuntimeError):
     """A matrix function's input is singular or not positive-definite
@@ -332,7 +332,7 @@ def solve(A, B, *, left=True):
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A of type "
                            f"{scalar_type_name(A.dtype)} and B of type {scalar_type_name(B.dtype)} instead")
     if not left:
-        return solve(A.mT, B.mT).mT
+        return as_new_tensor(solve(A.mT, B.mT).mT)
     vector = _is_vector(A, B)
     M = unsqueeze(B, -1) if vector else B
     if M.shape[-2] != n:
@@ -344,7 +344,7 @@ def solve(A, B, *, left=True):
     if M.shape[:-2] != batch:
         M = expand(M, batch + M.shape[-2:])
     X = _solve(A, M)
-    return squeeze(X, -1) if vector else X
+    return as_new_tensor(squeeze(X, -1)) if vector else X
 
 
 # cholesky: A = L L^T; the VJP (Murray, arXiv 1602.07527, as PyTorch's) is

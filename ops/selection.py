@@ -22,7 +22,7 @@ from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.reduction import _dims
 from ops.shape import (_flat_positions, _gather, _gather_native, _index_vjp, _scatter, _scatter_native, _scatter_vjp,
-                       _strided_gather_native, _strided_vjp, expand, gathered_index, getitem, indexed_result, sum_to)
+                       _strided_gather_native, _strided_vjp, _view_result, expand, gathered_index, getitem, sum_to)
 
 def _where_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # g goes to input where the condition (ints, 0 or 1 per output element) holds, else to other
@@ -236,8 +236,10 @@ _MULTI_VIEW = ("This view is the output of a function that returns multiple view
 def _views_of(name, input, opdef, keys, arguments):
     """The parts input[key] of a function that returns several views: the
     outputs of one node of `opdef` (Note [Tape layout]), which shows
-    `arguments` of the call, marked so that an in-place op on one that
-    requires grad raises, as in PyTorch."""
+    `arguments` of the call, marked so that an in-place op on one raises
+    while recording, as in PyTorch: the outputs of a node by its name, those
+    of a tensor that does not require grad as views made without grad (name
+    None)."""
     tp = state.tape
     recording = input._rg and tp.grad_enabled
     if recording:  # the parts' rows follow one another: input's row first
@@ -250,8 +252,8 @@ def _views_of(name, input, opdef, keys, arguments):
         keep_arguments_of(outputs[0], arguments)
     siblings = [(t._ep, t._row) for t in outputs if t._rg and t._ep is not None]
     for i, t in enumerate(outputs):
+        t._refused_view = (name if t._rg else None, i, _MULTI_VIEW)
         if t._rg:
-            t._refused_view = (name, i, _MULTI_VIEW)
             t._siblings = siblings
     return tuple(outputs)
 
@@ -373,8 +375,21 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     if d1 == d2:
         raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     positions = np.diagonal(_flat_positions(input), offset, d1, d2)
-    out = keep_arguments(_take(_DIAGONAL, input, positions), dim1=dim1, dim2=dim2, offset=offset)
-    return indexed_result(out, input, np.unravel_index(positions, input.shape))
+    ints = np.asarray(positions, np.int64).reshape(-1) if input._rg and state.tape.grad_enabled else None
+    return keep_arguments(_view_result(_DIAGONAL, input, _diagonal_view(input._memory(), offset, d1, d2), ints=ints),
+                          dim1=dim1, dim2=dim2, offset=offset)
+
+
+def _diagonal_view(a, offset, d1, d2):
+    """The diagonal of a as a writable view of a's memory, as PyTorch's (NumPy's is read-only)."""
+    start = [slice(None)] * a.ndim
+    if offset >= 0:
+        start[d2] = slice(min(offset, a.shape[d2]), None)
+    else:
+        start[d1] = slice(min(-offset, a.shape[d1]), None)
+    first = a[tuple(start)]
+    diagonal = np.diagonal(first, 0, d1, d2)
+    return np.lib.stride_tricks.as_strided(first, diagonal.shape, diagonal.strides)
 
 
 # diag of a vector places it on a diagonal of zeros: the gradient gathers g

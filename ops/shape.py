@@ -5,7 +5,6 @@ a native kernel; the native kernels work on flat C-order buffers.
 import functools
 import re
 import warnings
-import weakref
 
 import numpy as np
 
@@ -16,10 +15,10 @@ from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, along, batched, batched
 from tape._broadcast import reduce_broadcast
 from tape._dtypes import promoted
 from tape._node import int_list, keep_arguments, keep_arguments_of
-from tape._record import record, record_many, sum_to
-from tape._registry import SAVES_ROW, RowTensor, defop, native_helper
+from tape._record import op_result, record, record_many, sum_to
+from tape._registry import SAVES_ROW, RowTensor, defop, lookup, native_helper
 from tape._tape import state
-from tape._tensor import Tensor, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
+from tape._tensor import Tensor, _address, _norm_dim, _shape_dim, new_tensor, warn_once, wrap_value
 
 def _expand_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     reduce_broadcast(G, GA, osh, xsh, 1.0)
@@ -131,6 +130,11 @@ _SIZES = (("self_sym_sizes", "x_shape"),)
 _EXPAND = defop("expand", "ExpandBackward0", 1, vjp=lambda ctx, g: (sum_to(g, ctx.x_shape),),
                 native=_expand_native, saved=_SIZES)
 _VIEW = defop("view", "ViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
+# reshape's other nodes: a view of a tensor not in C order, and the reshape of
+# the contiguous copy (CloneBackward0) of a tensor no view can reshape
+_RESHAPE_ALIAS = defop("reshape_alias", "ReshapeAliasBackward0", 1, vjp=_reshape_vjp, native=_flat_native,
+                       saved=_SIZES)
+_UNSAFE_VIEW = defop("unsafe_view", "UnsafeViewBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
 _UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=(("dim", "arg"),))
 _SQUEEZE_ALL = defop("squeeze", "SqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
 _SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native,
@@ -181,32 +185,96 @@ _INDEX = defop("index", "IndexBackward0", 1, saves=SAVES_ROW, vjp=_index_vjp, na
                saved=(("indices", RowTensor(lambda row, arguments: arguments["indices"], many=True)),
                       ("self_sym_sizes", "arg")))
 _SCATTER = defop("index_put", "IndexPutBackward0", 1, vjp=_scatter_vjp, native=_scatter_native)
+# the grad_fn PyTorch gives a view after an in-place change to its storage:
+# the view's elements of its base, a strided descriptor or, where the base's
+# memory is not in C order, flat positions (view_region)
+_AS_STRIDED = defop("as_strided", "AsStridedBackward0", 1, vjp=_strided_vjp, native=_strided_gather_native,
+                    saved=(("size", lambda row: tuple(row.shape)), ("stride", lambda row: tuple(int(k) for k in row.ints[1:])),
+                           ("storage_offset", lambda row: int(row.ints[0]))))
+_AS_STRIDED_AT = defop("as_strided_at", "AsStridedBackward0", 1, vjp=_index_vjp, native=_gather_native,
+                       saved=(("size", lambda row: tuple(row.shape)),))
+
+
+def as_strided_op(region):
+    """The op that records a view's elements of its base at `region` (view_region)."""
+    return _AS_STRIDED if type(region) is tuple else _AS_STRIDED_AT
+
+
+def view_region(base, view):
+    """Where the elements of array `view` lie among those of array `base`,
+    whose memory it views, in base's C order (the order the tape's rows
+    index): a strided descriptor (offset, then a stride per dim of view)
+    when base is C-contiguous, else an array of flat positions."""
+    item = base.itemsize
+    start, at = _address(base), _address(view)
+    if base.flags.c_contiguous:
+        return ((at - start) // item if view.size else 0,) + tuple(s // item for s in view.strides)
+    # base's C-order positions written into memory laid out as base's, read back through view's layout
+    low, high = np.lib.array_utils.byte_bounds(base)
+    positions = np.zeros(max((high - low) // item, 1), np.int64)
+    laid_out = [s * positions.itemsize // item for s in base.strides]
+    np.lib.stride_tricks.as_strided(positions[(start - low) // item:], base.shape, laid_out)[...] = \
+        np.arange(base.size).reshape(base.shape)
+    read = [s * positions.itemsize // item for s in view.strides]
+    return np.array(np.lib.stride_tricks.as_strided(positions[(at - low) // item:], view.shape, read)).reshape(-1)
 
 
 def _view_result(opdef, x, value, ints=None):
-    """Record a view op: the result shares x's storage and version counter,
+    """Record a view op: `value`, made from x's memory (`x._memory()`), is a
+    view of it, and the result shares x's storage and version counter,
     unless NumPy had to copy (reshape of a transpose), as in PyTorch."""
-    value = wrap_value(value)
+    shares = _shares(value, x._value)
+    if not shares:
+        value = wrap_value(value)
     if x._rg and state.tape.grad_enabled:
         out = record(opdef, value, (x,), ints=ints)
     else:
         out = new_tensor(value)
-    if (type(value) is np.ndarray and type(x._value) is np.ndarray
-            and np.may_share_memory(value, x._value)):
+    if shares:
         x._share_storage(out)
+        if not state.tape.grad_enabled:
+            out._made_in_no_grad = True
         _inherit_refusal(out, x)
-    elif type(value) is float or type(x._value) is float:
-        # a 0-d float64 value is a Python float, which nothing shares: the
-        # view of its one element is kept in step as an indexing copy is
-        out = indexed_result(out, x, (0,) * x.ndim if out.ndim == 0 else (None,) * out.ndim)
     return out
 
 
+def _shares(value, memory):
+    """Whether array `value` views array `memory` (an empty one has no
+    memory to share: its NumPy base tells)."""
+    if type(value) is not np.ndarray:
+        return False
+    if value.size:
+        return np.may_share_memory(value, memory)
+    return _owner(value) is _owner(memory)
+
+
+def _owner(a):
+    """The object that owns array a's memory (as_strided's views name
+    theirs through a holder, which has the array as its base too)."""
+    while getattr(a, "base", None) is not None:
+        a = a.base
+    return a
+
+
+def as_new_tensor(t):
+    """t, the result of an op that PyTorch returns as a new tensor but that
+    is a view of a tensor the op made internally here (matmul's squeeze of
+    its matrix product): it is no view. Its version counter stays the
+    internal tensor's, so an in-place change to t still makes the rows that
+    saved that tensor dirty."""
+    if t._view_of is not None:
+        t._view_of = None
+        t.__dict__.pop("_made_in_no_grad", None)
+    return t
+
+
 def _inherit_refusal(view, x):
-    """A view made while recording of a view that PyTorch refuses to modify
-    in place is refused too, named by its own op (`Output 0 of Slice`)."""
-    if x._refused_view is not None and view._rg:
-        view._refused_view = (re.sub(r"Backward\d*$", "", view.grad_fn.name()), 0, x._refused_view[2])
+    """A view of a view that PyTorch refuses to modify in place is refused
+    too: made while recording, named by its own op (`Output 0 of Slice`); of
+    a tensor that does not require grad, as a view made without grad."""
+    if x._refused_view is not None and (view._rg or not x._rg):
+        name = re.sub(r"Backward\d*$", "", view.grad_fn.name()) if view._rg else None
+        view._refused_view = (name, 0, x._refused_view[2])
 
 
 def _shape_arg(shape):
@@ -249,16 +317,19 @@ def reshape(x, *shape):
     (2, 3)
     """
     shape = _infer_shape(_shape_arg(shape), x.numel())
-    if shape == x.shape:
-        return _view_result(_VIEW, x, x._value) if x._rg else x
-    return _view_result(_VIEW, x, x._array().reshape(shape))
+    memory = x._memory()
+    value = memory.view() if shape == x.shape else memory.reshape(shape)
+    if _shares(value, memory):
+        return _view_result(_VIEW if memory.flags.c_contiguous else _RESHAPE_ALIAS, x, value)
+    # as PyTorch: a copy in C order, reshaped (its result is no view)
+    return op_result(_UNSAFE_VIEW, value, (op_result(lookup("clone"), np.ascontiguousarray(memory), (x,)),))
 
 
 @declare(batch=_reshape_rule)
 def view(x, *shape):
     """Like `reshape`, but only where no copy is needed (as in PyTorch)."""
     shape = _infer_shape(_shape_arg(shape), x.numel())
-    a = x._array().view()
+    a = x._memory().view()
     try:
         a.shape = shape
     except AttributeError:
@@ -306,18 +377,18 @@ def _squeeze_rule(op, args):
 @declare(signature="input, dim=None", batch=_squeeze_rule)
 def squeeze(x, dim=None):
     if dim is None:
-        return _view_result(_SQUEEZE_ALL, x, x._array().reshape([d for d in x.shape if d != 1]))
+        return _view_result(_SQUEEZE_ALL, x, x._memory().reshape([d for d in x.shape if d != 1]))
     dims = (dim,) if isinstance(dim, int) else tuple(dim)
     dims = {_norm_dim(d, x.ndim) for d in dims}
     shape = [d for k, d in enumerate(x.shape) if not (k in dims and d == 1)]
-    return keep_arguments(_view_result(_SQUEEZE_DIM, x, x._array().reshape(shape)),
+    return keep_arguments(_view_result(_SQUEEZE_DIM, x, x._memory().reshape(shape)),
                           dim=int_list(dim) if isinstance(dim, (tuple, list)) else dim)
 
 
 @declare(signature="input, dim", batch=along("dim", new=1))
 def unsqueeze(x, dim):
     d = _norm_dim(dim, x.ndim + 1)
-    return keep_arguments(_view_result(_UNSQUEEZE, x, np.expand_dims(x._array(), d)), dim=dim)
+    return keep_arguments(_view_result(_UNSQUEEZE, x, np.expand_dims(x._memory(), d)), dim=dim)
 
 
 def _permute_rule(op, args):
@@ -348,20 +419,20 @@ def permute(x, *dims):
     dims = tuple(_norm_dim(d, x.ndim) for d in given)
     if len(set(dims)) != len(dims):
         raise RuntimeError("permute(): duplicate dims are not allowed.")
-    return keep_arguments(_view_result(_PERMUTE, x, x._array().transpose(dims), ints=dims), dims=tuple(given))
+    return keep_arguments(_view_result(_PERMUTE, x, x._memory().transpose(dims), ints=dims), dims=tuple(given))
 
 
 def _swap(x, opdef, d0, d1):
     perm = list(range(x.ndim))
     perm[d0], perm[d1] = perm[d1], perm[d0]
-    return _view_result(opdef, x, x._array().transpose(perm), ints=perm)
+    return _view_result(opdef, x, x._memory().transpose(perm), ints=perm)
 
 
 @declare(signature="input, dim0, dim1", batch=along("dim0", "dim1"))
 def transpose(x, dim0, dim1):
     """x with dims dim0 and dim1 swapped (a view)."""
     d0, d1 = _norm_dim(dim0, x.ndim), _norm_dim(dim1, x.ndim)
-    out = _view_result(_TRANSPOSE, x, x._value, ints=()) if x.ndim == 0 else _swap(x, _TRANSPOSE, d0, d1)
+    out = _view_result(_TRANSPOSE, x, x._memory().view(), ints=()) if x.ndim == 0 else _swap(x, _TRANSPOSE, d0, d1)
     return keep_arguments(out, dim0=dim0, dim1=dim1)
 
 
@@ -382,7 +453,7 @@ def t(x):
     """The transpose of a tensor of at most 2 dimensions."""
     _at_most_2d(x)
     if x.ndim < 2:
-        return _view_result(_T, x, x._value, ints=tuple(range(x.ndim)))
+        return _view_result(_T, x, x._memory().view(), ints=tuple(range(x.ndim)))
     return _swap(x, _T, 0, 1)
 
 
@@ -455,7 +526,7 @@ def expand(x, *sizes):
         return x
     # writable, as PyTorch's expanded storage is: a write through a part
     # without repeated elements reaches x (_check_overlap refuses the rest)
-    value = x._array()
+    value = x._memory()
     strides = np.broadcast_to(value, shape).strides
     return _view_result(_EXPAND, x, np.lib.stride_tricks.as_strided(value, shape, strides, writeable=True),
                         ints=shape)
@@ -695,7 +766,11 @@ def _strided_gather(opdef, x, desc, shape):
 def _strided_scatter(g, desc, shape):
     """g placed where `desc` points in zeros(shape)."""
     out = np.zeros(shape, g.dtype)
-    _strided_view(out, desc, g.shape)[...] = g._array()
+    if any(s == 0 and d > 1 for s, d in zip(desc[1:], g.shape)):  # an expanded view's elements repeat: they add up
+        positions = _strided_view(np.arange(out.size), desc, g.shape)
+        np.add.at(out.reshape(-1), positions.reshape(-1), g._array().reshape(-1))
+    else:
+        _strided_view(out, desc, g.shape)[...] = g._array()
     value = wrap_value(out)
     if g._rg and state.tape.grad_enabled:
         return record(_STRIDED_SCATTER, value, (g,), ints=desc)
@@ -736,21 +811,42 @@ def _scatter(g, flat_index, shape, unique):
 
 
 def _indexed(x, key):
-    """(key normalised, x's value at it as NumPy indexes it, the op that
-    records it), with PyTorch's errors; what getitem and setitem share."""
+    """(key normalised, x[key] as NumPy indexes it: for basic indexing a view
+    of x's memory, the op that records it), with PyTorch's errors; what
+    getitem and setitem share."""
     key = _select_first(_index_key(key), x.shape)
     if x.ndim == 0 and isinstance(key, (int, np.integer)) and not isinstance(key, (bool, np.bool_)):
         raise IndexError("invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                          "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
     if x.ndim == 0 and isinstance(key, slice):
         raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+    opdef = _getitem_op(key)
     try:
-        value = x._array()[key]
+        value = x._array()[key] if opdef is _INDEX else _basic_view(x._memory(), key)
     except IndexError as e:
         if str(e).startswith("too many indices"):
             raise IndexError(f"too many indices for tensor of dimension {x.ndim}") from None
         raise IndexError(re.sub(r"\baxis\b", "dimension", str(e))) from None
-    return key, value, _getitem_op(key)
+    return key, value, opdef
+
+
+def _basic_view(a, key):
+    """a[key] for a key of ints, slices, None and Ellipsis, as the view of a
+    that PyTorch's indexing gives: an element too is a 0-d view (NumPy
+    copies it out, but not with an Ellipsis), and a new dim's stride is
+    PyTorch's unsqueeze's (the next dim's extent; NumPy's is 0)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if not any(k is Ellipsis for k in parts):
+        parts += (Ellipsis,)
+    view = a[parts]
+    if any(k is None for k in parts):
+        strides = list(view.strides)
+        shape = view.shape
+        for k in range(view.ndim - 1, -1, -1):
+            if shape[k] == 1 and strides[k] == 0:
+                strides[k] = strides[k + 1] * shape[k + 1] if k + 1 < view.ndim else view.itemsize
+        view = np.lib.stride_tricks.as_strided(view, shape, strides)
+    return view
 
 
 def _region(shape, key, opdef):
@@ -758,28 +854,6 @@ def _region(shape, key, opdef):
     flat index map for advanced indexing (and any key NumPy answers with a copy)."""
     desc = _descriptor(shape, key) if opdef is not _INDEX else None
     return desc if desc is not None else _flat_index(shape, key)
-
-
-def indexed_result(out, x, key):
-    """Mark `out` as x[key], a view in PyTorch: an in-place op on it writes it
-    back to x (ops.inplace._through_index), and when it is a copy here, one on
-    x refreshes it (ops.inplace._refresh_indexed)."""
-    out._indexed_from = (x, key)
-    if out._base is not x:
-        register_copy(x, out)
-    _inherit_refusal(out, x)
-    return out
-
-
-def register_copy(x, copy):
-    """Note `copy` among the copies of x's elements that an in-place change
-    to x refreshes (ops.inplace._refresh_indexed)."""
-    copies = x._indexed_copies
-    if copies is None:
-        copies = x._indexed_copies = []
-    elif len(copies) % 64 == 63:  # drop the dead now and then
-        copies[:] = [ref for ref in copies if ref() is not None]
-    copies.append(weakref.ref(copy))
 
 
 def _is_index_array(k):
@@ -853,21 +927,15 @@ def getitem(x, key, recorded_as=None):
     for PyTorch's grad_fn name (SplitBackward0, UnbindBackward0)."""
     given = key
     key, value, opdef = _indexed(x, key)
-    if not (x._rg and state.tape.grad_enabled):
-        # advanced indexing gives a copy, in PyTorch too: it shares nothing with x
-        if opdef is _INDEX:
+    recording = x._rg and state.tape.grad_enabled
+    if opdef is _INDEX:  # advanced indexing gives a copy, in PyTorch too
+        if not recording:
             return new_tensor(wrap_value(value))
-        # NumPy's element is a copy, its other results views
-        out = new_tensor(wrap_value(value)) if np.ndim(value) == 0 else _view_result(opdef, x, value)
-        return indexed_result(out, x, key)
-    where_ = _region(x.shape, key, opdef)
-    if isinstance(where_, tuple):
-        out = indexed_result(record(recorded_as or opdef, wrap_value(np.array(value)), (x,), ints=where_), x, key)
-        if recorded_as is None and opdef.saved:
-            keep_arguments_of(out, functools.partial(_indexing_arguments, x.shape, key))
-    else:
-        out = keep_arguments_of(_gather(_INDEX, x, where_, np.shape(value)),
-                                functools.partial(advanced_indexing_arguments, x.shape, _index_key(given)))
+        return keep_arguments_of(_gather(_INDEX, x, _region(x.shape, key, opdef), np.shape(value)),
+                                 functools.partial(advanced_indexing_arguments, x.shape, _index_key(given)))
+    out = _view_result(recorded_as or opdef, x, value, ints=_descriptor(x.shape, key) if recording else None)
+    if recording and recorded_as is None and opdef.saved:
+        keep_arguments_of(out, functools.partial(_indexing_arguments, x.shape, key))
     return out
 
 
@@ -1036,7 +1104,7 @@ def ravel(input):
     >>> tape.ravel(tape.ones(2, 3)).shape
     (6,)
     """
-    return input.reshape(-1)
+    return input.contiguous().view(-1)  # as PyTorch's: a copy is CloneBackward0, then ViewBackward0
 
 
 @declare(signature="input, dim, start, length", batch=composite)

@@ -299,15 +299,26 @@ def next_edges(tp, r):
     """The (row, output number) of the nodes in row r's `next_functions`,
     (-1, 0) where it has None: the one rule of which input reaches which
     node, shared with walks that make no Node objects (tape.viz). A
-    python-only row names its inputs itself (a custom Function's arguments).
-    A graph input's row stands for another thread's node (node_for)."""
-    flags = tp.m_flags
+    python-only row names its inputs itself (a custom Function's arguments);
+    a node that runs its second input's node names that node's inputs past
+    its first (OpDef.runs_second)."""
     state = tp.python_rows.get(r) if tp.python_rows else None
+    if state is not None:
+        return _edges_of(tp, state.input_rows(tp, r))
     opdef = REGISTRY[tp.m_op[r]]
-    inputs = (state.input_rows(tp, r) if state is not None
-              else tp.inputs(r) if opdef.variadic else tp.inputs(r)[:opdef.arity])
+    if opdef.runs_second:
+        return _edges_of(tp, (tp.m_a0[r],)) + next_edges(tp, int(tp.m_a1[r]))[1:]
+    inputs = tp.inputs(r) if opdef.variadic else tp.inputs(r)[:opdef.arity]
     if opdef.edge_order is not None:
         inputs = [inputs[k] for k in opdef.edge_order]
+    return _edges_of(tp, inputs)
+
+
+def _edges_of(tp, inputs):
+    """The (row, output number) of the nodes of input rows `inputs`, (-1, 0)
+    for an input that is none or needs no gradient. A graph input's row
+    stands for another thread's node (node_for)."""
+    flags = tp.m_flags
     edges = []
     for i in inputs:
         edge = output_edge(tp, i) if i >= 0 and flags[i] & RG else (-1, 0)

@@ -162,5 +162,11 @@ OPCODES = {
     "addcmul": 156,
     "addcdiv": 157,
     "lerp_tensor": 158,
+    "reshape_alias": 159,
+    "unsafe_view": 160,
+    "as_strided": 161,
+    "as_strided_at": 162,
+    "view_copy_slices": 163,
+    "view_copy_slices_at": 164,
 }
-NEXT_OPCODE = 159
+NEXT_OPCODE = 165

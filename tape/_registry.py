@@ -185,6 +185,9 @@ class OpDef:
               its rows keep those past the second in the pool (Note [Tape
               layout]); it saves no input, and its native kernel takes its
               inputs two at a time (tape/_gen.py's _more_vjps)
+    runs_second  for an op whose node runs its second input's node inside
+              itself (CopySlices runs the in-place op's): its next_functions
+              are its first input's node, then that node's past its first
     """
     name: str
     grad_fn: str
@@ -202,6 +205,7 @@ class OpDef:
     saved: tuple = ()
     variadic: bool = False
     edge_order: tuple = None
+    runs_second: bool = False
     # an elementwise op's function and scalar forward, set by tape/_record.py's
     # factories: the vocabulary of partials reaches them here
     function: object = field(default=None, repr=False)
@@ -275,7 +279,8 @@ def _saves_of(names):
 
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
-          not_differentiable=None, python_only=False, saved=None, variadic=False, edge_order=None):
+          not_differentiable=None, python_only=False, saved=None, variadic=False, edge_order=None,
+          runs_second=False):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
@@ -287,7 +292,8 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
     op gives `vjp` alone. Definitions are validated
     here, so a bad one fails at import. `saved` gives PyTorch's names of
     what the row saves (Note [Saved values' names]); `edge_order` is for an
-    op of three inputs, `variadic` for one of any number (OpDef).
+    op of three inputs, `variadic` for one of any number; `runs_second` marks
+    a node that runs its second input's node (OpDef).
     """
     if Op is not None:
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
@@ -334,7 +340,7 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
                   saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
                   not_differentiable=not_differentiable, python_only=python_only,
                   saved=_saved_names(name, saved, saves or 0, arity), variadic=variadic,
-                  edge_order=None if edge_order is None else tuple(edge_order))
+                  edge_order=None if edge_order is None else tuple(edge_order), runs_second=runs_second)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

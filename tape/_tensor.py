@@ -2,10 +2,12 @@
 when it requires grad, the tape row that made it. Op methods are attached by
 `ops`; this module holds what is not an op.
 """
+import ctypes
 import warnings
 import weakref
 
 import numpy as np
+from numpy.lib import array_utils as _array_utils
 
 from ._dtypes import cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
 from ._tape import DATA_FIELD, DIRTY, RETAIN, current_row, state, where
@@ -108,13 +110,14 @@ class _Version:
     marked dirty when it is modified in place; `views` are weak references to
     the tensors sharing it.
     """
-    __slots__ = ("n", "rows", "views", "prune_at")
+    __slots__ = ("n", "rows", "views", "prune_at", "views_prune_at")
 
     def __init__(self):
         self.n = 0
         self.rows = []
         self.views = []
         self.prune_at = 64
+        self.views_prune_at = 64
 
     def add_row(self, ep, r):
         """Name one more row aliasing the storage. A constant used on every
@@ -126,8 +129,45 @@ class _Version:
             rows[:] = [(e, q) for e, q in rows if e.remap is None or e.remap[q] >= 0]
             self.prune_at = 2 * len(rows) + 64
 
+    def add_view(self, t):
+        """Name one more tensor sharing the storage. A view made on every
+        iteration of a loop (W.T) adds one each time, so the dead are pruned
+        as the list doubles."""
+        views = self.views
+        views.append(weakref.ref(t))
+        if len(views) >= self.views_prune_at:
+            views[:] = [ref for ref in views if ref() is not None]
+            self.views_prune_at = 2 * len(views) + 64
+
     def other_views(self, t):
         return [v for ref in self.views if (v := ref()) is not None and v is not t]
+
+
+def _address(a):
+    """The address of array a's first element, read where the array object
+    keeps it (__array_interface__ costs ten times as much)."""
+    return _read_int64(id(a) + DATA_FIELD).value
+
+
+_read_int64 = ctypes.c_int64.from_address
+
+
+class UntypedStorage:
+    """The memory that a tensor and its views share, as far as PyTorch's
+    `Tensor.untyped_storage()` shows it: where it starts and its size."""
+    __slots__ = ("_array",)
+
+    def __init__(self, array):
+        self._array = array
+
+    def data_ptr(self):
+        return _array_utils.byte_bounds(self._array)[0]
+
+    def nbytes(self):
+        low, high = _array_utils.byte_bounds(self._array)
+        return high - low
+
+    size = nbytes
 
 
 class _LeafRef(weakref.ref):
@@ -201,22 +241,22 @@ class Tensor:
     __slots__ = ("_value", "_rg", "_row", "_ep", "__dict__", "__weakref__")
     _grad = None
     _vc = None
-    _base = None
-    # a view made by detach() or .data: PyTorch's non-differentiable view,
-    # which an in-place op may change while recording without its base's
-    # graph seeing it
-    _detached_view = False
+    # the tensor whose storage this one views, when it is a view that autograd
+    # follows (PyTorch's `_base`: the first tensor of a chain of views, never
+    # a view itself); None for a tensor that owns its storage and for what
+    # detach() and .data make, which share storage without history
+    _view_of = None
+    # a view made while grad mode was off, which PyTorch refuses to modify in
+    # place with grad mode on (ops.inplace)
+    _made_in_no_grad = False
+    # the 0-d tensor whose `.data` this is (Tensor._stored_through_data)
+    _data_of = None
+    # the tensor whose storage a result of detach() or .data shares (Tensor._storage_array)
+    _storage_of = None
     _left_rows = ()
     _left_rows_prune_at = 64
     # (weak reference to the epoch, row) of the row that a constant's uses share (Tape.adopt)
     _const_row = None
-    # (tensor, key) for a result of basic indexing: an in-place op on it
-    # writes it back there (ops.inplace._through_index), since it is a copy
-    # where PyTorch has a view
-    _indexed_from = None
-    # weak references to the copies that indexing this tensor made, which an
-    # in-place change to it refreshes (ops.inplace._refresh_indexed)
-    _indexed_copies = None
     # (name, output index, why) for a view that PyTorch refuses to modify in
     # place while grad is on (ops.inplace): an output of unbind or split, or
     # a custom Function's output that views an input, and the views of it
@@ -270,16 +310,46 @@ class Tensor:
         return self.shape[_shape_dim(dim, self.ndim)]
 
     def stride(self, dim=None):
-        """The element strides of this tensor laid out in C order: tape shows
-        every tensor as contiguous, whatever NumPy's layout of its value."""
-        strides = contiguous_strides(self.shape)
+        """The strides of this tensor's memory in elements, as PyTorch's: a
+        view's are its own (a transpose's swapped, an expand's 0)."""
+        v = self._value
+        strides = () if type(v) is float else tuple(s // v.itemsize for s in v.strides)
         return strides if dim is None else strides[_shape_dim(dim, self.ndim)]
 
     def is_contiguous(self, memory_format=None):
-        return True
+        v = self._value
+        return type(v) is float or v.flags.c_contiguous
 
     def contiguous(self, memory_format=None):
-        return self
+        """self when its memory is in C order, else a copy that is (CloneBackward0)."""
+        if self.is_contiguous():
+            return self
+        from ._record import op_result
+        from ._registry import lookup
+        return op_result(lookup("clone"), np.ascontiguousarray(self._value), (self,))
+
+    def storage_offset(self):
+        """Where this tensor's first element is in its storage, in elements."""
+        v = self._memory()
+        return (_address(v) - _array_utils.byte_bounds(self._storage_array())[0]) // v.itemsize
+
+    def data_ptr(self):
+        return _address(self._memory())
+
+    def untyped_storage(self):
+        return UntypedStorage(self._storage_array())
+
+    def _storage_array(self):
+        """The array whose memory is this tensor's storage: the memory of the
+        tensor that a chain of views, detach() and .data leads back to."""
+        t = self
+        while True:
+            if t._view_of is not None:
+                t = t._view_of
+            elif t._storage_of is not None:
+                t = t._storage_of
+            else:
+                return t._memory()
 
     def element_size(self):
         return self.dtype.itemsize
@@ -425,52 +495,52 @@ class Tensor:
 
     def detach(self):
         """A new tensor sharing storage and version counter, with no history."""
-        view = self._indexed_view()
-        if view is None:
-            view = new_tensor(_unpinned(self._value))
-            self._share_storage(view)
-        else:
-            view._indexed_from[0]._share_storage(view)
-        view._detached_view = True
+        view = new_tensor(self._memory())
+        self._share_storage(view, differentiable=False)
+        view._storage_of = self
         return view
 
-    def _indexed_view(self):
-        """For a result of basic indexing (a copy here, a view in PyTorch): a
-        tensor viewing the indexed tensor's storage at the same place, so that
-        writing through detach() or .data reaches it, as in PyTorch; None for
-        anything else, and for an element, which NumPy copies."""
-        if self._indexed_from is None:
-            return None
-        base, key = self._indexed_from
-        value = base._value
-        view = value[key] if type(value) is np.ndarray else None
-        if type(view) is not np.ndarray or not np.may_share_memory(view, value):
-            return None
-        t = new_tensor(view)
-        t._indexed_from = (base, key)
-        return t
-
     def detach_(self):
-        # the results of basic indexing are views in PyTorch (copies kept in step here)
-        if (self._base is not None or self._indexed_from is not None) and self._rg and not self.is_leaf:
-            raise RuntimeError("Can't detach views in-place. Use detach() instead.")
+        if self._view_of is not None:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel "
+                "(DDP) for training, and gradient_as_bucket_view is set as True, gradients are views of DDP "
+                "buckets, and hence detach_() cannot be called on these gradients. To fix this error, please "
+                "refer to the Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
         self._drop_row(detached=True)
         self._rg = False
         return self
 
     @property
     def data(self):
-        t = self._indexed_view()
-        if t is not None:  # unlike detach(), not sharing the version counter, as in PyTorch
-            t._base = t._indexed_from[0]
-            t._detached_view = True
-            return t
-        t = new_tensor(_unpinned(self._value))
-        # the write-through of the Python-float storage of 0-d values, and the
-        # refresh of this tensor's indexed copies after an in-place op on t
-        t._base = self
-        t._detached_view = True
+        """A tensor sharing this one's storage, with no history and, unlike
+        detach()'s, a version counter of its own, as in PyTorch."""
+        t = new_tensor(self._memory())
+        t._storage_of = self
+        if self.ndim == 0:  # the rows of a 0-d value hold a copy of it (sval): see _stored_through_data
+            t._data_of = self
         return t
+
+    def _stored_through_data(self):
+        """After a write through `.data` into this 0-d tensor's memory. As in
+        PyTorch, where .data shares the storage but not the version counter,
+        a non-leaf's graphs read the new value, also those recorded before:
+        its row takes the value in place (the row's sval). A leaf leaves its
+        row, which keeps the old value for the graphs that used it."""
+        tp, r = where(self)
+        if tp is None:
+            return
+        if self.is_leaf:
+            self._drop_row()
+        else:
+            tp.m_sval[r] = float(self._value)
+
+    @property
+    def _base(self):
+        return self._view_of
+
+    def _is_view(self):
+        return self._view_of is not None
 
     @data.setter
     def data(self, value):
@@ -556,17 +626,19 @@ class Tensor:
                 vc.add_row(self._ep, self._row)
         return vc
 
-    def _share_storage(self, view):
-        """Make `view` share this tensor's storage and version counter."""
+    def _share_storage(self, view, differentiable=True):
+        """Make `view` share this tensor's storage and version counter; a
+        differentiable view names the first tensor of the chain of views."""
         vc = self._version_counter()
         view._vc = vc
-        view._base = self
-        vc.views.append(weakref.ref(view))
+        if differentiable:
+            view._view_of = self if self._view_of is None else self._view_of
+        vc.add_view(view)
         if view._ep is not None:
             vc.add_row(view._ep, view._row)
 
     def _set_storage(self, value):
-        """Replace the value without history (`.data = ...`, and `.data` write-through).
+        """Replace the value without history (`.data = ...`).
 
         A registered leaf row keeps the old value; the next use registers afresh.
         """
@@ -583,22 +655,6 @@ class Tensor:
             value = value * 1.0  # a float of its own: it is the copy's liveness token
             copy = record(lookup("clone"), value, (self,), hidden=True)
             self._ep, self._row = copy._ep, copy._row
-        self._value = value
-        if self._base is not None and type(value) is float and self._vc is None:
-            self._base._set_storage(value)
-
-    def _store_through_data(self, value):
-        """A write through `.data` into this tensor's 0-d float storage. As in
-        PyTorch, where .data shares the storage but not the version counter,
-        a non-leaf's graphs read the new value, also those recorded before:
-        its row takes the value in place (the row's sval)."""
-        tp, r = where(self)
-        if tp is None or self.is_leaf:
-            self._set_storage(value)
-            return
-        value = value * 1.0  # a float of its own: the row's liveness token (Note [Tape layout])
-        tp.m_sval[r] = value
-        tp.owners[r] = value
         self._value = value
 
     def bump_version(self):

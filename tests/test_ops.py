@@ -67,6 +67,20 @@ def _assigned_ref(a, key, b):
     return out
 
 
+def _view_changed(base, v):
+    """base's last columns, a view, multiplied in place by v: base's node is
+    CopySlices, the view's AsStridedBackward0; the two overlap in the result."""
+    view = base[..., 1:]
+    view.mul_(v)
+    return base[..., :2] * view
+
+
+def _view_changed_ref(a, b):
+    out = np.array(a, copy=True)
+    out[..., 1:] *= b
+    return out[..., :2] * out[..., 1:]
+
+
 def _away_from_zero(x):
     return np.where(np.abs(x) < 0.2, 0.2 * np.sign(x) + (x == 0) * 0.2, x)
 
@@ -294,6 +308,9 @@ CASES += [
     Case("matmul_broadcast", lambda x, y: x @ y, np.matmul, ((2, 2, 3), (3, 2))),
     Case("matmul_batched_vec", lambda x, y: tape.matmul(x, y), np.matmul, ((2, 2, 3), (3,))),
     Case("reshape", lambda x: x.reshape(3, 2), lambda a: a.reshape(3, 2), ((2, 3),)),
+    # no view reshapes a transpose: a copy (CloneBackward0), reshaped (UnsafeViewBackward0)
+    Case("reshape_copying", lambda x: x.t().reshape(-1), lambda a: a.T.reshape(-1), ((2, 3),)),
+    Case("reshape_aliasing", lambda x: x.t().reshape(3, 1, 2), lambda a: a.T.reshape(3, 1, 2), ((2, 3),)),
     Case("view_infer", lambda x: x.view(-1), lambda a: a.reshape(-1), ((2, 3),)),
     Case("flatten", lambda x: x.flatten(1), lambda a: a.reshape(2, 6), ((2, 3, 2),)),
     Case("transpose", lambda x: x.transpose(0, 2), lambda a: a.transpose(2, 1, 0), ((2, 3, 2),)),
@@ -328,6 +345,10 @@ CASES += [
          lambda a: _assigned_ref(a, (0, slice(1, None)), 3.0) * a, ((2, 3),)),
     Case("setitem_int_array", lambda x, v: _assigned(x, [2, 0], v * v),
          lambda a, b: _assigned_ref(a, [2, 0], b * b), ((3,), (2,))),
+    Case("in_place_on_a_view", lambda x, v: _view_changed(x * 1.0, v), _view_changed_ref, ((2, 3), (2,))),
+    # x.t() * 1 keeps the transposed layout, as in PyTorch: the view's region in it is flat positions
+    Case("in_place_on_a_view_of_a_transposed_result", lambda x, v: _view_changed(x.t() * 1.0, v),
+         lambda a, b: _view_changed_ref(a.T, b), ((3, 2), (2,))),
     Case("getitem_ellipsis", lambda x: x[...] * x, lambda a: a * a, ((3,),)),
     Case("zero_", lambda x: (x * 1.0).zero_() + x, lambda a: a, ((3,),)),
     Case("fill_", lambda x: (x * 1.0).fill_(2.0) * x, lambda a: 2.0 * a, ((3,),)),

@@ -51,6 +51,19 @@ def assigned(t, key, value):
     return t
 
 
+def _changed_view(base, view_of):
+    """A view of base changed in place: its new grad_fn is an AsStridedBackward0 of base's."""
+    v = view_of(base)
+    v.mul_(2)
+    return v
+
+
+def _changed_base(base, view_of):
+    """base after an in-place op on a view of it: CopySlices."""
+    view_of(base).mul_(2)
+    return base if base._base is None else base._base
+
+
 # (case, the registry's op it records, the call, PyTorch's node's `_saved_*`
 # values by name, the names of the tensors its saved_tensors_hooks pack, in order)
 CASES = [
@@ -404,6 +417,24 @@ CASES = [
     ('lerp_tensor', 'lerp_tensor', lambda L: tape.lerp(L['x'], L['w'], L['s']),
      {'end': Leaf('w'), 'self': Leaf('x'), 'weight': Leaf('s')},
      ['end', 'self', 'weight']),
+    ('reshape_alias', 'reshape_alias', lambda L: L['a'].t().reshape(3, 2, 1),
+     {'self_sym_sizes': (3, 2)},
+     []),
+    ('unsafe_view', 'unsafe_view', lambda L: L['a'].t().reshape(-1),
+     {'self_sym_sizes': (3, 2)},
+     []),
+    ('as_strided', 'as_strided', lambda L: _changed_view(L['a'] * 1, lambda b: b[0]),
+     {'size': (3,), 'storage_offset': 0, 'stride': (1,)},
+     []),
+    ('as_strided_at', 'as_strided_at', lambda L: _changed_view(L['a'].t() * 1, lambda c: c[1]),
+     {'size': (2,), 'storage_offset': 1, 'stride': (3,)},
+     []),
+    ('view_copy_slices', 'view_copy_slices', lambda L: _changed_base(L['a'] * 1, lambda b: b[0]),
+     {},
+     []),
+    ('view_copy_slices_at', 'view_copy_slices_at', lambda L: _changed_base(L['a'].t() * 1, lambda c: c[1]),
+     {},
+     []),
     ('split', 'split', lambda L: L['a'].split(2, 1)[1],
      {'dim': 1, 'self_sym_sizes': (2, 3, ), 'split_size': 2},
      []),
@@ -613,6 +644,8 @@ CASES = [
 NOT_SHOWN = {
     "det": {"LU", "pivots"}, "slogdet": {"LU", "pivots", "sign"},
     "slogdet_sign": {"A", "LU", "pivots", "sign"}, "solve": {"LU", "pivots"},
+    # a view of a base not in C order records flat positions, which have no strides
+    "as_strided_at": {"storage_offset", "stride"},
 }
 
 # What PyTorch's hooks pack that tape's do not: the same, but slogdet's two

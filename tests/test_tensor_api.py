@@ -140,11 +140,6 @@ def test_double_and_float_casts():
 
 # -- layout and metadata ---------------------------------------------------------------
 
-def test_every_tensor_is_contiguous():
-    t = tape.ones(2, 3).t()
-    assert (t.is_contiguous(), t.contiguous() is t) == (True, True)
-
-
 @pytest.mark.parametrize("shape, strides", [((), ()), ((3,), (1,)), ((2, 3), (3, 1)), ((2, 3, 4), (12, 4, 1))])
 def test_stride_is_c_order(shape, strides):
     assert tape.zeros(shape).stride() == strides

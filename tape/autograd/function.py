@@ -558,11 +558,9 @@ _CUSTOM_VIEW = ("This view was created inside a custom Function (or because an i
 
 def _views_an_input(o, args):
     """Whether forward's output o is an argument or a view of one (sharing
-    its storage, or an indexing copy of it kept in step): PyTorch refuses an
-    in-place op on it, which would bypass the Function's backward."""
-    bases = [o] if o._indexed_from is None else [o, o._indexed_from[0]]
-    return any(isinstance(a, Tensor) and (b is a or b._vc is not None and b._vc is a._vc)
-               for a in args for b in bases)
+    its storage): PyTorch refuses an in-place op on it, which would bypass
+    the Function's backward."""
+    return any(isinstance(a, Tensor) and (o is a or o._vc is not None and o._vc is a._vc) for a in args)
 
 
 def _output_row(tp, node, k, o, args, dirty, repeated=False):
