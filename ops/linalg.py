@@ -351,33 +351,23 @@ def _baddbmm_native(G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, cc)
         added_input_native(G, GC, osh, zsh, cc)
 
 
-def _addmm_vjp(ctx, g):
-    ga = _alpha_times(ctx, g)
-    return (_need(ctx, 0, lambda: mm(ga, transpose(ctx.y, 0, 1))),
-            _need(ctx, 1, lambda: mm(transpose(ctx.x, 0, 1), ga)),
-            _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
+def _added_product_vjp(grad_x, grad_y, spread=lambda ctx, ga: ga):
+    """The VJP of an op of addmm's family: the product's gradients
+    grad_x(ga, y) and grad_y(x, ga) for ga = alpha * g (`spread` over
+    addbmm's batch), then input's."""
+    def vjp(ctx, g):
+        ga = spread(ctx, _alpha_times(ctx, g))
+        return (_need(ctx, 0, lambda: grad_x(ga, ctx.y)), _need(ctx, 1, lambda: grad_y(ctx.x, ga)),
+                _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
+    return vjp
 
 
-def _addmv_vjp(ctx, g):
-    ga = _alpha_times(ctx, g)
-    return (_need(ctx, 0, lambda: outer(ga, ctx.y)),
-            _need(ctx, 1, lambda: mv(transpose(ctx.x, 0, 1), ga)),
-            _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
-
-
-def _baddbmm_vjp(ctx, g):
-    ga = _alpha_times(ctx, g)
-    return (_need(ctx, 0, lambda: bmm(ga, transpose(ctx.y, 1, 2))),
-            _need(ctx, 1, lambda: bmm(transpose(ctx.x, 1, 2), ga)),
-            _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
-
-
-def _addbmm_vjp(ctx, g):
-    b = ctx.x_shape[0]
-    ga = expand(unsqueeze(_alpha_times(ctx, g), 0), (b,) + tuple(g.shape))
-    return (_need(ctx, 0, lambda: bmm(ga, transpose(ctx.y, 1, 2))),
-            _need(ctx, 1, lambda: bmm(transpose(ctx.x, 1, 2), ga)),
-            _need(ctx, 2, lambda: _added_input_grad(ctx, g)))
+_BMM_GRADS = (lambda ga, y: bmm(ga, transpose(y, 1, 2)), lambda x, ga: bmm(transpose(x, 1, 2), ga))
+_addmm_vjp = _added_product_vjp(lambda ga, y: mm(ga, transpose(y, 0, 1)), lambda x, ga: mm(transpose(x, 0, 1), ga))
+_addmv_vjp = _added_product_vjp(lambda ga, y: outer(ga, y), lambda x, ga: mv(transpose(x, 0, 1), ga))
+_baddbmm_vjp = _added_product_vjp(*_BMM_GRADS)
+_addbmm_vjp = _added_product_vjp(
+    *_BMM_GRADS, spread=lambda ctx, ga: expand(unsqueeze(ga, 0), (ctx.x_shape[0],) + tuple(ga.shape)))
 
 
 def _added_product_op(name, grad_fn, factors, native, vjp, sizes=()):
