@@ -712,14 +712,14 @@ def _lerp_vjp(ctx, g):
             sum_to(g * (ctx.y - ctx.x), ctx.z_shape) if ctx.needs[2] else None)
 
 
-def _added_quotient_op(name, grad_fn, native, vjp, saves):
+def _addc_op(name, grad_fn, native, vjp, saves):
+    """The op of addcmul or addcdiv: tensor1, tensor2, then input, and the value in p."""
     return defop(name, grad_fn, 3, saves=saves, native=native, vjp=vjp,
                  edge_order=(2, 0, 1), saved=(("tensor1", "x"), ("tensor2", "y"), ("value", "scalar")))
 
 
-_ADDCMUL = _added_quotient_op("addcmul", "AddcmulBackward0", _addcmul_native, _addcmul_vjp, (SAVES_Y, SAVES_X, 0))
-_ADDCDIV = _added_quotient_op("addcdiv", "AddcdivBackward0", _addcdiv_native, _addcdiv_vjp,
-                              (SAVES_Y, SAVES_X | SAVES_Y, 0))
+_ADDCMUL = _addc_op("addcmul", "AddcmulBackward0", _addcmul_native, _addcmul_vjp, (SAVES_Y, SAVES_X, 0))
+_ADDCDIV = _addc_op("addcdiv", "AddcdivBackward0", _addcdiv_native, _addcdiv_vjp, (SAVES_Y, SAVES_X | SAVES_Y, 0))
 _LERP_TENSOR = defop("lerp_tensor", "LerpBackward1", 3, saves=(SAVES_Z, SAVES_Z, SAVES_X | SAVES_Y),
                      native=_lerp_native, vjp=_lerp_vjp,
                      edge_order=(0, 1, 2), saved=(("end", "y"), ("self", "x"), ("weight", "z")))

@@ -762,13 +762,15 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             user_code_ran = False
         opdef = REGISTRY[tp.op[r]]
         hooks = tp.hooks.get(r)
-        node_hooks = tp.node_hooks.get(r - tp.m_oi[r]) if tp.node_hooks and opdef.arity else None
-        if node_hooks and len(tp.outputs(r)) > 1:
+        node = r - tp.m_oi[r]
+        node_hooks = tp.node_hooks.get(node) if tp.node_hooks and opdef.arity else None
+        outputs = tp.outputs(r) if node_hooks else None
+        if outputs is not None and len(outputs) > 1:
             # a node of several outputs runs its hooks once, on all of their gradients
-            if r - tp.m_oi[r] not in nodes_run:
-                nodes_run.add(r - tp.m_oi[r])
+            if node not in nodes_run:
+                nodes_run.add(node)
                 node_state.restore()
-                _run_outputs(tp, tp.outputs(r), node_hooks, grads, captured, zeros, leads, node_state)
+                _run_outputs(tp, outputs, node_hooks, grads, captured, zeros, leads, node_state)
                 user_code_ran = True
             continue
         g = grads.get(r) if r in captured else grads.pop(r, None)

@@ -122,6 +122,9 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
         o = op[r]
         a = a0[r]
         b = a1[r]
+        # (written out here and below: an inlined helper for it made the
+        # scalar sweep of W1 a tenth to a third slower, measured, even where the
+        # inputs past the second alone called it)
         need_a = a >= 0 and (flags[a] & RG) != 0 and (not targeted or leads[a] == sid)
         need_b = b >= 0 and (flags[b] & RG) != 0 and (not targeted or leads[b] == sid)
         # inputs past the second (Note [Tape layout]): z, the third, may be saved
@@ -282,13 +285,13 @@ _SWEEP_VARIANTS = {
               "            for k in range(g.size):\n                g[k] += seeds[s + k]\n"),
         tensor_branch=("            if sv != 0 and _released(a, b, z, r, sv, ndim, ptr):\n"
                        "                status, bad = ERR_FREED, r\n                break\n"
+                       "            keep = _captures(r, op, flags, targeted)\n"
                        "            _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, ptr, numel, ndim,\n"
-                       "                        shp, ia, ian, dt, sadj, pool, _captures(r, op, flags, targeted), empty, cbuf,\n"
-                       "                        kernels)\n"
+                       "                        shp, ia, ian, dt, sadj, pool, keep, empty, cbuf, kernels)\n"
                        "            if need_more and VARIADIC[o]:\n"
                        "                _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim,\n"
                        "                           shp, ia, ian, sadj, pool, empty, kernels)\n"
-                       "            if ndim[r] > 0 and not _captures(r, op, flags, targeted) and r in adj:\n"
+                       "            if ndim[r] > 0 and not keep and r in adj:\n"
                        "                adj.pop(r)"),
         # element by element: a slice assignment's shape check formats its
         # error message with Numba's string code, a second of compile

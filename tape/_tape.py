@@ -33,9 +33,10 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 #                   of every op of at most two inputs, which keep theirs in
 #                   a0 and a1: the scalar path writes two columns, not a
 #                   pool entry and its offset, and the sweep reads them
-#                   without an indirection. An op of more inputs saves none
-#                   of the extra ones (tape._registry's `variadic`); nx is -1
-#                   for such an op's row of one input (a1 is no input there)
+#                   without an indirection. An op of three inputs may save
+#                   the third, z (addmm, lerp); a variadic op (cat, a
+#                   Function) saves none of its inputs, and nx is -1 for its
+#                   row of one input (a1 is no input there)
 #   oi     int32    the row's output number in its node: a node of k outputs
 #                   (unbind, split) is k consecutive rows, one per output
 #                   value (each needs its own value, shape and adjoint
