@@ -89,24 +89,24 @@ _BINARY = "input, other, *, out=None"
 
 
 def _unary(name, grad_fn, partial, scalar, array, *, public=True, inplace=True, signature=_UNARY, saved=None,
-           **declaration):
+           forward=None, **declaration):
     """An elementwise op of one input: its row (`saved`: PyTorch's names of
     what it saves, Note [Saved values' names] in tape._registry), and when
     `public` its declaration (Note [Op declarations]): tape.<name>,
     Tensor.<name> and, with `inplace`, Tensor.<name>_."""
-    op = unary(defop(name, grad_fn, 1, partials=(partial,), saved=saved), scalar, array)
+    op = unary(defop(name, grad_fn, 1, partials=(partial,), saved=saved, forward=forward), scalar, array)
     if public:
         declare(op, signature=signature, inplace=inplace, batch=elementwise, **declaration)
     return op
 
 
-def _binary(name, grad_fn, partials, scalar, array, saved=None):
-    return binary(defop(name, grad_fn, 2, partials=partials, saved=saved), scalar, array)
+def _binary(name, grad_fn, partials, scalar, array, saved=None, forward=None):
+    return binary(defop(name, grad_fn, 2, partials=partials, saved=saved, forward=forward), scalar, array)
 
 
 # add and sub scale other by alpha in a row of their own: theirs has alpha 1
 _ALPHA = (("alpha", lambda row: 1),)
-_add = _binary("add", "AddBackward0", ("1", "1"), operator.add, np.add, _ALPHA)
+_add = _binary("add", "AddBackward0", ("1", "1"), operator.add, np.add, _ALPHA, forward="x + y")
 def _is_bool(v):
     return isinstance(v, (bool, np.bool_)) or isinstance(v, np.ndarray) and v.dtype == np.bool_
 
@@ -122,15 +122,15 @@ def _subtract(x, y):
     return np.subtract(x, y)
 
 
-_sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract, _ALPHA)
-mul = declare(_binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply), signature=_BINARY,
+_sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract, _ALPHA, forward="x - y")
+mul = declare(_binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply, forward="x * y"), signature=_BINARY,
               methods=("mul", "__mul__", "__rmul__"), aliases=("multiply",), operands=2, batch=elementwise)
 # y's partial reads x and y, not out, as PyTorch's does: a later in-place
 # change to the quotient does not spoil the division's backward
 # -x / y / y, not -x / (y * y), as PyTorch's: its own derivatives stay 0, not
 # 0 * inf, where y is infinite, and y * y does not overflow first
 div = _binary("div", "DivBackward0", ("1 / y", "-x / y / y"),
-              operator.truediv, np.true_divide)
+              operator.truediv, np.true_divide, forward="x / y")
 declare(div, signature=_BINARY, methods=("div", "__truediv__"), aliases=("divide",), operands=2, batch=elementwise)
 declare(div, name="true_divide", signature=_BINARY, methods=(), operands=2, batch=elementwise)
 true_divide = div
@@ -142,18 +142,18 @@ def _negative(x):
 
 
 neg = _unary("neg", "NegBackward0", "-1", operator.neg, _negative, aliases=("negative",),
-             methods=("neg", "__neg__"))
+             methods=("neg", "__neg__"), forward="-x")
 def _reciprocal_array(x):
     # integers and bools give the default float dtype, as in PyTorch (1 / 0 is inf)
     return np.reciprocal(x) if x.dtype.kind == "f" else np.true_divide(1, x, dtype=get_default_dtype())
 
 
 reciprocal = _unary("reciprocal", "ReciprocalBackward0", "-out * out", lambda x: 1.0 / x,
-                    _reciprocal_array)
+                    _reciprocal_array, forward="1.0 / x")
 
 
-def _with_constant(name, grad_fn, partial, scalar, array, saved=None):
-    return with_constant(defop(name, grad_fn, 1, partials=(partial,), saved=saved), scalar, array)
+def _with_constant(name, grad_fn, partial, scalar, array, saved=None, forward=None):
+    return with_constant(defop(name, grad_fn, 1, partials=(partial,), saved=saved, forward=forward), scalar, array)
 
 
 def _power(x, c):
@@ -202,20 +202,20 @@ def _pow_array(x, c):
 # finite at x = 0 (no 0 * inf)
 _pow_number = _with_constant("pow_scalar", "PowBackward0", "(1 - is_zero(y)) * y * x ** (y - 1 + is_zero(y))",
                              lambda x, c: math.sqrt(x) if c == 0.5 else x ** c, _pow_array,
-                             saved=(("self", "x"), ("exponent", "c")))
+                             saved=(("self", "x"), ("exponent", "c")), forward="x ** y")
 _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
-                              lambda x, c: c - x, _ALPHA)
+                              lambda x, c: c - x, _ALPHA, forward="y - x")
 # a power's gradient for its exponent is 0 where the base is 0 and the
 # exponent >= 0, as in PyTorch (not 0 * log(0), which is nan)
 _rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y, x))",
                               lambda x, c: c ** x, lambda x, c: _power_tensor(c, x),
-                              saved=(("exponent", "x"), ("self", "c"), ("result", "out")))
+                              saved=(("exponent", "x"), ("self", "c"), ("result", "out")), forward="y ** x")
 # and for its base y * x ** (y - 1): 0 where the exponent is 0, with its exact
 # derivative for the exponent there, 1 / x (PyTorch's where() gives 0); at
 # x == y == 0 the exponent is 0, not -1, so that no order is 0 * inf
 _pow_tensor = _binary("pow", "PowBackward1",
                       ("y * x ** (y - 1 + is_zero(x) * is_zero(y))", "out * log(x + zero_base(x, y))"),
-                      operator.pow, _power_tensor, saved=(("exponent", "y"), ("self", "x"), ("result", "out")))
+                      operator.pow, _power_tensor, saved=(("exponent", "y"), ("self", "x"), ("result", "out")), forward="x ** y")
 def _remainder_scalar(x, y):
     m = math.fmod(x, y)
     return m + y if m != 0 and (y < 0) != (m < 0) else m
@@ -263,23 +263,23 @@ _remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor_div(x, y)"
                      _remainder_array)
 _remainder_number = _with_constant("remainder_scalar", "RemainderBackward0", "1", _remainder_scalar,
                                    _remainder_array)
-exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.exp_array, np.exp, "AVX512F"))
-log = _unary("log", "LogBackward0", "1 / x", math.log, np.log)
-sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, _float64_kernel(_vecmath.sin_array, np.sin))
-cos = _unary("cos", "CosBackward0", "-sin(x)", math.cos, _float64_kernel(_vecmath.cos_array, np.cos))
+exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.exp_array, np.exp, "AVX512F"), forward="exp(x)")
+log = _unary("log", "LogBackward0", "1 / x", math.log, np.log, forward="log(x)")
+sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, _float64_kernel(_vecmath.sin_array, np.sin), forward="sin(x)")
+cos = _unary("cos", "CosBackward0", "-sin(x)", math.cos, _float64_kernel(_vecmath.cos_array, np.cos), forward="cos(x)")
 tanh_forward = _float64_kernel(_vecmath.tanh_array, np.tanh, "AVX512_SKX")
-tanh = _unary("tanh", "TanhBackward0", "1 - out * out", math.tanh, tanh_forward)
+tanh = _unary("tanh", "TanhBackward0", "1 - out * out", math.tanh, tanh_forward, forward="tanh(x)")
 sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", sigmoid_of_number,
-                 _sigmoid_array)
+                 _sigmoid_array, forward="sigmoid(x)")
 # scalar forwards must return a new float object, never their input: the
 # float is the row's liveness token (Note [Tape layout])
 # relu saves its result, as PyTorch does
 relu = _unary("relu", "ReluBackward0", "step(out)",
               lambda x: x * 1.0 if x > 0 or x != x else math.fabs(0.0),
-              _refusing_bool(_relu_array, RuntimeError("Boolean inputs not supported for relu")))
-sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt)
+              _refusing_bool(_relu_array, RuntimeError("Boolean inputs not supported for relu")), forward="x * 1.0 if x > 0 or x != x else 0.0")
+sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt, forward="sqrt(x)")
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, _not_for_bool("abs_cpu", np.abs), aliases=("absolute",),
-             methods=("abs", "__abs__"))
+             methods=("abs", "__abs__"), forward="fabs(x)")
 
 
 def _sign_scalar(x):
@@ -300,7 +300,7 @@ def _sign_array(x):
 
 sign = _unary("sign", "SignBackward0", "0", _sign_scalar, _sign_array)
 floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)),
-               _not_for_bool("floor_vml_cpu", _floor_array))
+               _not_for_bool("floor_vml_cpu", _floor_array), forward="floor(x)")
 # relu's partial (PyTorch's threshold_backward); not public
 # 1 at nan, where relu's backward (its one use) keeps the gradient in PyTorch
 step = _unary("step", "StepBackward0", "0", lambda x: float(not x <= 0),
@@ -361,7 +361,7 @@ declare(minimum, signature=_BINARY, operands=2, batch=elementwise)
 atan2 = _binary("atan2", "Atan2Backward0",
                 ("y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y))",
                  "-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y))"),
-                math.atan2, np.arctan2)
+                math.atan2, np.arctan2, forward="atan2(x, y)")
 
 
 declare(atan2, signature=_BINARY, aliases=("arctan2",), operands=2, batch=elementwise)
@@ -372,7 +372,7 @@ def _erf_array(x):
     return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
 
 
-erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf, _erf_array, inplace=False)
+erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf, _erf_array, inplace=False, forward="erf(x)")
 
 
 def _silu_scalar(x):
@@ -381,7 +381,7 @@ def _silu_scalar(x):
 
 # x * sigmoid(x), PyTorch's torch.nn.functional.silu
 silu = _unary("silu", "SiluBackward0", "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", _silu_scalar,
-              lambda x: x * _sigmoid_array(x), inplace=False, signature="input")
+              lambda x: x * _sigmoid_array(x), inplace=False, signature="input", forward="x * sigmoid(x)")
 
 
 def _gelu_scalar(x):
@@ -403,7 +403,7 @@ def _gelu_tanh_array(x):
 
 _gelu = _unary("gelu", "GeluBackward0",
                "0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x)",
-               _gelu_scalar, _gelu_array, public=False, saved=(("self", "x"), ("approximate", lambda row: "none")))
+               _gelu_scalar, _gelu_array, public=False, saved=(("self", "x"), ("approximate", lambda row: "none")), forward="0.5 * x * (1.0 + erf(x * 0.7071067811865476))")
 _gelu_tanh = _unary("gelu_tanh", "GeluBackward0",
                     "0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * "
                     "(1 - tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)) ** 2) * 0.7978845608028654 * "
@@ -448,25 +448,25 @@ def softplus(input, beta=1, threshold=20):
 # the rest of the elementwise functions of one input; each partial is written
 # with the functions that native partials have (sin, cos, exp, log, sqrt, tanh)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
-tan = _unary("tan", "TanBackward0", "1 + out * out", math.tan, np.tan)
-asin = _unary("asin", "AsinBackward0", "1 / sqrt(1 - x * x)", math.asin, np.arcsin, aliases=("arcsin",))
-acos = _unary("acos", "AcosBackward0", "-1 / sqrt(1 - x * x)", math.acos, np.arccos, aliases=("arccos",))
-atan = _unary("atan", "AtanBackward0", "1 / (1 + x * x)", math.atan, np.arctan, aliases=("arctan",))
-sinh = _unary("sinh", "SinhBackward0", "(exp(x) + exp(-x)) * 0.5", math.sinh, np.sinh)
-cosh = _unary("cosh", "CoshBackward0", "(exp(x) - exp(-x)) * 0.5", math.cosh, np.cosh)
-asinh = _unary("asinh", "AsinhBackward0", "1 / sqrt(x * x + 1)", math.asinh, np.arcsinh)
-acosh = _unary("acosh", "AcoshBackward0", "1 / sqrt(x * x - 1)", math.acosh, np.arccosh)
-atanh = _unary("atanh", "AtanhBackward0", "1 / (1 - x * x)", math.atanh, np.arctanh)
-exp2 = _unary("exp2", "Exp2Backward0", f"out * {_LN2!r}", lambda x: 2.0 ** x, np.exp2)
-expm1 = _unary("expm1", "Expm1Backward0", "out + 1", math.expm1, np.expm1)
-log2 = _unary("log2", "Log2Backward0", f"1 / (x * {_LN2!r})", math.log2, np.log2)
-log10 = _unary("log10", "Log10Backward0", f"1 / (x * {_LN10!r})", math.log10, np.log10)
-log1p = _unary("log1p", "Log1PBackward0", "1 / (x + 1)", math.log1p, np.log1p)
+tan = _unary("tan", "TanBackward0", "1 + out * out", math.tan, np.tan, forward="tan(x)")
+asin = _unary("asin", "AsinBackward0", "1 / sqrt(1 - x * x)", math.asin, np.arcsin, aliases=("arcsin",), forward="asin(x)")
+acos = _unary("acos", "AcosBackward0", "-1 / sqrt(1 - x * x)", math.acos, np.arccos, aliases=("arccos",), forward="acos(x)")
+atan = _unary("atan", "AtanBackward0", "1 / (1 + x * x)", math.atan, np.arctan, aliases=("arctan",), forward="atan(x)")
+sinh = _unary("sinh", "SinhBackward0", "(exp(x) + exp(-x)) * 0.5", math.sinh, np.sinh, forward="sinh(x)")
+cosh = _unary("cosh", "CoshBackward0", "(exp(x) - exp(-x)) * 0.5", math.cosh, np.cosh, forward="cosh(x)")
+asinh = _unary("asinh", "AsinhBackward0", "1 / sqrt(x * x + 1)", math.asinh, np.arcsinh, forward="asinh(x)")
+acosh = _unary("acosh", "AcoshBackward0", "1 / sqrt(x * x - 1)", math.acosh, np.arccosh, forward="acosh(x)")
+atanh = _unary("atanh", "AtanhBackward0", "1 / (1 - x * x)", math.atanh, np.arctanh, forward="atanh(x)")
+exp2 = _unary("exp2", "Exp2Backward0", f"out * {_LN2!r}", lambda x: 2.0 ** x, np.exp2, forward="2.0 ** x")
+expm1 = _unary("expm1", "Expm1Backward0", "out + 1", math.expm1, np.expm1, forward="expm1(x)")
+log2 = _unary("log2", "Log2Backward0", f"1 / (x * {_LN2!r})", math.log2, np.log2, forward="log2(x)")
+log10 = _unary("log10", "Log10Backward0", f"1 / (x * {_LN10!r})", math.log10, np.log10, forward="log10(x)")
+log1p = _unary("log1p", "Log1PBackward0", "1 / (x + 1)", math.log1p, np.log1p, forward="log1p(x)")
 rsqrt = _unary("rsqrt", "RsqrtBackward0", "-0.5 * out * out * out", lambda x: 1.0 / math.sqrt(x),
-               lambda x: 1.0 / np.sqrt(x))
+               lambda x: 1.0 / np.sqrt(x), forward="1.0 / sqrt(x)")
 square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square,
-                saved=(("self", "x"), ("exponent", lambda row: 2)))
-clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy, inplace=False, signature="input")
+                saved=(("self", "x"), ("exponent", lambda row: 2)), forward="x * x")
+clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy, inplace=False, signature="input", forward="x * 1.0")
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
 
 

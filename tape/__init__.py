@@ -16,6 +16,7 @@ from ._factories import (as_tensor, empty_like, from_numpy, full_like, manual_se
 from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
                          no_grad, set_grad_enabled)
 from . import _factories, autograd
+from ._compile import compile
 from .autograd.anomaly_mode import is_anomaly_check_nan_enabled, is_anomaly_enabled
 
 # Note [The face]
@@ -59,7 +60,7 @@ _ENGINE = ["Tensor", "device", "bool", "float16", "float32", "float64", "int8", 
            "from_numpy", "full", "full_like", "linspace", "manual_seed", "ones", "ones_like", "rand", "rand_like",
            "randint", "randn", "randn_like", "tensor", "zeros", "zeros_like", "enable_grad", "inference_mode",
            "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "is_anomaly_enabled",
-           "is_anomaly_check_nan_enabled"]
+           "is_anomaly_check_nan_enabled", "compile"]
 
 
 def _fill():

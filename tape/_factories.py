@@ -7,7 +7,7 @@ import warnings
 import numpy as np
 
 from ._dtypes import as_dtype, get_default_dtype, promote_types, scalar_type_name
-from ._tensor import Tensor, check_device, new_tensor, refuse_half_grad, wrap_value
+from ._tensor import Tensor, check_device, new_tensor, read_hooks, refuse_half_grad, wrap_value
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye", "arange",
            "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like",
@@ -21,13 +21,21 @@ def manual_seed(seed):
     _rng[0] = np.random.default_rng(int(seed))
 
 
+# tape.compile's report of the tensors the factories make from Python data
+# while some thread records (Note [Compiled replay] in tape/_compile.py)
+static_hooks = []
+
+
 def _make(array, requires_grad, device=None):
     check_device(device)
     if requires_grad and array.dtype.kind not in "fc":
         raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
     if requires_grad:
         refuse_half_grad(array.dtype)
-    return new_tensor(wrap_value(array), bool(requires_grad))
+    t = new_tensor(wrap_value(array), bool(requires_grad))
+    if static_hooks:
+        static_hooks[0](t)
+    return t
 
 
 def _infer_dtype(data):
@@ -58,8 +66,12 @@ def _unwrap(data, inside=False):
         if inside:
             if data.numel() != 1:
                 raise ValueError("only one element tensors can be converted to Python scalars")
-            return data._array().reshape(())
-        return data._array()
+            value = data._array().reshape(())
+        else:
+            value = data._array()
+        if static_hooks:  # a value read, as item() is (Note [Compiled replay] in tape/_compile.py)
+            read_hooks[0](data, "array", value.copy())
+        return value
     if isinstance(data, (list, tuple)):
         return [_unwrap(d, True) for d in data]
     return data

@@ -35,7 +35,8 @@ _HEADER = '''\
 """The native reverse sweep over the tape (Note [Tape layout]), and the
 native helpers for tape compaction. One Numba function walks every row."""
 import math
-from math import cos, erf, exp, log, sin, sqrt, tanh
+from math import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, erf, exp, expm1, fabs, log, log1p,
+                  log2, log10, sin, sinh, sqrt, tan, tanh)
 
 import numpy as np
 from llvmlite import ir
@@ -310,6 +311,88 @@ _SWEEP_VARIANTS = {
         gather=""),
 }
 
+# Note [Replay interpreter]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~
+# One native function runs every prepared recording of tape.compile (Note
+# [Compiled replay] in tape/_compile.py): it is compiled once per machine,
+# like the sweep, and a recording is data. Not %-formatted.
+_REPLAY = '''
+@_jit
+def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, psaves, bptr, erows, shape_offsets,
+           gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, dt, flags, nuse, kernels):
+    """Append the rows of a prepared recording at rows base.. of the tape,
+    computing their values with their ops' native forwards (kernels of kind
+    FORWARD_SCALAR and FORWARD_TENSOR). Row k of the recording reads
+    recording rows (an input ref >= 0), the tape rows `erows` of its
+    arguments and outside tensors (a ref <= -2 is erows[-2 - ref]) or its
+    constant operand (-1); an array row writes the fresh array whose data
+    pointer is at bptr[k]. After row gk[g], guard g checks the row's 0-d value
+    against gval[g]: its truth (gkind 0) or the value itself (1). Returns the
+    number of rows appended, or -1 - g when guard g failed: then the saved-
+    value counts it added are taken back and the caller clears the rows."""
+    m = pop.size
+    empty = np.empty(0)
+    cx = np.empty(1)
+    cy = np.empty(1)
+    g = 0
+    for k in range(m):
+        r = base + k
+        o = pop[k]
+        ra = pa0[k]
+        rb = pa1[k]
+        a = base + ra if ra >= 0 else (-1 if ra == -1 else erows[-2 - ra])
+        b = base + rb if rb >= 0 else (-1 if rb == -1 else erows[-2 - rb])
+        op[r] = o
+        a0[r] = a
+        a1[r] = b
+        c[r] = pc[k]
+        param[r] = pp[k]
+        flags[r] = pflags[k]
+        ndim[r] = pndim[k]
+        if pndim[k] == 0:
+            x = sval[a] if a >= 0 else pc[k]
+            y = sval[b] if b >= 0 else pc[k]
+            sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
+        else:
+            numel[r] = pnumel[k]
+            shp[r] = shape_offsets[pshape[k]]
+            ptr[r] = bptr[k]
+            if a >= 0:
+                X = _value(a, ptr, numel, ndim, dt, sval) if ndim[a] > 0 else sval[a:a + 1]
+            else:
+                cx[0] = pc[k]
+                X = cx
+            if b >= 0:
+                Y = _value(b, ptr, numel, ndim, dt, sval) if ndim[b] > 0 else sval[b:b + 1]
+            else:
+                cy[0] = pc[k]
+                Y = cy
+            O = carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
+            _call_elementwise(kernels[FORWARD_TENSOR, o], empty, X, Y, O, empty, empty, pp[k], 0)
+        sv = psaves[k]
+        if (sv & 1) != 0:
+            nuse[a] += 1
+        if (sv & 2) != 0:
+            nuse[b] += 1
+        if (sv & 4) != 0:
+            nuse[r] += 1
+        while g < gk.size and gk[g] == k:
+            v = sval[r]
+            held = (v != 0.0) == (gval[g] != 0.0) if gkind[g] == 0 else (v == gval[g] or v != v and gval[g] != gval[g])
+            if not held:
+                for q in range(k + 1):
+                    sv = psaves[q]
+                    if (sv & 1) != 0:
+                        nuse[a0[base + q]] -= 1
+                    if (sv & 2) != 0:
+                        nuse[a1[base + q]] -= 1
+                    if (sv & 4) != 0:
+                        nuse[base + q] -= 1
+                return -1 - g
+            g += 1
+    return m
+'''
+
 _ENGINE = '''
 _jit = jit()
 # Small helpers of the per-row loop are inlined at Numba's IR level.
@@ -386,8 +469,10 @@ def add_product(C, A, ta, B, tb):
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY, ERR_KERNELS = 0, 1, 2, 3, 4, 5, 6
-# the kinds of kernel an opcode has (rows of the `kernels` table)
-TENSOR, SCALAR_A, SCALAR_B = 0, 1, 2
+# the kinds of kernel an opcode has (rows of the `kernels` table): the VJPs
+# the sweeps call, and the forwards tape.compile's replay calls
+TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR, FORWARD_TENSOR = 0, 1, 2, 3, 4
+KINDS = 5
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -933,6 +1018,33 @@ def _elementwise_kernel(opdef):
 
 
 _ELEMENTWISE_ARRAYS = ("G", "X", "Y", "O", "GA", "GB")
+
+
+def _forward_kernel(opdef):
+    """The lines of an elementwise op's native forward over arrays, for
+    tape.compile's replay: O from X and Y (ELEMENTWISE_KERNEL's arguments;
+    the gradients are empty), each of them full size, one element (a
+    constant operand), or a trailing block of O repeated (a bias over a
+    batch), which is the only broadcast a replay sends here."""
+    expr = _native(opdef.forward)
+    names = _names(expr)
+    lines = [f"{name} = carray({name}_p, ({name}_n,))" for name in ("X", "Y", "O")]
+    lines += ["n = O.size", "mx = X.size", "my = Y.size", "p = pp"]
+    reads_y = "y" in names
+    cases = ([("mx == n and my == n", "x = X[i]", "y = Y[i]", ""),
+              ("mx == n and my == 1", "x = X[i]", "", "y = Y[0]"),
+              ("mx == 1 and my == n", "", "y = Y[i]", "x = X[0]")] if reads_y else [("mx == n", "x = X[i]", "", "")])
+    cases.append((None, "x = X[i % mx]", "y = Y[i % my]" if reads_y else "", ""))
+    for k, (condition, load_x, load_y, hoisted) in enumerate(cases):
+        lines.append("else:" if condition is None else f"{'if' if k == 0 else 'elif'} {condition}:")
+        if hoisted:
+            lines.append(f"    {hoisted}")
+        lines.append("    for i in range(n):")
+        lines += [f"        {load}" for load in (load_x, load_y) if load]
+        lines.append(f"        O[i] = {expr}")
+    return lines
+
+
 _STRUCTURAL_ARRAYS = ("G", "X", "Y", "Z", "O", "GA", "GB", "GC", "osh", "xsh", "ysh", "zsh", "ints")
 # what the native VJP of an op of at most two inputs takes: the rest is empty
 _BINARY_ARRAYS = ("G", "X", "Y", "O", "GA", "GB", "osh", "xsh", "ysh", "ints")
@@ -1049,13 +1161,14 @@ def _body():
     parts.append(_ENGINE % {})
     for name, variant in _SWEEP_VARIANTS.items():
         parts.append(_SWEEP % dict(variant, name=name))
+    parts.append(_REPLAY)
     # by name, so that the order ops' modules import in changes nothing
     for fn in sorted(NATIVE_HELPERS, key=lambda f: (f.__module__, f.__name__)):
         parts.append(_helper_source(fn))
     # Note [Kernels by opcode]: one C kernel per distinct body; ops whose
     # bodies are the same (clamp's forms, say) share it
     kernels = {}  # body lines -> kernel name
-    by_op = [["None", "None", "None"] for _ in REGISTRY]  # a hole keeps "no kernel"
+    by_op = [["None"] * 5 for _ in REGISTRY]  # a hole keeps "no kernel"
     ew_params = _c_parameters(_ELEMENTWISE_ARRAYS, ("pp", "into_g"))
     st_params = _c_parameters(_STRUCTURAL_ARRAYS, ("pp", "cc"))
     wrappers = {}  # native VJP -> the kernel that calls it
@@ -1074,6 +1187,10 @@ def _body():
             for k, expr in enumerate(d.partials):
                 if not _unit_partial(d, k):
                     add(1 + k, f"_s{k}_{d.name}", "g, x, y, out, pp", _scalar_kernel(expr), "SCALAR_KERNEL")
+            if d.forward is not None:
+                add(3, f"_f_{d.name}", "g, x, y, out, pp", ["p = pp", f"return {_native(d.forward)}"],
+                    "SCALAR_KERNEL")
+                add(4, f"_F_{d.name}", ew_params, _forward_kernel(d), "ELEMENTWISE_KERNEL")
         elif d.refusal == REFUSES_NEVER:
             if d.native not in wrappers:
                 wrappers[d.native] = f"_k_{d.name}"
@@ -1083,7 +1200,8 @@ def _body():
             by_op[d.code][0] = f"({wrappers[d.native]}, STRUCTURAL_KERNEL)"
     entries = "".join(f"    ({', '.join(kinds)}),  # {name or 'no op'}\n"
                       for kinds, name in zip(by_op, _by_code(lambda d: d.name, None)))
-    parts.append("# each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B): the function\n"
+    parts.append("# each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR,\n"
+                 "# FORWARD_TENSOR): the function\n"
                  "# and its C signature, or None; compiled on first use by tape._kernels\n"
                  "# (Note [Kernels by opcode])\n"
                  f"KERNELS = (\n{entries})\n")

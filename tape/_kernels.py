@@ -11,7 +11,7 @@ __all__ = ["ADDRESSES", "load", "names"]
 
 # ADDRESSES[kind, opcode]: the address of that kernel, which the sweep calls;
 # 0 until it is loaded
-ADDRESSES = np.zeros((3, len(_sweep.KERNELS)), np.int64)
+ADDRESSES = np.zeros((_sweep.KINDS, len(_sweep.KERNELS)), np.int64)
 
 _loaded = {}  # kernel function -> its compiled C function (kept alive: ADDRESSES points into it)
 _lock = threading.Lock()

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from ._opcodes import NEXT_OPCODE, OPCODES
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
-           "SAVES_X", "SAVES_Y", "SAVES_OUT", "SAVES_Z", "SAVES_ROW", "PARTIAL_FUNCTIONS", "MASK_FUNCTIONS",
+           "SAVES_X", "SAVES_Y", "SAVES_OUT", "SAVES_Z", "SAVES_ROW", "PARTIAL_FUNCTIONS", "FORWARD_FUNCTIONS",
+           "MASK_FUNCTIONS",
            "selecting_factor", "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed",
            "RowTensor"]
 
@@ -109,6 +110,10 @@ def _saved_names(name, saved, saves, arity):
 PARTIAL_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf", "sigmoid", "step", "sign", "floor",
                      "floor_div", "within", "zero_base", "is_zero")
 _PARTIAL_NAMES = {"x", "y", "out", "p"}
+# what a native forward expression may call besides the partials' vocabulary:
+# libm's functions, as Numba compiles them
+FORWARD_FUNCTIONS = PARTIAL_FUNCTIONS + ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
+                                         "expm1", "log1p", "log2", "log10", "fabs", "atan2")
 # The partial functions whose values are 0/1 masks (constants, not
 # differentiable in their arguments).
 MASK_FUNCTIONS = ("within", "zero_base", "is_zero", "step")
@@ -188,6 +193,12 @@ class OpDef:
     runs_second  for an op whose node runs its second input's node inside
               itself (CopySlices runs the in-place op's): its next_functions
               are its first input's node, then that node's past its first
+    forward   elementwise ops: the value as an expression over `x`, `y` (the
+              second input, or the constant operand) and `p`, in the
+              vocabulary of partials; the native forward kernels that
+              tape.compile's replay runs are generated from it (Note
+              [Compiled replay] in tape/_compile.py). None: the op has none,
+              and a recording that uses it runs eagerly
     """
     name: str
     grad_fn: str
@@ -206,6 +217,7 @@ class OpDef:
     variadic: bool = False
     edge_order: tuple = None
     runs_second: bool = False
+    forward: str = None
     # an elementwise op's function and scalar forward, set by tape/_record.py's
     # factories: the vocabulary of partials reaches them here
     function: object = field(default=None, repr=False)
@@ -261,13 +273,13 @@ _BY_NAME = {}
 Op = None
 
 
-def _names_in(expr, opname):
+def _names_in(expr, opname, functions=PARTIAL_FUNCTIONS):
     try:
         tree = ast.parse(expr, mode="eval")
     except SyntaxError as e:
         raise ValueError(f"op {opname!r}: partial {expr!r} is not an expression: {e}") from None
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    unknown = names - _PARTIAL_NAMES - set(PARTIAL_FUNCTIONS)
+    unknown = names - _PARTIAL_NAMES - set(functions)
     if unknown:
         raise ValueError(f"op {opname!r}: partial {expr!r} uses unknown names {sorted(unknown)}")
     return names
@@ -280,7 +292,7 @@ def _saves_of(names):
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
           not_differentiable=None, python_only=False, saved=None, variadic=False, edge_order=None,
-          runs_second=False):
+          runs_second=False, forward=None):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
@@ -299,6 +311,11 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
     if name in _BY_NAME:
         raise ValueError(f"op {name!r} is defined twice")
+    if forward is not None:
+        if partials is None:
+            raise ValueError(f"op {name!r}: only an elementwise op declares a native forward expression")
+        if "out" in _names_in(forward, name, FORWARD_FUNCTIONS):
+            raise ValueError(f"op {name!r}: forward {forward!r} reads out, the value it computes")
     if partials is not None:
         if len(partials) != arity:
             raise ValueError(f"op {name!r}: {arity} inputs but {len(partials)} partials")
@@ -340,7 +357,8 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
                   saves or 0, vjp, native, code=OPCODES.get(name, len(REGISTRY)), saves_for=saves_for,
                   not_differentiable=not_differentiable, python_only=python_only,
                   saved=_saved_names(name, saved, saves or 0, arity), variadic=variadic,
-                  edge_order=None if edge_order is None else tuple(edge_order), runs_second=runs_second)
+                  edge_order=None if edge_order is None else tuple(edge_order), runs_second=runs_second,
+                  forward=forward)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

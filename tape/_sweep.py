@@ -3,7 +3,8 @@
 """The native reverse sweep over the tape (Note [Tape layout]), and the
 native helpers for tape compaction. One Numba function walks every row."""
 import math
-from math import cos, erf, exp, log, sin, sqrt, tanh
+from math import (acos, acosh, asin, asinh, atan, atan2, atanh, cos, cosh, erf, exp, expm1, fabs, log, log1p,
+                  log2, log10, sin, sinh, sqrt, tan, tanh)
 
 import numpy as np
 from llvmlite import ir
@@ -18,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "3aee00002fba9fd0"
+REGISTRY_DIGEST = "3770fab77417c323"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -110,8 +111,10 @@ def add_product(C, A, ta, B, tb):
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY, ERR_KERNELS = 0, 1, 2, 3, 4, 5, 6
-# the kinds of kernel an opcode has (rows of the `kernels` table)
-TENSOR, SCALAR_A, SCALAR_B = 0, 1, 2
+# the kinds of kernel an opcode has (rows of the `kernels` table): the VJPs
+# the sweeps call, and the forwards tape.compile's replay calls
+TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR, FORWARD_TENSOR = 0, 1, 2, 3, 4
+KINDS = 5
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -1064,6 +1067,83 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
 
 
 
+
+@_jit
+def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, psaves, bptr, erows, shape_offsets,
+           gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, dt, flags, nuse, kernels):
+    """Append the rows of a prepared recording at rows base.. of the tape,
+    computing their values with their ops' native forwards (kernels of kind
+    FORWARD_SCALAR and FORWARD_TENSOR). Row k of the recording reads
+    recording rows (an input ref >= 0), the tape rows `erows` of its
+    arguments and outside tensors (a ref <= -2 is erows[-2 - ref]) or its
+    constant operand (-1); an array row writes the fresh array whose data
+    pointer is at bptr[k]. After row gk[g], guard g checks the row's 0-d value
+    against gval[g]: its truth (gkind 0) or the value itself (1). Returns the
+    number of rows appended, or -1 - g when guard g failed: then the saved-
+    value counts it added are taken back and the caller clears the rows."""
+    m = pop.size
+    empty = np.empty(0)
+    cx = np.empty(1)
+    cy = np.empty(1)
+    g = 0
+    for k in range(m):
+        r = base + k
+        o = pop[k]
+        ra = pa0[k]
+        rb = pa1[k]
+        a = base + ra if ra >= 0 else (-1 if ra == -1 else erows[-2 - ra])
+        b = base + rb if rb >= 0 else (-1 if rb == -1 else erows[-2 - rb])
+        op[r] = o
+        a0[r] = a
+        a1[r] = b
+        c[r] = pc[k]
+        param[r] = pp[k]
+        flags[r] = pflags[k]
+        ndim[r] = pndim[k]
+        if pndim[k] == 0:
+            x = sval[a] if a >= 0 else pc[k]
+            y = sval[b] if b >= 0 else pc[k]
+            sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
+        else:
+            numel[r] = pnumel[k]
+            shp[r] = shape_offsets[pshape[k]]
+            ptr[r] = bptr[k]
+            if a >= 0:
+                X = _value(a, ptr, numel, ndim, dt, sval) if ndim[a] > 0 else sval[a:a + 1]
+            else:
+                cx[0] = pc[k]
+                X = cx
+            if b >= 0:
+                Y = _value(b, ptr, numel, ndim, dt, sval) if ndim[b] > 0 else sval[b:b + 1]
+            else:
+                cy[0] = pc[k]
+                Y = cy
+            O = carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
+            _call_elementwise(kernels[FORWARD_TENSOR, o], empty, X, Y, O, empty, empty, pp[k], 0)
+        sv = psaves[k]
+        if (sv & 1) != 0:
+            nuse[a] += 1
+        if (sv & 2) != 0:
+            nuse[b] += 1
+        if (sv & 4) != 0:
+            nuse[r] += 1
+        while g < gk.size and gk[g] == k:
+            v = sval[r]
+            held = (v != 0.0) == (gval[g] != 0.0) if gkind[g] == 0 else (v == gval[g] or v != v and gval[g] != gval[g])
+            if not held:
+                for q in range(k + 1):
+                    sv = psaves[q]
+                    if (sv & 1) != 0:
+                        nuse[a0[base + q]] -= 1
+                    if (sv & 2) != 0:
+                        nuse[a1[base + q]] -= 1
+                    if (sv & 4) != 0:
+                        nuse[base + q] -= 1
+                return -1 - g
+            g += 1
+    return m
+
+
 @_jit
 def floor_div(x, y):
     """PyTorch's floor division of floats (div_floor_floating): from fmod, so
@@ -1350,6 +1430,41 @@ def _k_add(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
             GA[i] += G[i] * (1)
 
 
+def _f_add(g, x, y, out, pp):
+    p = pp
+    return x + y
+
+
+def _F_add(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = x + y
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = x + y
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = x + y
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = x + y
+
+
 def _k_sub(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -1370,6 +1485,41 @@ def _k_sub(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
     elif GA.size:
         for i in range(n):
             GA[i] += G[i] * (1)
+
+
+def _f_sub(g, x, y, out, pp):
+    p = pp
+    return x - y
+
+
+def _F_sub(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = x - y
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = x - y
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = x - y
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = x - y
 
 
 def _k_mul(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1420,6 +1570,41 @@ def _s0_mul(g, x, y, out, pp):
 def _s1_mul(g, x, y, out, pp):
     p = pp
     return g * (x)
+
+
+def _f_mul(g, x, y, out, pp):
+    p = pp
+    return x * y
+
+
+def _F_mul(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = x * y
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = x * y
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = x * y
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = x * y
 
 
 def _k_div(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1484,6 +1669,41 @@ def _s1_div(g, x, y, out, pp):
     return g * (-x / y / y)
 
 
+def _f_div(g, x, y, out, pp):
+    p = pp
+    return x / y
+
+
+def _F_div(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = x / y
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = x / y
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = x / y
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = x / y
+
+
 def _k_neg(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -1501,6 +1721,29 @@ def _k_neg(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
     elif GA.size:
         for i in range(n):
             GA[i] += G[i] * (-1)
+
+
+def _f_neg(g, x, y, out, pp):
+    p = pp
+    return -x
+
+
+def _F_neg(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = -x
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = -x
 
 
 def _k_reciprocal(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1527,6 +1770,29 @@ def _k_reciprocal(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n
 def _s0_reciprocal(g, x, y, out, pp):
     p = pp
     return g * (-out * out)
+
+
+def _f_reciprocal(g, x, y, out, pp):
+    p = pp
+    return 1.0 / x
+
+
+def _F_reciprocal(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = 1.0 / x
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = 1.0 / x
 
 
 def _k_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1587,6 +1853,76 @@ def _k_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n
 def _s0_pow_scalar(g, x, y, out, pp):
     p = pp
     return (g * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+
+
+def _f_pow_scalar(g, x, y, out, pp):
+    p = pp
+    return npow(x, y)
+
+
+def _F_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = npow(x, y)
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = npow(x, y)
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = npow(x, y)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = npow(x, y)
+
+
+def _f_rsub(g, x, y, out, pp):
+    p = pp
+    return y - x
+
+
+def _F_rsub(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = y - x
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = y - x
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = y - x
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = y - x
 
 
 def _k_rpow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1655,6 +1991,41 @@ def _k_rpow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
 def _s0_rpow(g, x, y, out, pp):
     p = pp
     return g * (out * log(y + zero_base(y, x)))
+
+
+def _f_rpow(g, x, y, out, pp):
+    p = pp
+    return npow(y, x)
+
+
+def _F_rpow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = npow(y, x)
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = npow(y, x)
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = npow(y, x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = npow(y, x)
 
 
 def _k_pow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1864,6 +2235,29 @@ def _s0_exp(g, x, y, out, pp):
     return g * (out)
 
 
+def _f_exp(g, x, y, out, pp):
+    p = pp
+    return exp(x)
+
+
+def _F_exp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = exp(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = exp(x)
+
+
 def _k_log(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -1898,6 +2292,29 @@ def _k_log(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
 def _s0_log(g, x, y, out, pp):
     p = pp
     return g * (1 / x)
+
+
+def _f_log(g, x, y, out, pp):
+    p = pp
+    return log(x)
+
+
+def _F_log(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = log(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = log(x)
 
 
 def _k_sin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -1936,6 +2353,29 @@ def _s0_sin(g, x, y, out, pp):
     return g * (cos(x))
 
 
+def _f_sin(g, x, y, out, pp):
+    p = pp
+    return sin(x)
+
+
+def _F_sin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = sin(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = sin(x)
+
+
 def _k_cos(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -1972,6 +2412,29 @@ def _s0_cos(g, x, y, out, pp):
     return g * (-sin(x))
 
 
+def _f_cos(g, x, y, out, pp):
+    p = pp
+    return cos(x)
+
+
+def _F_cos(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = cos(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = cos(x)
+
+
 def _k_tanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -1996,6 +2459,29 @@ def _k_tanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
 def _s0_tanh(g, x, y, out, pp):
     p = pp
     return g * (1 - out * out)
+
+
+def _f_tanh(g, x, y, out, pp):
+    p = pp
+    return tanh(x)
+
+
+def _F_tanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = tanh(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = tanh(x)
 
 
 def _k_sigmoid(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2024,6 +2510,29 @@ def _s0_sigmoid(g, x, y, out, pp):
     return g * (out * (1 - out))
 
 
+def _f_sigmoid(g, x, y, out, pp):
+    p = pp
+    return sigmoid(x)
+
+
+def _F_sigmoid(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = sigmoid(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = sigmoid(x)
+
+
 def _k_relu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2050,6 +2559,29 @@ def _s0_relu(g, x, y, out, pp):
     return (g * (step(out)) if (step(out)) != 0 else 0.0)
 
 
+def _f_relu(g, x, y, out, pp):
+    p = pp
+    return x * 1.0 if x > 0 or x != x else 0.0
+
+
+def _F_relu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = x * 1.0 if x > 0 or x != x else 0.0
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = x * 1.0 if x > 0 or x != x else 0.0
+
+
 def _k_sqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2074,6 +2606,29 @@ def _k_sqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
 def _s0_sqrt(g, x, y, out, pp):
     p = pp
     return g * (0.5 / out)
+
+
+def _f_sqrt(g, x, y, out, pp):
+    p = pp
+    return sqrt(x)
+
+
+def _F_sqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = sqrt(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = sqrt(x)
 
 
 def _k_abs(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2112,6 +2667,29 @@ def _s0_abs(g, x, y, out, pp):
     return g * (sign(x))
 
 
+def _f_abs(g, x, y, out, pp):
+    p = pp
+    return fabs(x)
+
+
+def _F_abs(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = fabs(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = fabs(x)
+
+
 def _k_sign(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2129,6 +2707,29 @@ def _k_sign(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
     elif GA.size:
         for i in range(n):
             GA[i] += (G[i] * (0) if (0) != 0 else 0.0)
+
+
+def _f_floor(g, x, y, out, pp):
+    p = pp
+    return floor(x)
+
+
+def _F_floor(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = floor(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = floor(x)
 
 
 def _k_maximum(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2389,6 +2990,41 @@ def _s1_atan2(g, x, y, out, pp):
     return g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
 
 
+def _f_atan2(g, x, y, out, pp):
+    p = pp
+    return atan2(x, y)
+
+
+def _F_atan2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = atan2(x, y)
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = atan2(x, y)
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = atan2(x, y)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = atan2(x, y)
+
+
 def _k_erf(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2423,6 +3059,29 @@ def _k_erf(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
 def _s0_erf(g, x, y, out, pp):
     p = pp
     return g * (1.1283791670955126 * exp(-x * x))
+
+
+def _f_erf(g, x, y, out, pp):
+    p = pp
+    return erf(x)
+
+
+def _F_erf(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = erf(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = erf(x)
 
 
 def _k_silu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2461,6 +3120,29 @@ def _s0_silu(g, x, y, out, pp):
     return g * (sigmoid(x) * (1 + x * (1 - sigmoid(x))))
 
 
+def _f_silu(g, x, y, out, pp):
+    p = pp
+    return x * sigmoid(x)
+
+
+def _F_silu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = x * sigmoid(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = x * sigmoid(x)
+
+
 def _k_gelu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2495,6 +3177,29 @@ def _k_gelu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
 def _s0_gelu(g, x, y, out, pp):
     p = pp
     return g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+
+
+def _f_gelu(g, x, y, out, pp):
+    p = pp
+    return 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
+
+
+def _F_gelu(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
 
 
 def _k_gelu_tanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2619,6 +3324,29 @@ def _s0_tan(g, x, y, out, pp):
     return g * (1 + out * out)
 
 
+def _f_tan(g, x, y, out, pp):
+    p = pp
+    return tan(x)
+
+
+def _F_tan(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = tan(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = tan(x)
+
+
 def _k_asin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2653,6 +3381,29 @@ def _k_asin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
 def _s0_asin(g, x, y, out, pp):
     p = pp
     return g * (1 / sqrt(1 - x * x))
+
+
+def _f_asin(g, x, y, out, pp):
+    p = pp
+    return asin(x)
+
+
+def _F_asin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = asin(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = asin(x)
 
 
 def _k_acos(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2691,6 +3442,29 @@ def _s0_acos(g, x, y, out, pp):
     return g * (-1 / sqrt(1 - x * x))
 
 
+def _f_acos(g, x, y, out, pp):
+    p = pp
+    return acos(x)
+
+
+def _F_acos(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = acos(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = acos(x)
+
+
 def _k_atan(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2725,6 +3499,29 @@ def _k_atan(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
 def _s0_atan(g, x, y, out, pp):
     p = pp
     return g * (1 / (1 + x * x))
+
+
+def _f_atan(g, x, y, out, pp):
+    p = pp
+    return atan(x)
+
+
+def _F_atan(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = atan(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = atan(x)
 
 
 def _k_sinh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2763,6 +3560,29 @@ def _s0_sinh(g, x, y, out, pp):
     return g * ((exp(x) + exp(-x)) * 0.5)
 
 
+def _f_sinh(g, x, y, out, pp):
+    p = pp
+    return sinh(x)
+
+
+def _F_sinh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = sinh(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = sinh(x)
+
+
 def _k_cosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2797,6 +3617,29 @@ def _k_cosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
 def _s0_cosh(g, x, y, out, pp):
     p = pp
     return g * ((exp(x) - exp(-x)) * 0.5)
+
+
+def _f_cosh(g, x, y, out, pp):
+    p = pp
+    return cosh(x)
+
+
+def _F_cosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = cosh(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = cosh(x)
 
 
 def _k_asinh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2835,6 +3678,29 @@ def _s0_asinh(g, x, y, out, pp):
     return g * (1 / sqrt(x * x + 1))
 
 
+def _f_asinh(g, x, y, out, pp):
+    p = pp
+    return asinh(x)
+
+
+def _F_asinh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = asinh(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = asinh(x)
+
+
 def _k_acosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2869,6 +3735,29 @@ def _k_acosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
 def _s0_acosh(g, x, y, out, pp):
     p = pp
     return g * (1 / sqrt(x * x - 1))
+
+
+def _f_acosh(g, x, y, out, pp):
+    p = pp
+    return acosh(x)
+
+
+def _F_acosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = acosh(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = acosh(x)
 
 
 def _k_atanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2907,6 +3796,29 @@ def _s0_atanh(g, x, y, out, pp):
     return g * (1 / (1 - x * x))
 
 
+def _f_atanh(g, x, y, out, pp):
+    p = pp
+    return atanh(x)
+
+
+def _F_atanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = atanh(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = atanh(x)
+
+
 def _k_exp2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2933,6 +3845,29 @@ def _s0_exp2(g, x, y, out, pp):
     return g * (out * 0.6931471805599453)
 
 
+def _f_exp2(g, x, y, out, pp):
+    p = pp
+    return npow(2.0, x)
+
+
+def _F_exp2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = npow(2.0, x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = npow(2.0, x)
+
+
 def _k_expm1(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -2957,6 +3892,29 @@ def _k_expm1(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
 def _s0_expm1(g, x, y, out, pp):
     p = pp
     return g * (out + 1)
+
+
+def _f_expm1(g, x, y, out, pp):
+    p = pp
+    return expm1(x)
+
+
+def _F_expm1(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = expm1(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = expm1(x)
 
 
 def _k_log2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2995,6 +3953,29 @@ def _s0_log2(g, x, y, out, pp):
     return g * (1 / (x * 0.6931471805599453))
 
 
+def _f_log2(g, x, y, out, pp):
+    p = pp
+    return log2(x)
+
+
+def _F_log2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = log2(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = log2(x)
+
+
 def _k_log10(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -3029,6 +4010,29 @@ def _k_log10(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
 def _s0_log10(g, x, y, out, pp):
     p = pp
     return g * (1 / (x * 2.302585092994046))
+
+
+def _f_log10(g, x, y, out, pp):
+    p = pp
+    return log10(x)
+
+
+def _F_log10(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = log10(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = log10(x)
 
 
 def _k_log1p(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -3067,6 +4071,29 @@ def _s0_log1p(g, x, y, out, pp):
     return g * (1 / (x + 1))
 
 
+def _f_log1p(g, x, y, out, pp):
+    p = pp
+    return log1p(x)
+
+
+def _F_log1p(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = log1p(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = log1p(x)
+
+
 def _k_rsqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
     G = carray(G_p, (G_n,))
     X = carray(X_p, (X_n,))
@@ -3091,6 +4118,29 @@ def _k_rsqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
 def _s0_rsqrt(g, x, y, out, pp):
     p = pp
     return g * (-0.5 * out * out * out)
+
+
+def _f_rsqrt(g, x, y, out, pp):
+    p = pp
+    return 1.0 / sqrt(x)
+
+
+def _F_rsqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = 1.0 / sqrt(x)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = 1.0 / sqrt(x)
 
 
 def _k_square(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -3127,6 +4177,52 @@ def _k_square(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp
 def _s0_square(g, x, y, out, pp):
     p = pp
     return g * (2 * x)
+
+
+def _f_square(g, x, y, out, pp):
+    p = pp
+    return x * x
+
+
+def _F_square(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = x * x
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = x * x
+
+
+def _f_clone(g, x, y, out, pp):
+    p = pp
+    return x * 1.0
+
+
+def _F_clone(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n:
+        for i in range(n):
+            x = X[i]
+            O[i] = x * 1.0
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            O[i] = x * 1.0
 
 
 def _k_xlogy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -4401,173 +5497,174 @@ def _k_lerp_tensor(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n,
     _vjp_lerp_tensor(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(Z_p, (Z_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(GC_p, (GC_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(zsh_p, (zsh_n,)), carray(ints_p, (ints_n,)), pp, cc)
 
 
-# each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B): the function
+# each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR,
+# FORWARD_TENSOR): the function
 # and its C signature, or None; compiled on first use by tape._kernels
 # (Note [Kernels by opcode])
 KERNELS = (
-    (None, None, None),  # leaf
-    (None, None, None),  # const
-    (None, None, None),  # no op
-    (None, None, None),  # function
-    (None, None, None),  # function_output
-    (None, None, None),  # delayed_error
-    ((_k_add, ELEMENTWISE_KERNEL), None, None),  # add
-    ((_k_sub, ELEMENTWISE_KERNEL), None, None),  # sub
-    ((_k_mul, ELEMENTWISE_KERNEL), (_s0_mul, SCALAR_KERNEL), (_s1_mul, SCALAR_KERNEL)),  # mul
-    ((_k_div, ELEMENTWISE_KERNEL), (_s0_div, SCALAR_KERNEL), (_s1_div, SCALAR_KERNEL)),  # div
-    ((_k_neg, ELEMENTWISE_KERNEL), None, None),  # neg
-    ((_k_reciprocal, ELEMENTWISE_KERNEL), (_s0_reciprocal, SCALAR_KERNEL), None),  # reciprocal
-    ((_k_pow_scalar, ELEMENTWISE_KERNEL), (_s0_pow_scalar, SCALAR_KERNEL), None),  # pow_scalar
-    ((_k_neg, ELEMENTWISE_KERNEL), None, None),  # rsub
-    ((_k_rpow, ELEMENTWISE_KERNEL), (_s0_rpow, SCALAR_KERNEL), None),  # rpow
-    ((_k_pow, ELEMENTWISE_KERNEL), (_s0_pow, SCALAR_KERNEL), (_s1_pow, SCALAR_KERNEL)),  # pow
-    ((_k_floor_div, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), (_s0_floor_div, SCALAR_KERNEL)),  # floor_div
-    ((_k_remainder, ELEMENTWISE_KERNEL), None, (_s1_remainder, SCALAR_KERNEL)),  # remainder
-    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None),  # remainder_scalar
-    ((_k_exp, ELEMENTWISE_KERNEL), (_s0_exp, SCALAR_KERNEL), None),  # exp
-    ((_k_log, ELEMENTWISE_KERNEL), (_s0_log, SCALAR_KERNEL), None),  # log
-    ((_k_sin, ELEMENTWISE_KERNEL), (_s0_sin, SCALAR_KERNEL), None),  # sin
-    ((_k_cos, ELEMENTWISE_KERNEL), (_s0_cos, SCALAR_KERNEL), None),  # cos
-    ((_k_tanh, ELEMENTWISE_KERNEL), (_s0_tanh, SCALAR_KERNEL), None),  # tanh
-    ((_k_sigmoid, ELEMENTWISE_KERNEL), (_s0_sigmoid, SCALAR_KERNEL), None),  # sigmoid
-    ((_k_relu, ELEMENTWISE_KERNEL), (_s0_relu, SCALAR_KERNEL), None),  # relu
-    ((_k_sqrt, ELEMENTWISE_KERNEL), (_s0_sqrt, SCALAR_KERNEL), None),  # sqrt
-    ((_k_abs, ELEMENTWISE_KERNEL), (_s0_abs, SCALAR_KERNEL), None),  # abs
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # sign
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # floor
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # step
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # ceil
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # trunc
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # round
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # round_decimals
-    ((_k_maximum, ELEMENTWISE_KERNEL), (_s0_maximum, SCALAR_KERNEL), (_s1_maximum, SCALAR_KERNEL)),  # maximum
-    ((_k_minimum, ELEMENTWISE_KERNEL), (_s0_minimum, SCALAR_KERNEL), (_s1_minimum, SCALAR_KERNEL)),  # minimum
-    ((_k_atan2, ELEMENTWISE_KERNEL), (_s0_atan2, SCALAR_KERNEL), (_s1_atan2, SCALAR_KERNEL)),  # atan2
-    ((_k_erf, ELEMENTWISE_KERNEL), (_s0_erf, SCALAR_KERNEL), None),  # erf
-    ((_k_silu, ELEMENTWISE_KERNEL), (_s0_silu, SCALAR_KERNEL), None),  # silu
-    ((_k_gelu, ELEMENTWISE_KERNEL), (_s0_gelu, SCALAR_KERNEL), None),  # gelu
-    ((_k_gelu_tanh, ELEMENTWISE_KERNEL), (_s0_gelu_tanh, SCALAR_KERNEL), None),  # gelu_tanh
-    ((_k_softplus, ELEMENTWISE_KERNEL), (_s0_softplus, SCALAR_KERNEL), None),  # softplus
-    ((_k_tan, ELEMENTWISE_KERNEL), (_s0_tan, SCALAR_KERNEL), None),  # tan
-    ((_k_asin, ELEMENTWISE_KERNEL), (_s0_asin, SCALAR_KERNEL), None),  # asin
-    ((_k_acos, ELEMENTWISE_KERNEL), (_s0_acos, SCALAR_KERNEL), None),  # acos
-    ((_k_atan, ELEMENTWISE_KERNEL), (_s0_atan, SCALAR_KERNEL), None),  # atan
-    ((_k_sinh, ELEMENTWISE_KERNEL), (_s0_sinh, SCALAR_KERNEL), None),  # sinh
-    ((_k_cosh, ELEMENTWISE_KERNEL), (_s0_cosh, SCALAR_KERNEL), None),  # cosh
-    ((_k_asinh, ELEMENTWISE_KERNEL), (_s0_asinh, SCALAR_KERNEL), None),  # asinh
-    ((_k_acosh, ELEMENTWISE_KERNEL), (_s0_acosh, SCALAR_KERNEL), None),  # acosh
-    ((_k_atanh, ELEMENTWISE_KERNEL), (_s0_atanh, SCALAR_KERNEL), None),  # atanh
-    ((_k_exp2, ELEMENTWISE_KERNEL), (_s0_exp2, SCALAR_KERNEL), None),  # exp2
-    ((_k_expm1, ELEMENTWISE_KERNEL), (_s0_expm1, SCALAR_KERNEL), None),  # expm1
-    ((_k_log2, ELEMENTWISE_KERNEL), (_s0_log2, SCALAR_KERNEL), None),  # log2
-    ((_k_log10, ELEMENTWISE_KERNEL), (_s0_log10, SCALAR_KERNEL), None),  # log10
-    ((_k_log1p, ELEMENTWISE_KERNEL), (_s0_log1p, SCALAR_KERNEL), None),  # log1p
-    ((_k_rsqrt, ELEMENTWISE_KERNEL), (_s0_rsqrt, SCALAR_KERNEL), None),  # rsqrt
-    ((_k_square, ELEMENTWISE_KERNEL), (_s0_square, SCALAR_KERNEL), None),  # square
-    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None),  # clone
-    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None),  # to_copy
-    ((_k_xlogy, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), (_s1_xlogy, SCALAR_KERNEL)),  # xlogy
-    ((_k_xlogy_scalar_other, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), None),  # xlogy_scalar_other
-    ((_k_xlogy_scalar_self, ELEMENTWISE_KERNEL), (_s0_xlogy_scalar_self, SCALAR_KERNEL), None),  # xlogy_scalar_self
-    ((_k_hypot, ELEMENTWISE_KERNEL), (_s0_hypot, SCALAR_KERNEL), (_s1_hypot, SCALAR_KERNEL)),  # hypot
-    ((_k_logaddexp, ELEMENTWISE_KERNEL), (_s0_logaddexp, SCALAR_KERNEL), (_s1_logaddexp, SCALAR_KERNEL)),  # logaddexp
-    ((_k_lerp, ELEMENTWISE_KERNEL), (_s0_lerp, SCALAR_KERNEL), (_s1_lerp, SCALAR_KERNEL)),  # lerp
-    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None),  # clamp
-    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None),  # clamp_min
-    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None),  # clamp_max
-    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL)),  # clamp_tensor_lower
-    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL)),  # clamp_tensor_upper
-    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL)),  # clamp_min_tensor
-    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL)),  # clamp_max_tensor
-    (None, None, None),  # rremainder
-    (None, None, None),  # floor_divide
-    ((_k_expand, STRUCTURAL_KERNEL), None, None),  # expand
-    ((_k_view, STRUCTURAL_KERNEL), None, None),  # view
-    ((_k_view, STRUCTURAL_KERNEL), None, None),  # unsqueeze
-    ((_k_view, STRUCTURAL_KERNEL), None, None),  # squeeze
-    ((_k_view, STRUCTURAL_KERNEL), None, None),  # squeeze_dim
-    ((_k_permute, STRUCTURAL_KERNEL), None, None),  # permute
-    ((_k_permute, STRUCTURAL_KERNEL), None, None),  # transpose
-    ((_k_permute, STRUCTURAL_KERNEL), None, None),  # t
-    ((_k_select, STRUCTURAL_KERNEL), None, None),  # select
-    ((_k_select, STRUCTURAL_KERNEL), None, None),  # slice
-    ((_k_select, STRUCTURAL_KERNEL), None, None),  # alias
-    ((_k_select, STRUCTURAL_KERNEL), None, None),  # index_unsqueeze
-    ((_k_strided_scatter, STRUCTURAL_KERNEL), None, None),  # strided_scatter
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # index
-    ((_k_index_put, STRUCTURAL_KERNEL), None, None),  # index_put
-    ((_k_cat, STRUCTURAL_KERNEL), None, None),  # cat
-    ((_k_cat, STRUCTURAL_KERNEL), None, None),  # stack
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # repeat
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # roll
-    ((_k_sum, STRUCTURAL_KERNEL), None, None),  # sum
-    ((_k_sum, STRUCTURAL_KERNEL), None, None),  # sum_dim
-    ((_k_sum, STRUCTURAL_KERNEL), None, None),  # mean
-    ((_k_sum, STRUCTURAL_KERNEL), None, None),  # mean_dim
-    ((_k_amax, STRUCTURAL_KERNEL), None, None),  # amax
-    ((_k_amax, STRUCTURAL_KERNEL), None, None),  # amin
-    ((_k_amax, STRUCTURAL_KERNEL), None, None),  # max_all
-    ((_k_amax, STRUCTURAL_KERNEL), None, None),  # min_all
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # max_dim
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # min_dim
-    ((_k_logsumexp, STRUCTURAL_KERNEL), None, None),  # logsumexp
-    ((_k_softmax, STRUCTURAL_KERNEL), None, None),  # softmax
-    ((_k_softmax, STRUCTURAL_KERNEL), None, None),  # log_softmax
-    ((_k_var, STRUCTURAL_KERNEL), None, None),  # var
-    ((_k_std, STRUCTURAL_KERNEL), None, None),  # std
-    ((_k_norm, STRUCTURAL_KERNEL), None, None),  # norm
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # norm0
-    ((_k_norm_p, STRUCTURAL_KERNEL), None, None),  # norm_p
-    ((_k_cumsum, STRUCTURAL_KERNEL), None, None),  # cumsum
-    ((_k_cumprod, STRUCTURAL_KERNEL), None, None),  # cumprod
-    ((_k_where, STRUCTURAL_KERNEL), None, None),  # where
-    ((_k_where, STRUCTURAL_KERNEL), None, None),  # masked_fill
-    ((_k_where, STRUCTURAL_KERNEL), None, None),  # masked_fill_tensor
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # masked_select
-    ((_k_select, STRUCTURAL_KERNEL), None, None),  # split
-    ((_k_select, STRUCTURAL_KERNEL), None, None),  # split_with_sizes
-    ((_k_select, STRUCTURAL_KERNEL), None, None),  # unbind
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # flip
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # index_select
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # gather
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # diagonal
-    ((_k_index_put, STRUCTURAL_KERNEL), None, None),  # diag_embed
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # diag_copy
-    ((_k_trace, STRUCTURAL_KERNEL), None, None),  # trace
-    ((_k_triu, STRUCTURAL_KERNEL), None, None),  # triu
-    ((_k_triu, STRUCTURAL_KERNEL), None, None),  # tril
-    ((_k_mm, STRUCTURAL_KERNEL), None, None),  # mm
-    ((_k_mv, STRUCTURAL_KERNEL), None, None),  # mv
-    ((_k_dot, STRUCTURAL_KERNEL), None, None),  # dot
-    ((_k_bmm, STRUCTURAL_KERNEL), None, None),  # bmm
-    ((_k_inv, STRUCTURAL_KERNEL), None, None),  # inv
-    ((_k_det, STRUCTURAL_KERNEL), None, None),  # det
-    ((_k_det, STRUCTURAL_KERNEL), None, None),  # slogdet
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # slogdet_sign
-    ((_k_solve, STRUCTURAL_KERNEL), None, None),  # solve
-    ((_k_cholesky, STRUCTURAL_KERNEL), None, None),  # cholesky
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # sort
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # topk
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # zero_
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # fill_
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # uniform_
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None),  # normal_
-    ((_k_copy, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None),  # copy
-    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None),  # copy_slices
-    ((_k_index_put_, STRUCTURAL_KERNEL), None, None),  # index_put_
-    ((_k_prod, STRUCTURAL_KERNEL), None, None),  # prod
-    ((_k_prod, STRUCTURAL_KERNEL), None, None),  # prod_dim
-    ((_k_addmm, STRUCTURAL_KERNEL), None, None),  # addmm
-    ((_k_addmv, STRUCTURAL_KERNEL), None, None),  # addmv
-    ((_k_baddbmm, STRUCTURAL_KERNEL), None, None),  # baddbmm
-    ((_k_baddbmm, STRUCTURAL_KERNEL), None, None),  # addbmm
-    ((_k_addcmul, STRUCTURAL_KERNEL), None, None),  # addcmul
-    ((_k_addcdiv, STRUCTURAL_KERNEL), None, None),  # addcdiv
-    ((_k_lerp_tensor, STRUCTURAL_KERNEL), None, None),  # lerp_tensor
-    ((_k_view, STRUCTURAL_KERNEL), None, None),  # reshape_alias
-    ((_k_view, STRUCTURAL_KERNEL), None, None),  # unsafe_view
-    ((_k_select, STRUCTURAL_KERNEL), None, None),  # as_strided
-    ((_k_index, STRUCTURAL_KERNEL), None, None),  # as_strided_at
-    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None),  # view_copy_slices
-    ((_k_index_put_, STRUCTURAL_KERNEL), None, None),  # view_copy_slices_at
+    (None, None, None, None, None),  # leaf
+    (None, None, None, None, None),  # const
+    (None, None, None, None, None),  # no op
+    (None, None, None, None, None),  # function
+    (None, None, None, None, None),  # function_output
+    (None, None, None, None, None),  # delayed_error
+    ((_k_add, ELEMENTWISE_KERNEL), None, None, (_f_add, SCALAR_KERNEL), (_F_add, ELEMENTWISE_KERNEL)),  # add
+    ((_k_sub, ELEMENTWISE_KERNEL), None, None, (_f_sub, SCALAR_KERNEL), (_F_sub, ELEMENTWISE_KERNEL)),  # sub
+    ((_k_mul, ELEMENTWISE_KERNEL), (_s0_mul, SCALAR_KERNEL), (_s1_mul, SCALAR_KERNEL), (_f_mul, SCALAR_KERNEL), (_F_mul, ELEMENTWISE_KERNEL)),  # mul
+    ((_k_div, ELEMENTWISE_KERNEL), (_s0_div, SCALAR_KERNEL), (_s1_div, SCALAR_KERNEL), (_f_div, SCALAR_KERNEL), (_F_div, ELEMENTWISE_KERNEL)),  # div
+    ((_k_neg, ELEMENTWISE_KERNEL), None, None, (_f_neg, SCALAR_KERNEL), (_F_neg, ELEMENTWISE_KERNEL)),  # neg
+    ((_k_reciprocal, ELEMENTWISE_KERNEL), (_s0_reciprocal, SCALAR_KERNEL), None, (_f_reciprocal, SCALAR_KERNEL), (_F_reciprocal, ELEMENTWISE_KERNEL)),  # reciprocal
+    ((_k_pow_scalar, ELEMENTWISE_KERNEL), (_s0_pow_scalar, SCALAR_KERNEL), None, (_f_pow_scalar, SCALAR_KERNEL), (_F_pow_scalar, ELEMENTWISE_KERNEL)),  # pow_scalar
+    ((_k_neg, ELEMENTWISE_KERNEL), None, None, (_f_rsub, SCALAR_KERNEL), (_F_rsub, ELEMENTWISE_KERNEL)),  # rsub
+    ((_k_rpow, ELEMENTWISE_KERNEL), (_s0_rpow, SCALAR_KERNEL), None, (_f_rpow, SCALAR_KERNEL), (_F_rpow, ELEMENTWISE_KERNEL)),  # rpow
+    ((_k_pow, ELEMENTWISE_KERNEL), (_s0_pow, SCALAR_KERNEL), (_s1_pow, SCALAR_KERNEL), (_f_pow_scalar, SCALAR_KERNEL), (_F_pow_scalar, ELEMENTWISE_KERNEL)),  # pow
+    ((_k_floor_div, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None),  # floor_div
+    ((_k_remainder, ELEMENTWISE_KERNEL), None, (_s1_remainder, SCALAR_KERNEL), None, None),  # remainder
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, None, None),  # remainder_scalar
+    ((_k_exp, ELEMENTWISE_KERNEL), (_s0_exp, SCALAR_KERNEL), None, (_f_exp, SCALAR_KERNEL), (_F_exp, ELEMENTWISE_KERNEL)),  # exp
+    ((_k_log, ELEMENTWISE_KERNEL), (_s0_log, SCALAR_KERNEL), None, (_f_log, SCALAR_KERNEL), (_F_log, ELEMENTWISE_KERNEL)),  # log
+    ((_k_sin, ELEMENTWISE_KERNEL), (_s0_sin, SCALAR_KERNEL), None, (_f_sin, SCALAR_KERNEL), (_F_sin, ELEMENTWISE_KERNEL)),  # sin
+    ((_k_cos, ELEMENTWISE_KERNEL), (_s0_cos, SCALAR_KERNEL), None, (_f_cos, SCALAR_KERNEL), (_F_cos, ELEMENTWISE_KERNEL)),  # cos
+    ((_k_tanh, ELEMENTWISE_KERNEL), (_s0_tanh, SCALAR_KERNEL), None, (_f_tanh, SCALAR_KERNEL), (_F_tanh, ELEMENTWISE_KERNEL)),  # tanh
+    ((_k_sigmoid, ELEMENTWISE_KERNEL), (_s0_sigmoid, SCALAR_KERNEL), None, (_f_sigmoid, SCALAR_KERNEL), (_F_sigmoid, ELEMENTWISE_KERNEL)),  # sigmoid
+    ((_k_relu, ELEMENTWISE_KERNEL), (_s0_relu, SCALAR_KERNEL), None, (_f_relu, SCALAR_KERNEL), (_F_relu, ELEMENTWISE_KERNEL)),  # relu
+    ((_k_sqrt, ELEMENTWISE_KERNEL), (_s0_sqrt, SCALAR_KERNEL), None, (_f_sqrt, SCALAR_KERNEL), (_F_sqrt, ELEMENTWISE_KERNEL)),  # sqrt
+    ((_k_abs, ELEMENTWISE_KERNEL), (_s0_abs, SCALAR_KERNEL), None, (_f_abs, SCALAR_KERNEL), (_F_abs, ELEMENTWISE_KERNEL)),  # abs
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # sign
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, (_f_floor, SCALAR_KERNEL), (_F_floor, ELEMENTWISE_KERNEL)),  # floor
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # step
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # ceil
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # trunc
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # round
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # round_decimals
+    ((_k_maximum, ELEMENTWISE_KERNEL), (_s0_maximum, SCALAR_KERNEL), (_s1_maximum, SCALAR_KERNEL), None, None),  # maximum
+    ((_k_minimum, ELEMENTWISE_KERNEL), (_s0_minimum, SCALAR_KERNEL), (_s1_minimum, SCALAR_KERNEL), None, None),  # minimum
+    ((_k_atan2, ELEMENTWISE_KERNEL), (_s0_atan2, SCALAR_KERNEL), (_s1_atan2, SCALAR_KERNEL), (_f_atan2, SCALAR_KERNEL), (_F_atan2, ELEMENTWISE_KERNEL)),  # atan2
+    ((_k_erf, ELEMENTWISE_KERNEL), (_s0_erf, SCALAR_KERNEL), None, (_f_erf, SCALAR_KERNEL), (_F_erf, ELEMENTWISE_KERNEL)),  # erf
+    ((_k_silu, ELEMENTWISE_KERNEL), (_s0_silu, SCALAR_KERNEL), None, (_f_silu, SCALAR_KERNEL), (_F_silu, ELEMENTWISE_KERNEL)),  # silu
+    ((_k_gelu, ELEMENTWISE_KERNEL), (_s0_gelu, SCALAR_KERNEL), None, (_f_gelu, SCALAR_KERNEL), (_F_gelu, ELEMENTWISE_KERNEL)),  # gelu
+    ((_k_gelu_tanh, ELEMENTWISE_KERNEL), (_s0_gelu_tanh, SCALAR_KERNEL), None, None, None),  # gelu_tanh
+    ((_k_softplus, ELEMENTWISE_KERNEL), (_s0_softplus, SCALAR_KERNEL), None, None, None),  # softplus
+    ((_k_tan, ELEMENTWISE_KERNEL), (_s0_tan, SCALAR_KERNEL), None, (_f_tan, SCALAR_KERNEL), (_F_tan, ELEMENTWISE_KERNEL)),  # tan
+    ((_k_asin, ELEMENTWISE_KERNEL), (_s0_asin, SCALAR_KERNEL), None, (_f_asin, SCALAR_KERNEL), (_F_asin, ELEMENTWISE_KERNEL)),  # asin
+    ((_k_acos, ELEMENTWISE_KERNEL), (_s0_acos, SCALAR_KERNEL), None, (_f_acos, SCALAR_KERNEL), (_F_acos, ELEMENTWISE_KERNEL)),  # acos
+    ((_k_atan, ELEMENTWISE_KERNEL), (_s0_atan, SCALAR_KERNEL), None, (_f_atan, SCALAR_KERNEL), (_F_atan, ELEMENTWISE_KERNEL)),  # atan
+    ((_k_sinh, ELEMENTWISE_KERNEL), (_s0_sinh, SCALAR_KERNEL), None, (_f_sinh, SCALAR_KERNEL), (_F_sinh, ELEMENTWISE_KERNEL)),  # sinh
+    ((_k_cosh, ELEMENTWISE_KERNEL), (_s0_cosh, SCALAR_KERNEL), None, (_f_cosh, SCALAR_KERNEL), (_F_cosh, ELEMENTWISE_KERNEL)),  # cosh
+    ((_k_asinh, ELEMENTWISE_KERNEL), (_s0_asinh, SCALAR_KERNEL), None, (_f_asinh, SCALAR_KERNEL), (_F_asinh, ELEMENTWISE_KERNEL)),  # asinh
+    ((_k_acosh, ELEMENTWISE_KERNEL), (_s0_acosh, SCALAR_KERNEL), None, (_f_acosh, SCALAR_KERNEL), (_F_acosh, ELEMENTWISE_KERNEL)),  # acosh
+    ((_k_atanh, ELEMENTWISE_KERNEL), (_s0_atanh, SCALAR_KERNEL), None, (_f_atanh, SCALAR_KERNEL), (_F_atanh, ELEMENTWISE_KERNEL)),  # atanh
+    ((_k_exp2, ELEMENTWISE_KERNEL), (_s0_exp2, SCALAR_KERNEL), None, (_f_exp2, SCALAR_KERNEL), (_F_exp2, ELEMENTWISE_KERNEL)),  # exp2
+    ((_k_expm1, ELEMENTWISE_KERNEL), (_s0_expm1, SCALAR_KERNEL), None, (_f_expm1, SCALAR_KERNEL), (_F_expm1, ELEMENTWISE_KERNEL)),  # expm1
+    ((_k_log2, ELEMENTWISE_KERNEL), (_s0_log2, SCALAR_KERNEL), None, (_f_log2, SCALAR_KERNEL), (_F_log2, ELEMENTWISE_KERNEL)),  # log2
+    ((_k_log10, ELEMENTWISE_KERNEL), (_s0_log10, SCALAR_KERNEL), None, (_f_log10, SCALAR_KERNEL), (_F_log10, ELEMENTWISE_KERNEL)),  # log10
+    ((_k_log1p, ELEMENTWISE_KERNEL), (_s0_log1p, SCALAR_KERNEL), None, (_f_log1p, SCALAR_KERNEL), (_F_log1p, ELEMENTWISE_KERNEL)),  # log1p
+    ((_k_rsqrt, ELEMENTWISE_KERNEL), (_s0_rsqrt, SCALAR_KERNEL), None, (_f_rsqrt, SCALAR_KERNEL), (_F_rsqrt, ELEMENTWISE_KERNEL)),  # rsqrt
+    ((_k_square, ELEMENTWISE_KERNEL), (_s0_square, SCALAR_KERNEL), None, (_f_square, SCALAR_KERNEL), (_F_square, ELEMENTWISE_KERNEL)),  # square
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, (_f_clone, SCALAR_KERNEL), (_F_clone, ELEMENTWISE_KERNEL)),  # clone
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, None, None),  # to_copy
+    ((_k_xlogy, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), (_s1_xlogy, SCALAR_KERNEL), None, None),  # xlogy
+    ((_k_xlogy_scalar_other, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), None, None, None),  # xlogy_scalar_other
+    ((_k_xlogy_scalar_self, ELEMENTWISE_KERNEL), (_s0_xlogy_scalar_self, SCALAR_KERNEL), None, None, None),  # xlogy_scalar_self
+    ((_k_hypot, ELEMENTWISE_KERNEL), (_s0_hypot, SCALAR_KERNEL), (_s1_hypot, SCALAR_KERNEL), None, None),  # hypot
+    ((_k_logaddexp, ELEMENTWISE_KERNEL), (_s0_logaddexp, SCALAR_KERNEL), (_s1_logaddexp, SCALAR_KERNEL), None, None),  # logaddexp
+    ((_k_lerp, ELEMENTWISE_KERNEL), (_s0_lerp, SCALAR_KERNEL), (_s1_lerp, SCALAR_KERNEL), None, None),  # lerp
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None),  # clamp
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None),  # clamp_min
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None),  # clamp_max
+    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL), None, None),  # clamp_tensor_lower
+    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL), None, None),  # clamp_tensor_upper
+    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL), None, None),  # clamp_min_tensor
+    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL), None, None),  # clamp_max_tensor
+    (None, None, None, None, None),  # rremainder
+    (None, None, None, None, None),  # floor_divide
+    ((_k_expand, STRUCTURAL_KERNEL), None, None, None, None),  # expand
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # view
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # unsqueeze
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # squeeze
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # squeeze_dim
+    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None),  # permute
+    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None),  # transpose
+    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None),  # t
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # select
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # slice
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # alias
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # index_unsqueeze
+    ((_k_strided_scatter, STRUCTURAL_KERNEL), None, None, None, None),  # strided_scatter
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # index
+    ((_k_index_put, STRUCTURAL_KERNEL), None, None, None, None),  # index_put
+    ((_k_cat, STRUCTURAL_KERNEL), None, None, None, None),  # cat
+    ((_k_cat, STRUCTURAL_KERNEL), None, None, None, None),  # stack
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # repeat
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # roll
+    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None),  # sum
+    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None),  # sum_dim
+    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None),  # mean
+    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None),  # mean_dim
+    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None),  # amax
+    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None),  # amin
+    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None),  # max_all
+    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None),  # min_all
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # max_dim
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # min_dim
+    ((_k_logsumexp, STRUCTURAL_KERNEL), None, None, None, None),  # logsumexp
+    ((_k_softmax, STRUCTURAL_KERNEL), None, None, None, None),  # softmax
+    ((_k_softmax, STRUCTURAL_KERNEL), None, None, None, None),  # log_softmax
+    ((_k_var, STRUCTURAL_KERNEL), None, None, None, None),  # var
+    ((_k_std, STRUCTURAL_KERNEL), None, None, None, None),  # std
+    ((_k_norm, STRUCTURAL_KERNEL), None, None, None, None),  # norm
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # norm0
+    ((_k_norm_p, STRUCTURAL_KERNEL), None, None, None, None),  # norm_p
+    ((_k_cumsum, STRUCTURAL_KERNEL), None, None, None, None),  # cumsum
+    ((_k_cumprod, STRUCTURAL_KERNEL), None, None, None, None),  # cumprod
+    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None),  # where
+    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None),  # masked_fill
+    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None),  # masked_fill_tensor
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # masked_select
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # split
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # split_with_sizes
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # unbind
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # flip
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # index_select
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # gather
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # diagonal
+    ((_k_index_put, STRUCTURAL_KERNEL), None, None, None, None),  # diag_embed
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # diag_copy
+    ((_k_trace, STRUCTURAL_KERNEL), None, None, None, None),  # trace
+    ((_k_triu, STRUCTURAL_KERNEL), None, None, None, None),  # triu
+    ((_k_triu, STRUCTURAL_KERNEL), None, None, None, None),  # tril
+    ((_k_mm, STRUCTURAL_KERNEL), None, None, None, None),  # mm
+    ((_k_mv, STRUCTURAL_KERNEL), None, None, None, None),  # mv
+    ((_k_dot, STRUCTURAL_KERNEL), None, None, None, None),  # dot
+    ((_k_bmm, STRUCTURAL_KERNEL), None, None, None, None),  # bmm
+    ((_k_inv, STRUCTURAL_KERNEL), None, None, None, None),  # inv
+    ((_k_det, STRUCTURAL_KERNEL), None, None, None, None),  # det
+    ((_k_det, STRUCTURAL_KERNEL), None, None, None, None),  # slogdet
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # slogdet_sign
+    ((_k_solve, STRUCTURAL_KERNEL), None, None, None, None),  # solve
+    ((_k_cholesky, STRUCTURAL_KERNEL), None, None, None, None),  # cholesky
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # sort
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # topk
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # zero_
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # fill_
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # uniform_
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # normal_
+    ((_k_copy, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # copy
+    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None, None, None),  # copy_slices
+    ((_k_index_put_, STRUCTURAL_KERNEL), None, None, None, None),  # index_put_
+    ((_k_prod, STRUCTURAL_KERNEL), None, None, None, None),  # prod
+    ((_k_prod, STRUCTURAL_KERNEL), None, None, None, None),  # prod_dim
+    ((_k_addmm, STRUCTURAL_KERNEL), None, None, None, None),  # addmm
+    ((_k_addmv, STRUCTURAL_KERNEL), None, None, None, None),  # addmv
+    ((_k_baddbmm, STRUCTURAL_KERNEL), None, None, None, None),  # baddbmm
+    ((_k_baddbmm, STRUCTURAL_KERNEL), None, None, None, None),  # addbmm
+    ((_k_addcmul, STRUCTURAL_KERNEL), None, None, None, None),  # addcmul
+    ((_k_addcdiv, STRUCTURAL_KERNEL), None, None, None, None),  # addcdiv
+    ((_k_lerp_tensor, STRUCTURAL_KERNEL), None, None, None, None),  # lerp_tensor
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # reshape_alias
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # unsafe_view
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # as_strided
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # as_strided_at
+    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None, None, None),  # view_copy_slices
+    ((_k_index_put_, STRUCTURAL_KERNEL), None, None, None, None),  # view_copy_slices_at
 )

@@ -2,11 +2,13 @@
 recorded op, appended in execution order. See Note [Tape layout].
 """
 import ctypes
+import operator
 import os
 import sys
 import threading
 import traceback
 import weakref
+from itertools import repeat
 
 import numpy as np
 
@@ -254,6 +256,9 @@ class Tape:
         # thread-local (the tape) rather than two
         self.grad_enabled = True
         self.inference = False
+        self.recorder = None  # tape.compile's recorder while this thread records (tape._compile)
+        # whether a replay appended rows that no Tensor owns (owner None; tape._compile)
+        self.replayed = False
         self._resize(_INITIAL_ROWS)
 
     # -- storage ---------------------------------------------------------
@@ -396,6 +401,12 @@ class Tape:
 
     def adopt(self, t):
         """The row of tensor `t` on this tape, registering a leaf or constant row."""
+        r = self._adopt(t)
+        if self.recorder is not None:
+            self.recorder.adopted(t, r)
+        return r
+
+    def _adopt(self, t):
         ep = t._ep
         if ep is not None and ep.tape is self:
             return where(t)[1]
@@ -499,6 +510,8 @@ class Tape:
         # row that used it does: its owner is the constant, which outlives it
         # (a training loop's input kept its rows forever)
         owned = (_owner_refs(self.owners) > _DEAD_REFS) & ~released & (self.op[:n] != CONST)
+        if self.replayed:  # a replay's rows that no Tensor owns have owner None (tape._compile)
+            owned &= np.fromiter(map(operator.is_not, self.owners, repeat(None)), np.bool_, n)
         roots = np.flatnonzero(owned).tolist()
         for node in self.nodes:
             roots.append(node.row())
@@ -588,6 +601,15 @@ class Tape:
         # release] in tape._record): a compaction between two ops of a large
         # graph kept a dead value until the next backward (W10: +8 MB)
         self.last_inputs = tuple(int(newidx[r]) if r >= 0 else -1 for r in self.last_inputs)
+
+    def new_epoch(self):
+        """Start a new epoch without renumbering: every tensor of the old one
+        goes through `adopt` at its next use (tape.compile's recording)."""
+        old = self.ep
+        old.remap = np.arange(self.n, dtype=np.int64)
+        self.old_epochs.append(weakref.ref(old))
+        self.ep = Epoch(self)
+        self.ep_ref = weakref.ref(self.ep)
 
     def _renumber(self, newidx):
         """Start a new epoch; older epochs still in use map straight to it."""

@@ -206,12 +206,21 @@ def wrap_value(v):
     return v
 
 
+# tape.compile's report of the tensors made while some thread records (Note
+# [Compiled replay] in tape/_compile.py); empty otherwise
+made_hooks = []
+# and of the values fn reads: set by tape._compile
+read_hooks = []
+
+
 def new_tensor(value, requires_grad=False):
     t = Tensor.__new__(Tensor)
     t._value = value
     t._rg = requires_grad
     t._row = -1
     t._ep = None
+    if made_hooks:
+        made_hooks[0](t)
     return t
 
 
@@ -685,11 +694,16 @@ class Tensor:
     def numpy(self, *, force=False):
         if not force:
             self._refuse_if_grad("numpy")
-        return self._memory()
+        a = self._memory()
+        if made_hooks:
+            read_hooks[0](self, "array", a.copy())
+        return a
 
     def __array__(self, dtype=None, copy=None):
         self._refuse_if_grad("numpy")
         a = self._memory()
+        if made_hooks:
+            read_hooks[0](self, "array", a.copy())
         return a if dtype is None else a.astype(dtype)
 
     def _memory(self):
@@ -707,6 +721,12 @@ class Tensor:
         return a
 
     def item(self):
+        v = self._item()
+        if made_hooks:
+            read_hooks[0](self, "value", v)
+        return v
+
+    def _item(self):
         if self.numel() != 1:
             raise RuntimeError(f"a Tensor with {self.numel()} elements cannot be converted to Scalar")
         v = self._value
@@ -714,7 +734,10 @@ class Tensor:
 
     def tolist(self):
         v = self._value
-        return _unpinned(v) if type(v) is float else v.tolist()
+        v = _unpinned(v) if type(v) is float else v.tolist()
+        if made_hooks:
+            read_hooks[0](self, "list", v)
+        return v
 
     def _scalar(self, kind):
         if self.numel() != 1:
@@ -734,7 +757,10 @@ class Tensor:
         if self.numel() != 1:
             amount = "no values" if self.numel() == 0 else "more than one value"
             raise RuntimeError(f"Boolean value of Tensor with {amount} is ambiguous")
-        return bool(self.item())
+        truth = bool(self._item())
+        if made_hooks:
+            read_hooks[0](self, "truth", truth)
+        return truth
 
     def __index__(self):
         if self.dtype.kind not in "iub" or self.numel() != 1:

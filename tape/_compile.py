@@ -1,0 +1,594 @@
+"""`tape.compile`: a function recorded once and replayed natively for new
+inputs, while everything the recording read stays the same (Note [Compiled
+replay])."""
+import collections
+import functools
+import operator
+import sys
+import threading
+import warnings
+from itertools import repeat
+
+import numpy as np
+
+from . import _factories, _kernels, _sweep, _tensor
+from ._dtypes import get_default_dtype
+from ._grad_mode import enable_grad
+from ._registry import LEAF, CONST, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
+from ._tape import DATA_FIELD, RG, anomaly, state, where
+from ._tensor import Tensor, new_tensor
+
+__all__ = ["compile", "CompiledFunction"]
+
+# Note [Compiled replay]
+# ~~~~~~~~~~~~~~~~~~~~~~
+# A call of a compiled function looks up a recording by its guard key: the
+# shape, dtype and requires_grad of every tensor argument, the other
+# arguments' values, grad mode and the default dtype. A recording is an
+# eager call of fn that also notes
+#   - the rows it appended: its program;
+#   - the tensors that entered the program from outside it (`Tape.adopt`
+#     reports each: a fresh epoch at the start makes every older tensor go
+#     through adopt once): the arguments, and tensors fn reads from its
+#     closure or globals (model parameters), which a replay reads at their
+#     current values;
+#   - every Python-level read of a tensor's value (item(), bool(), float(),
+#     int(), tolist(), numpy()) and its outcome: the guards.
+# Arguments that do not require grad are recorded through stand-ins that do,
+# so that what fn computes from them is in the program too; the replay gives
+# each row the requires_grad of eager mode (an op of inputs that need no
+# gradient: a row that is not RG, whose result is a plain tensor).
+#
+# A replay is one native call (tape._sweep.replay, compiled once per machine:
+# a recording is data) that appends the program's rows to the caller's tape
+# with values computed by each op's native forward (generated from its
+# declaration's `forward`), so backward, create_graph, release and errors
+# are eager mode's. It checks each value read against its recorded outcome
+# right after the row that produced it; a failed guard takes its rows back
+# and the next recording for the key is tried, then a new one is made (at
+# most `cache_size` per key, the least recently used dropped).
+#
+# What a recording cannot replay natively makes it an eager one, each call
+# running fn as it is (a warning once names the reason): ops without a
+# native forward (structural ops, custom Functions), in-place ops, hooks,
+# random numbers, tensors computed inside fn without gradient tracking (a
+# comparison's mask), backward inside fn, and tensor values other than
+# float64. Python numbers and other objects fn reads are part of the
+# recording, as in jax.jit: pass them as arguments to vary them.
+
+
+class _Recorder:
+    """What a recording notes while fn runs (Note [Compiled replay])."""
+
+    def __init__(self, tp, slots):
+        self.tp = tp
+        self.slots = slots  # id of an argument tensor or stand-in -> its argument number
+        self.entered = {}  # row -> the tensor from outside the program that adopt gave it
+        self.reads = []  # (tensor, kind, outcome) of each value read
+        self.made = {}  # id -> tensor made while recording (new_tensor), kept alive
+        self.static = set()  # ids of those made by a factory from Python data
+        self.refusal = None
+
+    def adopted(self, t, r):
+        self.entered.setdefault(r, t)
+
+    def read(self, t, kind, outcome):
+        self.reads.append((t, kind, outcome))
+
+
+def _made(t):
+    """new_tensor's report while some thread records: a tensor made inside fn."""
+    rec = state.tape.recorder
+    if rec is not None:
+        rec.made[id(t)] = t
+
+
+def _made_static(t):
+    """A factory's report: t holds Python data (zeros, tensor(2.0)), the same each call."""
+    rec = state.tape.recorder
+    if rec is not None:
+        rec.static.add(id(t))
+
+
+def note_read(t, kind, outcome):
+    """A value read of tensor t (Note [Compiled replay]); `kind` is "truth" for
+    bool(), "value" for the rest."""
+    rec = state.tape.recorder
+    if rec is not None:
+        rec.read(t, kind, outcome)
+
+
+_recordings_running = [0]
+_hooks_lock = threading.Lock()
+
+
+def _install(on):
+    """Turn on new_tensor's and the factories' reports while any thread records."""
+    with _hooks_lock:
+        _recordings_running[0] += 1 if on else -1
+        running = _recordings_running[0] > 0
+        _tensor.made_hooks[:] = [_made] if running else []
+        _tensor.read_hooks[:] = [note_read] if running else []
+        _factories.static_hooks[:] = [_made_static] if running else []
+
+
+class _Unsupported(Exception):
+    """A recording that cannot be replayed natively, and why."""
+
+
+# column defaults of the rows a failed replay takes back
+_ROW_COLUMNS = None
+
+
+class _Program:
+    """A prepared recording: its rows as arrays the replay interpreter reads."""
+
+    def __init__(self, tp, rec, lo, hi, out_spec, arg_rg, grad_enabled):
+        # inputs: the arguments' slots first, then the outside tensors in order of use
+        inputs = []  # ("arg", k) or ("tensor", t)
+        input_of = {}
+        local = {}  # tape row -> program row
+        rows = []
+        for r in range(lo, hi):
+            o = int(tp.m_op[r])
+            if o <= CONST:
+                if r not in rec.entered:
+                    raise _Unsupported("it uses a tensor tape could not trace")
+                self._input(rec, rec.entered[r], r, inputs, input_of)
+                continue
+            local[r] = len(rows)
+            rows.append(r)
+        for r, t in rec.entered.items():
+            if r < lo:
+                self._input(rec, t, r, inputs, input_of)
+        self.inputs = inputs
+        ref_of = {r: -2 - input_of[r] for r in input_of}
+        ref_of.update(local)
+        m = len(rows)
+        self.m = m
+        self.pop = np.zeros(m, np.int32)
+        self.pa0 = np.full(m, -1, np.int64)
+        self.pa1 = np.full(m, -1, np.int64)
+        self.pc = np.zeros(m)
+        self.pp = np.ones(m)
+        self.pflags = np.zeros(m, np.uint8)
+        self.pnumel = np.ones(m, np.int64)
+        self.pndim = np.zeros(m, np.int64)
+        self.pshape = np.zeros(m, np.int64)
+        self.psaves = np.zeros(m, np.int64)
+        shapes = {}
+        # which inputs require grad in the call: an argument's flag under grad mode, an outside tensor's own
+        input_rg = [bool(arg_rg[src[1]]) if src[0] == "arg" else src[1]._rg for src in inputs]
+        self.input_rg = input_rg
+        rg = np.zeros(m, np.bool_)
+        array_rows = []
+        for k, r in enumerate(rows):
+            o = int(tp.m_op[r])
+            opdef = REGISTRY[o]
+            if opdef.forward is None:
+                raise _Unsupported(f"it uses {opdef.name}, which has no native forward yet")
+            if tp.m_dt[r] != 0 or tp.m_nx[r] != 0 or tp.m_oi[r] != 0 or tp.m_flags[r] != RG:
+                raise _Unsupported(f"its {opdef.name} is not a plain float64 op (an in-place op, a hook, "
+                                   "a retained or freed value)")
+            refs = []
+            needs = []
+            for col in (tp.m_a0, tp.m_a1):
+                q = int(col[r])
+                if q < 0:
+                    refs.append(-1)
+                    needs.append(False)
+                    continue
+                ref = ref_of.get(q)
+                if ref is None:
+                    raise _Unsupported("it reads a row tape could not trace")
+                refs.append(ref)
+                needs.append(bool(rg[ref]) if ref >= 0 else input_rg[-2 - ref])
+                if tp.m_dt[q] != 0:
+                    raise _Unsupported("it reads a tensor that is not float64")
+                if tp.m_ndim[r] > 0 and tp.m_ndim[q] > 0 and not _trailing(tp.shape(q), tp.shape(r)):
+                    raise _Unsupported(f"its {opdef.name} broadcasts {tp.shape(q)} to {tp.shape(r)}")
+            self.pop[k] = o
+            self.pa0[k], self.pa1[k] = refs
+            self.pc[k] = tp.m_c[r]
+            self.pp[k] = tp.m_p[r]
+            row_rg = grad_enabled and (needs[0] or needs[1])
+            rg[k] = row_rg
+            self.pflags[k] = RG if row_rg else 0
+            saves = ((opdef.saves_for[0] if needs[0] else 0) | (opdef.saves_for[1] if needs[1] else 0)
+                     if row_rg else 0)
+            self.psaves[k] = ((1 if saves & SAVES_X and refs[0] != -1 else 0)
+                              | (2 if saves & SAVES_Y and refs[1] != -1 else 0) | (4 if saves & SAVES_OUT else 0))
+            if tp.m_ndim[r] > 0:
+                shape = tp.shape(r)
+                self.pndim[k] = len(shape)
+                self.pnumel[k] = tp.m_numel[r]
+                self.pshape[k] = shapes.setdefault(shape, len(shapes))
+                array_rows.append(k)
+        self.rg = rg
+        self.shapes = list(shapes)
+        self.array_rows = array_rows
+        self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
+        self.array_bytes = int(sum(8 * self.pnumel[k] for k in array_rows))
+        self.needs_kernels = sorted({(_sweep.FORWARD_TENSOR if self.pndim[k] else _sweep.FORWARD_SCALAR, int(o))
+                                     for k, o in enumerate(self.pop)})
+        self._guards(tp, rec, local, input_of)
+        self.out_spec = self._outputs(out_spec, local, input_of, rec)
+
+    @staticmethod
+    def _input(rec, t, r, inputs, input_of):
+        slot = rec.slots.get(id(t))
+        if slot is not None:
+            source = ("arg", slot)
+        elif id(t) in rec.made and id(t) not in rec.static:
+            raise _Unsupported("it uses a tensor computed inside it without gradient tracking (a comparison, "
+                               "an index, a detached value), which a replay cannot recompute")
+        elif id(t) in rec.made and t._rg:
+            raise _Unsupported("it makes a tensor that requires grad")
+        else:
+            source = ("tensor", t)
+        for j, (kind, value) in enumerate(inputs):
+            if kind == source[0] and (value is source[1] if kind == "tensor" else value == source[1]):
+                input_of[r] = j
+                return
+        input_of[r] = len(inputs)
+        inputs.append(source)
+
+    def _ref(self, t, local, input_of, rec, what):
+        tp, r = where(t)
+        if tp is state.tape and r in local:
+            return local[r]
+        if tp is state.tape and r in input_of:
+            return -2 - input_of[r]
+        slot = rec.slots.get(id(t))
+        if slot is not None:
+            for j, s in enumerate(self.inputs):
+                if s == ("arg", slot):
+                    return -2 - j
+            self.inputs.append(("arg", slot))
+            return -2 - (len(self.inputs) - 1)
+        if id(t) not in rec.made or id(t) in rec.static:
+            self.inputs.append(("tensor", t))
+            return -2 - (len(self.inputs) - 1)
+        raise _Unsupported(f"it {what} a tensor computed inside it without gradient tracking")
+
+    def _guards(self, tp, rec, local, input_of):
+        gk, gkind, gval = [], [], []
+        self.input_guards = []  # (input number, kind, outcome): checked in Python before the replay
+        for t, kind, outcome in rec.reads:
+            ref = self._ref(t, local, input_of, rec, "reads the value of")
+            if ref < 0:
+                self.input_guards.append((-2 - ref, kind, outcome))
+                continue
+            if self.pndim[ref] != 0:
+                raise _Unsupported("it reads the values of a tensor of more than one element")
+            gk.append(ref)
+            gkind.append(0 if kind == "truth" else 1)
+            gval.append(float(np.asarray(outcome, np.float64)))
+        order = np.argsort(np.array(gk, np.int64), kind="stable")
+        self.gk = np.array(gk, np.int64)[order]
+        self.gkind = np.array(gkind, np.int64)[order]
+        self.gval = np.array(gval, np.float64)[order]
+        # the outside tensors' shapes, dtypes and flags, which the guard key does not hold
+        self.input_meta = [(j, t, t.shape, t.dtype) for j, (kind, t) in enumerate(self.inputs) if kind == "tensor"]
+
+    def _outputs(self, spec, local, input_of, rec):
+        kind, value = spec
+        if kind == "tensor":
+            return "tensor", self._ref(value, local, input_of, rec, "returns")
+        if kind == "value":
+            return spec
+        return kind, type(value) if kind == "seq" else None, [
+            (key, self._outputs(s, local, input_of, rec)) for key, s in value]
+
+
+def _trailing(small, big):
+    """Whether `small` broadcasts to `big` as a repeated trailing block (a
+    bias), or is `big` itself: the broadcasts the forward kernels take."""
+    small = tuple(small)
+    while small and small[0] == 1:
+        small = small[1:]
+    return not small or tuple(big[len(big) - len(small):]) == small
+
+
+def _spec(obj, seen):
+    """The structure of fn's result: tensors, sequences and dicts of them, values."""
+    if isinstance(obj, Tensor):
+        if type(obj) is not Tensor:
+            raise _Unsupported("it returns a tensor subclass")
+        return "tensor", obj
+    if type(obj) in (tuple, list):
+        return "seq", [(k, _spec(v, seen)) for k, v in enumerate(obj)]
+    if type(obj) is dict:
+        return "dict", [(k, _spec(v, seen)) for k, v in obj.items()]
+    return "value", obj
+
+
+class _Recording:
+    """One recording of fn for a guard key: a prepared program, or the reason
+    it runs eagerly."""
+
+    def __init__(self, program=None, refusal=None):
+        self.program = program
+        self.refusal = refusal
+
+
+_FAILED = object()
+
+
+def _ensure_kernels(program):
+    missing = [kind * _sweep.NOPS + o for kind, o in program.needs_kernels if not _kernels.ADDRESSES[kind, o]]
+    if missing:
+        from ._native import compiling
+        with compiling(f"the native forward kernels of {', '.join(_kernels.names(missing))}", len(missing)):
+            _kernels.load(missing)
+
+
+def _observe(t, kind):
+    """What a value read of kind `kind` gives for tensor t now."""
+    if kind == "truth":
+        return bool(t._item())
+    if kind == "value":
+        return t._item()
+    return t._value if kind == "list" else np.array(t._value)
+
+
+def _holds(kind, now, then):
+    if kind == "array":
+        return now.shape == then.shape and bool(np.array_equal(now, then, equal_nan=now.dtype.kind in "fc"))
+    if kind == "list":
+        return np.array_equal(np.array(now), np.array(then), equal_nan=True)
+    return now == then or (now != now and then != then)
+
+
+def _replay(program, tp, args):
+    """Run `program` for the tensors `args` on tape tp: the result, or _FAILED
+    when a guard does not hold (nothing appended then)."""
+    inputs = program.inputs
+    for j, t, shape, dtype in program.input_meta:
+        if t._rg != program.input_rg[j] or t.shape != shape or t.dtype != dtype:
+            return _FAILED
+    for j, kind, outcome in program.input_guards:
+        source, value = inputs[j]
+        if not _holds(kind, _observe(args[value] if source == "arg" else value, kind), outcome):
+            return _FAILED
+    m = program.m
+    tp.reserve(m + len(inputs) + 3)
+    erows = np.empty(len(inputs), np.int64)
+    for j, (kind, value) in enumerate(inputs):
+        t = args[value] if kind == "arg" else value
+        erows[j] = t._row if t._ep is tp.ep else tp.adopt(t)
+    shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
+    arrays = [np.empty(s) for s in program.array_shapes]
+    bptr = np.zeros(m, np.int64)
+    if arrays:
+        bptr[program.array_rows] = [id(a) + DATA_FIELD for a in arrays]
+    base = tp.n
+    status = _sweep.replay(program.pop, program.pa0, program.pa1, program.pc, program.pp, program.pflags,
+                           program.pnumel, program.pndim, program.pshape, program.psaves, bptr, erows,
+                           shape_offsets, program.gk, program.gkind, program.gval, base, tp.op, tp.a0, tp.a1, tp.c,
+                           tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp, tp.dt, tp.flags, tp.nuse,
+                           _kernels.ADDRESSES)
+    if status < 0:
+        for name, col, default in _row_columns(tp):
+            col[base:base + m] = default
+        return _FAILED
+    tp.n = base + m
+    owners = tp.owners
+    owners.extend(repeat(None, m))
+    tp.replayed = True
+    if arrays:
+        tp.tensor_rows += len(arrays)
+        tp.held_bytes += program.array_bytes
+        for k, a in zip(program.array_rows, arrays):
+            r = base + k
+            t = new_tensor(a, bool(program.rg[k]))
+            t._ep, t._row = tp.ep, r
+            owners[r] = t
+            tp.held_rows.append(r)
+        arrays = None
+    return _build(program.out_spec, program, tp, base, args, {})
+
+
+def _row_columns(tp):
+    from ._tape import _COLUMNS
+    return [(name, getattr(tp, name), default) for name, _, default in _COLUMNS]
+
+
+def _build(spec, program, tp, base, args, built):
+    """fn's result for a replay at rows base..: `built` holds the tensors
+    made so far, so that a row returned twice is one tensor, as in eager mode."""
+    kind = spec[0]
+    if kind == "tensor":
+        ref = spec[1]
+        if ref < -1:
+            source, value = program.inputs[-2 - ref]
+            return args[value] if source == "arg" else value
+        t = built.get(ref)
+        if t is not None:
+            return t
+        r = base + ref
+        t = tp.owners[r]
+        if not isinstance(t, Tensor):
+            if program.rg[ref]:
+                t = Tensor.__new__(Tensor)
+                t._value = v = float(tp.sval[r])
+                t._rg = True
+                t._ep, t._row = tp.ep, r
+                tp.owners[r] = v  # the row's liveness token (Note [Tape layout])
+            else:  # eager mode records no row for it: a plain tensor
+                t = new_tensor(float(tp.sval[r]))
+        built[ref] = t
+        return t
+    if kind == "value":
+        return spec[1]
+    items = [(key, _build(s, program, tp, base, args, built)) for key, s in spec[2]]
+    if kind == "dict":
+        return dict(items)
+    values = [v for _, v in items]
+    return values if spec[1] is list else tuple(values)
+
+
+def _flatten(obj, tensors, key):
+    """Append the tensors of an argument to `tensors` and its guard-key part to `key`."""
+    if isinstance(obj, Tensor):
+        tensors.append(obj)
+        key.append((type(obj), obj.shape, obj.dtype, obj._rg))
+    elif type(obj) in (tuple, list):
+        key.append((type(obj), len(obj)))
+        for v in obj:
+            _flatten(v, tensors, key)
+    elif type(obj) is dict:
+        key.append((dict, tuple(obj)))
+        for v in obj.values():
+            _flatten(v, tensors, key)
+    else:
+        hash(obj)  # an unhashable argument: the caller runs fn eagerly
+        key.append((type(obj), obj))
+
+
+def _substitute(obj, stand_ins):
+    if isinstance(obj, Tensor):
+        return stand_ins.get(id(obj), obj)
+    if type(obj) in (tuple, list):
+        return type(obj)(_substitute(v, stand_ins) for v in obj)
+    if type(obj) is dict:
+        return {k: _substitute(v, stand_ins) for k, v in obj.items()}
+    return obj
+
+
+class CompiledFunction:
+    """fn, recorded once per guard key and replayed natively (tape.compile)."""
+
+    def __init__(self, fn, cache_size):
+        functools.update_wrapper(self, fn)
+        self._fn = fn
+        self.cache_size = cache_size
+        self._cache = collections.OrderedDict()  # guard key -> [_Recording], most recent last
+        self._lock = threading.Lock()
+        self._warned = set()
+        self.recordings = 0  # how many recordings were made: a test of the guards reads it
+
+    def __get__(self, obj, objtype=None):
+        return self if obj is None else functools.partial(self, obj)
+
+    def __call__(self, *args, **kwargs):
+        tp = state.tape
+        tensors, key = [], []
+        try:
+            _flatten(args, tensors, key)
+            _flatten(kwargs, tensors, key)
+        except TypeError:
+            return self._eagerly("an argument is not hashable", args, kwargs)
+        if tp.recorder is not None or tp.saved_hooks or anomaly.enabled or tp.inference or tp.graph_tasks:
+            # inside another recording, fn is part of it; hooks, anomaly mode
+            # and inference mode run eagerly (Note [Compiled replay])
+            return self._fn(*args, **kwargs)
+        key = (tuple(key), tp.grad_enabled, get_default_dtype())
+        with self._lock:
+            recordings = list(self._cache.get(key, ()))
+        for recording in reversed(recordings):
+            if recording.program is None:
+                return self._eagerly(recording.refusal, args, kwargs)
+            result = _replay(recording.program, tp, tensors)
+            if result is not _FAILED:
+                return result
+        return self._record(key, tp, tensors, args, kwargs)
+
+    def _eagerly(self, why, args, kwargs):
+        self._warn(why)
+        return self._fn(*args, **kwargs)
+
+    def _warn(self, why):
+        """The warning, once per reason, that fn runs eagerly (Note [Compiled replay])."""
+        if why not in self._warned:
+            self._warned.add(why)
+            warnings.warn(f"tape.compile: {getattr(self._fn, '__qualname__', self._fn)} runs eagerly on every "
+                          f"call: {why}", UserWarning, stacklevel=4)
+
+    def _record(self, key, tp, tensors, args, kwargs):
+        grad_enabled = tp.grad_enabled
+        arg_rg = [grad_enabled and t._rg for t in tensors]
+        stand_ins = {}
+        slots = {}
+        for k, t in enumerate(tensors):
+            if t._rg:
+                slots.setdefault(id(t), k)
+            elif id(t) not in stand_ins:
+                value = t._value
+                s = new_tensor(value * 1.0 if type(value) is float else value.copy(),
+                               value.dtype.kind == "f" if type(value) is not float else True)
+                stand_ins[id(t)] = s
+                slots[id(s)] = k
+        rec = _Recorder(tp, slots)
+        rng_state = _factories._rng[0].bit_generator.state
+        sweeps = tp.sweep_id
+        tp.reserve(1)
+        tp.new_epoch()
+        lo = tp.n
+        tp.sweeping += 1  # no compaction while the recording's rows are numbered
+        tp.recorder = rec
+        _install(True)
+        try:
+            with enable_grad():
+                result = self._fn(*_substitute(args, stand_ins), **_substitute(kwargs, stand_ins))
+        finally:
+            _install(False)
+            tp.recorder = None
+            tp.sweeping -= 1
+        hi = tp.n
+        self.recordings += 1
+        refusal = None
+        program = None
+        try:
+            if _factories._rng[0].bit_generator.state != rng_state:
+                raise _Unsupported("it draws random numbers")
+            if tp.sweep_id != sweeps:
+                raise _Unsupported("it runs a backward")
+            if any(lo <= r < hi for table in (tp.hooks, tp.python_rows, tp.retained, tp.node_data) for r in table):
+                raise _Unsupported("it registers hooks, retains gradients or runs a custom Function")
+            program = _Program(tp, rec, lo, hi, _spec(result, set()), arg_rg, grad_enabled)
+            _ensure_kernels(program)
+        except _Unsupported as e:
+            refusal = str(e)
+        recording = _Recording(program, refusal)
+        with self._lock:
+            recordings = self._cache.setdefault(key, [])
+            recordings.append(recording)
+            del recordings[:-self.cache_size]
+            self._cache.move_to_end(key)
+            while len(self._cache) > 4 * self.cache_size:
+                self._cache.popitem(last=False)
+        if program is None:
+            if stand_ins or not grad_enabled:  # the recording's result is not the eager call's
+                return self._eagerly(refusal, args, kwargs)
+            self._warn(refusal)
+            return result
+        if not stand_ins and grad_enabled:
+            return result
+        out = _replay(program, tp, tensors)
+        if out is _FAILED:  # a guard read a stand-in's value differently: cannot happen, but stay eager
+            return self._eagerly("a recording did not replay its own inputs", args, kwargs)
+        return out
+
+
+def compile(fn=None, *, cache_size=8):
+    """Record `fn` on its first call and replay the recording natively on
+    later calls with new tensor values (Note [Compiled replay] in
+    tape/_compile.py). Usable as a decorator, with or without arguments.
+
+    >>> import tape
+    >>> @tape.compile
+    ... def f(x, a):
+    ...     return (x.sin() * a).sin()
+    >>> x = tape.tensor(0.5, requires_grad=True)
+    >>> f(x, tape.tensor(2.0)).backward()
+    >>> round(x.grad.item(), 4)
+    1.0173
+    """
+    if fn is None:
+        return lambda f: compile(f, cache_size=cache_size)
+    if not callable(fn):
+        raise TypeError(f"tape.compile expects a callable, got {type(fn).__name__}")
+    if not isinstance(cache_size, int) or cache_size < 1:
+        raise ValueError(f"cache_size must be a positive int, got {cache_size!r}")
+    return CompiledFunction(fn, cache_size)
