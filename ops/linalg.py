@@ -41,6 +41,13 @@ def _mm_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         add_product(shaped(GB, (k, n)), shaped(X, (m, k)), True, G2, False)
 
 
+def _mm_forward(X, Y, O, osh, xsh, ysh, ints, pp):
+    m, k, n = xsh[0], xsh[1], ysh[1]
+    for i in range(O.size):
+        O[i] = 0.0
+    add_product(shaped(O, (m, n)), shaped(X, (m, k)), False, shaped(Y, (k, n)), False)
+
+
 def _mv_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     m, k = xsh[0], xsh[1]
     G2 = shaped(G, (m, 1))
@@ -77,7 +84,7 @@ def _need(ctx, k, fn):
 # each input's gradient reads the other input (derivatives.yaml: mm saves
 # self only if mat2 requires grad, and mat2 only if self does)
 _SAVES = (SAVES_Y, SAVES_X)
-_MM = defop("mm", "MmBackward0", 2, saves=_SAVES, native=_mm_native,
+_MM = defop("mm", "MmBackward0", 2, saves=_SAVES, native=_mm_native, forward_native=_mm_forward,
             saved=(("mat2", "y"), ("self", "x"), ("mat2_sym_sizes", "y_shape"), ("self_sym_sizes", "x_shape"),
                    # an operand's strides, for its own gradient's layout
                    ("mat2_sym_strides", lambda row: contiguous_strides(row.y_shape) if row.needs[1] else ()),

@@ -44,6 +44,23 @@ def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[i] += G[bcast_index(i, xsh, ints)] * pp
 
 
+def _reduce_forward(X, Y, O, osh, xsh, ysh, ints, pp):
+    # the sum, scaled by p (1/n for mean), of X's elements over the dims ints keeps as 1
+    for j in range(O.size):
+        O[j] = 0.0
+    if O.size == 1:
+        total = 0.0
+        for i in range(X.size):
+            total += X[i]
+        O[0] = total * pp
+        return
+    for i in range(X.size):
+        O[bcast_index(i, xsh, ints)] += X[i]
+    if pp != 1.0:
+        for j in range(O.size):
+            O[j] *= pp
+
+
 def _reduce_vjp(ctx, g):
     g = expand(reshape(g, tuple(ctx.ints)), ctx.x_shape)
     return (g if ctx.p == 1.0 else g * ctx.p,)
@@ -54,10 +71,13 @@ def _reduce_vjp(ctx, g):
 _SIZES = (("self_sym_sizes", "x_shape"),)
 _OVER_DIMS = (("dim", "arg"), ("keepdim", "arg"))
 _NUMEL = (("self_sym_numel", lambda row: math.prod(row.x_shape)),)
-_SUM_ALL = defop("sum", "SumBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_SIZES)
-_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_OVER_DIMS + _SIZES)
-_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, saved=_SIZES + _NUMEL)
-_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native,
+_SUM_ALL = defop("sum", "SumBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, forward_native=_reduce_forward,
+                  saved=_SIZES)
+_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, forward_native=_reduce_forward,
+                 saved=_OVER_DIMS + _SIZES)
+_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, forward_native=_reduce_forward,
+                  saved=_SIZES + _NUMEL)
+_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, forward_native=_reduce_forward,
                   saved=_OVER_DIMS + _SIZES + _NUMEL)
 
 

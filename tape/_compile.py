@@ -3,7 +3,6 @@ inputs, while everything the recording read stays the same (Note [Compiled
 replay])."""
 import collections
 import functools
-import operator
 import sys
 import threading
 import warnings
@@ -14,7 +13,8 @@ import numpy as np
 from . import _factories, _kernels, _sweep, _tensor
 from ._dtypes import get_default_dtype
 from ._grad_mode import enable_grad
-from ._registry import LEAF, CONST, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
+from ._native import compiling
+from ._registry import CONST, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
 from ._tape import DATA_FIELD, RG, anomaly, state, where
 from ._tensor import Tensor, new_tensor
 
@@ -156,6 +156,9 @@ class _Program:
         self.pndim = np.zeros(m, np.int64)
         self.pshape = np.zeros(m, np.int64)
         self.psaves = np.zeros(m, np.int64)
+        self.pia = np.zeros(m, np.int64)
+        self.pian = np.zeros(m, np.int64)
+        ints = []  # the structural rows' int attributes, one block
         shapes = {}
         # which inputs require grad in the call: an argument's flag under grad mode, an outside tensor's own
         input_rg = [bool(arg_rg[src[1]]) if src[0] == "arg" else src[1]._rg for src in inputs]
@@ -165,7 +168,8 @@ class _Program:
         for k, r in enumerate(rows):
             o = int(tp.m_op[r])
             opdef = REGISTRY[o]
-            if opdef.forward is None:
+            elementwise = opdef.partials is not None
+            if (opdef.forward if elementwise else opdef.forward_native) is None:
                 raise _Unsupported(f"it uses {opdef.name}, which has no native forward yet")
             if tp.m_dt[r] != 0 or tp.m_nx[r] != 0 or tp.m_oi[r] != 0 or tp.m_flags[r] != RG:
                 raise _Unsupported(f"its {opdef.name} is not a plain float64 op (an in-place op, a hook, "
@@ -185,10 +189,15 @@ class _Program:
                 needs.append(bool(rg[ref]) if ref >= 0 else input_rg[-2 - ref])
                 if tp.m_dt[q] != 0:
                     raise _Unsupported("it reads a tensor that is not float64")
-                if tp.m_ndim[r] > 0 and tp.m_ndim[q] > 0 and not _trailing(tp.shape(q), tp.shape(r)):
+                if (elementwise and tp.m_ndim[r] > 0 and tp.m_ndim[q] > 0
+                        and not _trailing(tp.shape(q), tp.shape(r))):
                     raise _Unsupported(f"its {opdef.name} broadcasts {tp.shape(q)} to {tp.shape(r)}")
             self.pop[k] = o
             self.pa0[k], self.pa1[k] = refs
+            if not elementwise:
+                self.pia[k] = len(ints)
+                self.pian[k] = tp.m_ian[r]
+                ints.extend(tp.ints(r).tolist())
             self.pc[k] = tp.m_c[r]
             self.pp[k] = tp.m_p[r]
             row_rg = grad_enabled and (needs[0] or needs[1])
@@ -205,11 +214,16 @@ class _Program:
                 self.pshape[k] = shapes.setdefault(shape, len(shapes))
                 array_rows.append(k)
         self.rg = rg
+        self.ints = np.array(ints, np.int64)
         self.shapes = list(shapes)
         self.array_rows = array_rows
         self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
         self.array_bytes = int(sum(8 * self.pnumel[k] for k in array_rows))
-        self.needs_kernels = sorted({(_sweep.FORWARD_TENSOR if self.pndim[k] else _sweep.FORWARD_SCALAR, int(o))
+        # 0-d elementwise rows only: the replay variant that compiles without the tensor path
+        self.replay = (_sweep.replay_scalar if not array_rows and all(_sweep.ELEMENTWISE[self.pop])
+                       else _sweep.replay)
+        self.needs_kernels = sorted({(_sweep.FORWARD_STRUCTURAL if not _sweep.ELEMENTWISE[o] else
+                                      _sweep.FORWARD_TENSOR if self.pndim[k] else _sweep.FORWARD_SCALAR, int(o))
                                      for k, o in enumerate(self.pop)})
         self._guards(tp, rec, local, input_of)
         self.out_spec = self._outputs(out_spec, local, input_of, rec)
@@ -318,9 +332,19 @@ _FAILED = object()
 def _ensure_kernels(program):
     missing = [kind * _sweep.NOPS + o for kind, o in program.needs_kernels if not _kernels.ADDRESSES[kind, o]]
     if missing:
-        from ._native import compiling
         with compiling(f"the native forward kernels of {', '.join(_kernels.names(missing))}", len(missing)):
             _kernels.load(missing)
+
+
+_called = set()  # the replay variants called once in this process
+
+
+def _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base):
+    return replay(program.pop, program.pa0, program.pa1, program.pc, program.pp, program.pflags, program.pnumel,
+                  program.pndim, program.pshape, program.pia, program.pian, program.psaves, bptr, erows,
+                  shape_offsets, ints_offset, program.gk, program.gkind, program.gval, base, tp.op, tp.a0, tp.a1,
+                  tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp, tp.ia, tp.ian, tp.dt, tp.flags, tp.nuse,
+                  tp.pool, _kernels.ADDRESSES)
 
 
 def _observe(t, kind):
@@ -358,16 +382,19 @@ def _replay(program, tp, args):
         t = args[value] if kind == "arg" else value
         erows[j] = t._row if t._ep is tp.ep else tp.adopt(t)
     shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
+    ints_offset = tp._push(program.ints) if program.ints.size else 0
     arrays = [np.empty(s) for s in program.array_shapes]
     bptr = np.zeros(m, np.int64)
     if arrays:
         bptr[program.array_rows] = [id(a) + DATA_FIELD for a in arrays]
     base = tp.n
-    status = _sweep.replay(program.pop, program.pa0, program.pa1, program.pc, program.pp, program.pflags,
-                           program.pnumel, program.pndim, program.pshape, program.psaves, bptr, erows,
-                           shape_offsets, program.gk, program.gkind, program.gval, base, tp.op, tp.a0, tp.a1, tp.c,
-                           tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp, tp.dt, tp.flags, tp.nuse,
-                           _kernels.ADDRESSES)
+    replay = program.replay
+    if replay not in _called:  # Note [Compile notice] in tape/_native.py
+        with compiling("tape.compile's native replay", 4 if replay is _sweep.replay_scalar else 15):
+            status = _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base)
+        _called.add(replay)
+    else:
+        status = _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base)
     if status < 0:
         for name, col, default in _row_columns(tp):
             col[base:base + m] = default
@@ -428,9 +455,15 @@ def _build(spec, program, tp, base, args, built):
     return values if spec[1] is list else tuple(values)
 
 
+_SCALAR_KEYS = {False: (float, False), True: (float, True)}  # 0-d float64 tensors, which need no shape
+
+
 def _flatten(obj, tensors, key):
     """Append the tensors of an argument to `tensors` and its guard-key part to `key`."""
-    if isinstance(obj, Tensor):
+    if type(obj) is Tensor and type(obj._value) is float:
+        tensors.append(obj)
+        key.append(_SCALAR_KEYS[obj._rg])
+    elif isinstance(obj, Tensor):
         tensors.append(obj)
         key.append((type(obj), obj.shape, obj.dtype, obj._rg))
     elif type(obj) in (tuple, list):
@@ -503,7 +536,7 @@ class CompiledFunction:
         if why not in self._warned:
             self._warned.add(why)
             warnings.warn(f"tape.compile: {getattr(self._fn, '__qualname__', self._fn)} runs eagerly on every "
-                          f"call: {why}", UserWarning, stacklevel=4)
+                          f"call: {why}", UserWarning, stacklevel=_caller_level())
 
     def _record(self, key, tp, tensors, args, kwargs):
         grad_enabled = tp.grad_enabled
@@ -569,6 +602,14 @@ class CompiledFunction:
         if out is _FAILED:  # a guard read a stand-in's value differently: cannot happen, but stay eager
             return self._eagerly("a recording did not replay its own inputs", args, kwargs)
         return out
+
+
+def _caller_level():
+    """warnings.warn's stacklevel of the first frame outside this module, from its caller's."""
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename == __file__:
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def compile(fn=None, *, cache_size=8):

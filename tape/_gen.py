@@ -49,7 +49,7 @@ from numba.np.numpy_support import carray
 
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._native import jit
-from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
+from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
 '''
 
@@ -318,20 +318,60 @@ _SWEEP_VARIANTS = {
 # like the sweep, and a recording is data. Not %-formatted.
 _REPLAY = '''
 @_jit
-def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, psaves, bptr, erows, shape_offsets,
-           gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, dt, flags, nuse, kernels):
+def _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, sval, ptr, numel, ndim,
+                       shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy):
+    """Row k of a replay at tape row r, when it is not 0-d elementwise: its
+    value by its op's FORWARD_TENSOR or FORWARD_STRUCTURAL kernel."""
+    if not ELEMENTWISE[o]:
+        ia[r] = ints_offset + pia[k]
+        ian[r] = pian[k]
+        O = sval[r:r + 1] if pndim[k] == 0 else carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
+        X = _value(a, ptr, numel, ndim, dt, sval) if a >= 0 else empty
+        Y = _value(b, ptr, numel, ndim, dt, sval) if b >= 0 else empty
+        xsh = pool[shp[a]:shp[a] + ndim[a]] if a >= 0 else no_ints
+        ysh = pool[shp[b]:shp[b] + ndim[b]] if b >= 0 else no_ints
+        osh = pool[shp[r]:shp[r] + ndim[r]]
+        _call_structural(kernels[FORWARD_STRUCTURAL, o], empty, X, Y, empty, O, empty, empty, empty, osh, xsh,
+                         ysh, no_ints, pool[ia[r]:ia[r] + ian[r]], pp[k], pc[k])
+        return
+    if a >= 0:
+        X = _value(a, ptr, numel, ndim, dt, sval)
+    else:
+        cx[0] = pc[k]
+        X = cx
+    if b >= 0:
+        Y = _value(b, ptr, numel, ndim, dt, sval)
+    else:
+        cy[0] = pc[k]
+        Y = cy
+    O = carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
+    _call_elementwise(kernels[FORWARD_TENSOR, o], empty, X, Y, O, empty, empty, pp[k], 0)
+'''
+
+# The replay of a recording (Note [Replay interpreter]); %(name)s and
+# %(tensor_row)s are filled per variant: replay_scalar, for recordings of
+# 0-d elementwise rows only, compiles without the tensor path, as sweep_scalar
+_REPLAY_VARIANT = '''
+@_jit
+def %(name)s(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, bptr, erows, shape_offsets,
+           ints_offset, gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
+           flags, nuse, pool, kernels):
     """Append the rows of a prepared recording at rows base.. of the tape,
     computing their values with their ops' native forwards (kernels of kind
-    FORWARD_SCALAR and FORWARD_TENSOR). Row k of the recording reads
-    recording rows (an input ref >= 0), the tape rows `erows` of its
-    arguments and outside tensors (a ref <= -2 is erows[-2 - ref]) or its
-    constant operand (-1); an array row writes the fresh array whose data
-    pointer is at bptr[k]. After row gk[g], guard g checks the row's 0-d value
-    against gval[g]: its truth (gkind 0) or the value itself (1). Returns the
-    number of rows appended, or -1 - g when guard g failed: then the saved-
-    value counts it added are taken back and the caller clears the rows."""
+    FORWARD_SCALAR, FORWARD_TENSOR and FORWARD_STRUCTURAL). Row k of the
+    recording reads recording rows (an input ref >= 0), the tape rows
+    `erows` of its arguments and outside tensors (a ref <= -2 is
+    erows[-2 - ref]) or its constant operand (-1); an array row writes the
+    fresh array whose data pointer is at bptr[k]; its shape is
+    shape_offsets[pshape[k]] in the pool, and a structural row's int
+    attributes are at ints_offset + pia[k]. After row gk[g], guard g checks
+    the row's 0-d value against gval[g]: its truth (gkind 0) or the value
+    itself (1). Returns the number of rows appended, or -1 - g when guard g
+    failed: then the saved-value counts it added are taken back and the
+    caller clears the rows."""
     m = pop.size
     empty = np.empty(0)
+    no_ints = np.empty(0, np.int64)
     cx = np.empty(1)
     cy = np.empty(1)
     g = 0
@@ -349,26 +389,16 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, psaves, bptr, e
         param[r] = pp[k]
         flags[r] = pflags[k]
         ndim[r] = pndim[k]
-        if pndim[k] == 0:
+        if pndim[k] > 0:
+            numel[r] = pnumel[k]
+            shp[r] = shape_offsets[pshape[k]]
+            ptr[r] = bptr[k]
+        if pndim[k] == 0 and ELEMENTWISE[o]:
             x = sval[a] if a >= 0 else pc[k]
             y = sval[b] if b >= 0 else pc[k]
             sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
         else:
-            numel[r] = pnumel[k]
-            shp[r] = shape_offsets[pshape[k]]
-            ptr[r] = bptr[k]
-            if a >= 0:
-                X = _value(a, ptr, numel, ndim, dt, sval) if ndim[a] > 0 else sval[a:a + 1]
-            else:
-                cx[0] = pc[k]
-                X = cx
-            if b >= 0:
-                Y = _value(b, ptr, numel, ndim, dt, sval) if ndim[b] > 0 else sval[b:b + 1]
-            else:
-                cy[0] = pc[k]
-                Y = cy
-            O = carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
-            _call_elementwise(kernels[FORWARD_TENSOR, o], empty, X, Y, O, empty, empty, pp[k], 0)
+%(tensor_row)s
         sv = psaves[k]
         if (sv & 1) != 0:
             nuse[a] += 1
@@ -392,6 +422,12 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, psaves, bptr, e
             g += 1
     return m
 '''
+_REPLAY_VARIANTS = {
+    "replay": ("            _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, "
+               "sval, ptr, numel,\n"
+               "                               ndim, shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy)"),
+    "replay_scalar": "            return -1 - gk.size  # a tensor row: never sent here",
+}
 
 _ENGINE = '''
 _jit = jit()
@@ -471,8 +507,8 @@ RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY, ERR_KERNELS = 0, 1, 2, 3, 4, 5, 6
 # the kinds of kernel an opcode has (rows of the `kernels` table): the VJPs
 # the sweeps call, and the forwards tape.compile's replay calls
-TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR, FORWARD_TENSOR = 0, 1, 2, 3, 4
-KINDS = 5
+TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR, FORWARD_TENSOR, FORWARD_STRUCTURAL = 0, 1, 2, 3, 4, 5
+KINDS = 6
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -1034,14 +1070,28 @@ def _forward_kernel(opdef):
     cases = ([("mx == n and my == n", "x = X[i]", "y = Y[i]", ""),
               ("mx == n and my == 1", "x = X[i]", "", "y = Y[0]"),
               ("mx == 1 and my == n", "", "y = Y[i]", "x = X[0]")] if reads_y else [("mx == n", "x = X[i]", "", "")])
+    blocks = [("mx == n", "x = X[i]", "y = Y[j]", "my"), ("my == n", "x = X[j]", "y = Y[i]", "mx")] if reads_y else []
     cases.append((None, "x = X[i % mx]", "y = Y[i % my]" if reads_y else "", ""))
+    exprs = [expr] * len(cases)
+    vector = _vectorized_forward(expr)
+    if vector != expr:  # unit strides with the functions LLVM vectorizes (tape._vecmath)
+        if _names(expr) & _VECTOR_NAMES.keys():  # exact in a range only
+            cases.insert(0, ("mx == n and in_trig_range(X)", "x = X[i]", "", ""))
+            exprs.insert(0, vector)
+        else:
+            exprs[0] = vector
     for k, (condition, load_x, load_y, hoisted) in enumerate(cases):
+        if condition is None:  # a bias: the block repeats over O, in a loop of its own
+            for full, block_x, block_y, size in blocks:
+                lines.append(f"elif {full} and {size} > 0 and n % {size} == 0:")
+                lines += [f"    for o in range(0, n, {size}):", f"        for j in range({size}):", "            i = o + j",
+                          f"            {block_x}", f"            {block_y}", f"            O[i] = {expr}"]
         lines.append("else:" if condition is None else f"{'if' if k == 0 else 'elif'} {condition}:")
         if hoisted:
             lines.append(f"    {hoisted}")
         lines.append("    for i in range(n):")
         lines += [f"        {load}" for load in (load_x, load_y) if load]
-        lines.append(f"        O[i] = {expr}")
+        lines.append(f"        O[i] = {exprs[k]}")
     return lines
 
 
@@ -1066,6 +1116,13 @@ def _structural_wrapper(kernel_name, opdef):
 # partials' sin and cos are libm's (exact, scalar); the vectorizing ones
 # replace them in unit-stride loops
 _VECTOR_NAMES = {"sin": "vsin", "cos": "vcos"}
+# a forward of one input vectorizes exp and tanh too, and sin or cos of x itself
+_VECTOR_FORWARDS = {"exp(x)": "vexp(x)", "tanh(x)": "vtanh(x)", "sin(x)": "vsin(x)", "cos(x)": "vcos(x)"}
+
+
+def _vectorized_forward(expr):
+    """A forward expression with the vectorizing functions, where it has one."""
+    return _VECTOR_FORWARDS.get(expr, expr)
 
 
 def _vectorized(expr):
@@ -1112,11 +1169,20 @@ def _scalar_kernel(expr):
 
 
 def _structural_kernel(opdef):
-    src = textwrap.dedent(inspect.getsource(opdef.native))
+    return _copied_kernel(opdef.native, _native_name(opdef))
+
+
+# what a structural op's native forward takes of STRUCTURAL_KERNEL's arguments
+_FORWARD_ARRAYS = ("X", "Y", "O", "osh", "xsh", "ysh", "ints")
+
+
+def _copied_kernel(fn, new_name):
+    """The source of plain-Python kernel `fn` as a jitted function `new_name`."""
+    src = textwrap.dedent(inspect.getsource(fn))
     lines = [ln for ln in src.splitlines() if not ln.startswith("@")]
     header = lines[0]
     name = header[len("def "):header.index("(")]
-    lines[0] = header.replace(f"def {name}(", f"def {_native_name(opdef)}(", 1)
+    lines[0] = header.replace(f"def {name}(", f"def {new_name}(", 1)
     return "@_jit\n" + "\n".join(lines) + "\n"
 
 
@@ -1162,13 +1228,15 @@ def _body():
     for name, variant in _SWEEP_VARIANTS.items():
         parts.append(_SWEEP % dict(variant, name=name))
     parts.append(_REPLAY)
+    for name, tensor_row in _REPLAY_VARIANTS.items():
+        parts.append(_REPLAY_VARIANT % dict(name=name, tensor_row=tensor_row))
     # by name, so that the order ops' modules import in changes nothing
     for fn in sorted(NATIVE_HELPERS, key=lambda f: (f.__module__, f.__name__)):
         parts.append(_helper_source(fn))
     # Note [Kernels by opcode]: one C kernel per distinct body; ops whose
     # bodies are the same (clamp's forms, say) share it
     kernels = {}  # body lines -> kernel name
-    by_op = [["None"] * 5 for _ in REGISTRY]  # a hole keeps "no kernel"
+    by_op = [["None"] * 6 for _ in REGISTRY]  # a hole keeps "no kernel"
     ew_params = _c_parameters(_ELEMENTWISE_ARRAYS, ("pp", "into_g"))
     st_params = _c_parameters(_STRUCTURAL_ARRAYS, ("pp", "cc"))
     wrappers = {}  # native VJP -> the kernel that calls it
@@ -1198,10 +1266,17 @@ def _body():
                 parts.append(_kernel_function(wrappers[d.native], st_params,
                                               _structural_wrapper(_native_name(d), d)))
             by_op[d.code][0] = f"({wrappers[d.native]}, STRUCTURAL_KERNEL)"
+            if d.forward_native is not None:
+                if d.forward_native not in wrappers:
+                    wrappers[d.forward_native] = f"_Fs_{d.name}"
+                    parts.append(_copied_kernel(d.forward_native, f"_fwd_{d.name}"))
+                    parts.append(_kernel_function(wrappers[d.forward_native], st_params, [
+                        f"_fwd_{d.name}(" + ", ".join(f"carray({a}_p, ({a}_n,))" for a in _FORWARD_ARRAYS) + ", pp)"]))
+                by_op[d.code][5] = f"({wrappers[d.forward_native]}, STRUCTURAL_KERNEL)"
     entries = "".join(f"    ({', '.join(kinds)}),  # {name or 'no op'}\n"
                       for kinds, name in zip(by_op, _by_code(lambda d: d.name, None)))
     parts.append("# each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR,\n"
-                 "# FORWARD_TENSOR): the function\n"
+                 "# FORWARD_TENSOR, FORWARD_STRUCTURAL): the function\n"
                  "# and its C signature, or None; compiled on first use by tape._kernels\n"
                  "# (Note [Kernels by opcode])\n"
                  f"KERNELS = (\n{entries})\n")

@@ -199,6 +199,10 @@ class OpDef:
               tape.compile's replay runs are generated from it (Note
               [Compiled replay] in tape/_compile.py). None: the op has none,
               and a recording that uses it runs eagerly
+    forward_native  structural ops: their native forward for the replay, a
+              plain-Python kernel `(X, Y, O, osh, xsh, ysh, ints, pp)` that
+              writes the value O of inputs X and Y (flat) as the row records
+              it, copied into the generated module like `native`
     """
     name: str
     grad_fn: str
@@ -218,6 +222,7 @@ class OpDef:
     edge_order: tuple = None
     runs_second: bool = False
     forward: str = None
+    forward_native: object = None
     # an elementwise op's function and scalar forward, set by tape/_record.py's
     # factories: the vocabulary of partials reaches them here
     function: object = field(default=None, repr=False)
@@ -292,7 +297,7 @@ def _saves_of(names):
 
 def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=None,
           not_differentiable=None, python_only=False, saved=None, variadic=False, edge_order=None,
-          runs_second=False, forward=None):
+          runs_second=False, forward=None, forward_native=None):
     """Register an op and return its `OpDef` (with its opcode).
 
     Elementwise ops give `partials` (one expression per input); the saved values
@@ -311,6 +316,8 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
         raise RuntimeError(f"op {name!r}: the registry is sealed; define ops before tape.seal()")
     if name in _BY_NAME:
         raise ValueError(f"op {name!r} is defined twice")
+    if forward_native is not None and (partials is not None or native is None or arity > 2):
+        raise ValueError(f"op {name!r}: a native forward kernel is for a structural op of at most two inputs")
     if forward is not None:
         if partials is None:
             raise ValueError(f"op {name!r}: only an elementwise op declares a native forward expression")
@@ -358,7 +365,7 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
                   not_differentiable=not_differentiable, python_only=python_only,
                   saved=_saved_names(name, saved, saves or 0, arity), variadic=variadic,
                   edge_order=None if edge_order is None else tuple(edge_order), runs_second=runs_second,
-                  forward=forward)
+                  forward=forward, forward_native=forward_native)
     if partials is not None:
         opdef.compiled_partials = tuple(compile(e, f"<partial {i} of {name}>", "eval")
                                         for i, e in enumerate(partials))

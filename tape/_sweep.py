@@ -17,9 +17,9 @@ from numba.np.numpy_support import carray
 
 from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep links)
 from tape._native import jit
-from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
+from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "3770fab77417c323"
+REGISTRY_DIGEST = "50f6f142781adb55"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -113,8 +113,8 @@ RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
 OK, ERR_FREED, ERR_DIRTY, ERR_TENSOR, ERR_NOT_DIFFERENTIABLE, ERR_PYTHON_ONLY, ERR_KERNELS = 0, 1, 2, 3, 4, 5, 6
 # the kinds of kernel an opcode has (rows of the `kernels` table): the VJPs
 # the sweeps call, and the forwards tape.compile's replay calls
-TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR, FORWARD_TENSOR = 0, 1, 2, 3, 4
-KINDS = 5
+TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR, FORWARD_TENSOR, FORWARD_STRUCTURAL = 0, 1, 2, 3, 4, 5
+KINDS = 6
 
 # Note [Subnormal adjoints]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -1069,20 +1069,57 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
 
 
 @_jit
-def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, psaves, bptr, erows, shape_offsets,
-           gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, dt, flags, nuse, kernels):
+def _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, sval, ptr, numel, ndim,
+                       shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy):
+    """Row k of a replay at tape row r, when it is not 0-d elementwise: its
+    value by its op's FORWARD_TENSOR or FORWARD_STRUCTURAL kernel."""
+    if not ELEMENTWISE[o]:
+        ia[r] = ints_offset + pia[k]
+        ian[r] = pian[k]
+        O = sval[r:r + 1] if pndim[k] == 0 else carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
+        X = _value(a, ptr, numel, ndim, dt, sval) if a >= 0 else empty
+        Y = _value(b, ptr, numel, ndim, dt, sval) if b >= 0 else empty
+        xsh = pool[shp[a]:shp[a] + ndim[a]] if a >= 0 else no_ints
+        ysh = pool[shp[b]:shp[b] + ndim[b]] if b >= 0 else no_ints
+        osh = pool[shp[r]:shp[r] + ndim[r]]
+        _call_structural(kernels[FORWARD_STRUCTURAL, o], empty, X, Y, empty, O, empty, empty, empty, osh, xsh,
+                         ysh, no_ints, pool[ia[r]:ia[r] + ian[r]], pp[k], pc[k])
+        return
+    if a >= 0:
+        X = _value(a, ptr, numel, ndim, dt, sval)
+    else:
+        cx[0] = pc[k]
+        X = cx
+    if b >= 0:
+        Y = _value(b, ptr, numel, ndim, dt, sval)
+    else:
+        cy[0] = pc[k]
+        Y = cy
+    O = carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
+    _call_elementwise(kernels[FORWARD_TENSOR, o], empty, X, Y, O, empty, empty, pp[k], 0)
+
+
+
+@_jit
+def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, bptr, erows, shape_offsets,
+           ints_offset, gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
+           flags, nuse, pool, kernels):
     """Append the rows of a prepared recording at rows base.. of the tape,
     computing their values with their ops' native forwards (kernels of kind
-    FORWARD_SCALAR and FORWARD_TENSOR). Row k of the recording reads
-    recording rows (an input ref >= 0), the tape rows `erows` of its
-    arguments and outside tensors (a ref <= -2 is erows[-2 - ref]) or its
-    constant operand (-1); an array row writes the fresh array whose data
-    pointer is at bptr[k]. After row gk[g], guard g checks the row's 0-d value
-    against gval[g]: its truth (gkind 0) or the value itself (1). Returns the
-    number of rows appended, or -1 - g when guard g failed: then the saved-
-    value counts it added are taken back and the caller clears the rows."""
+    FORWARD_SCALAR, FORWARD_TENSOR and FORWARD_STRUCTURAL). Row k of the
+    recording reads recording rows (an input ref >= 0), the tape rows
+    `erows` of its arguments and outside tensors (a ref <= -2 is
+    erows[-2 - ref]) or its constant operand (-1); an array row writes the
+    fresh array whose data pointer is at bptr[k]; its shape is
+    shape_offsets[pshape[k]] in the pool, and a structural row's int
+    attributes are at ints_offset + pia[k]. After row gk[g], guard g checks
+    the row's 0-d value against gval[g]: its truth (gkind 0) or the value
+    itself (1). Returns the number of rows appended, or -1 - g when guard g
+    failed: then the saved-value counts it added are taken back and the
+    caller clears the rows."""
     m = pop.size
     empty = np.empty(0)
+    no_ints = np.empty(0, np.int64)
     cx = np.empty(1)
     cy = np.empty(1)
     g = 0
@@ -1100,26 +1137,89 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, psaves, bptr, e
         param[r] = pp[k]
         flags[r] = pflags[k]
         ndim[r] = pndim[k]
-        if pndim[k] == 0:
+        if pndim[k] > 0:
+            numel[r] = pnumel[k]
+            shp[r] = shape_offsets[pshape[k]]
+            ptr[r] = bptr[k]
+        if pndim[k] == 0 and ELEMENTWISE[o]:
             x = sval[a] if a >= 0 else pc[k]
             y = sval[b] if b >= 0 else pc[k]
             sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
         else:
+            _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, sval, ptr, numel,
+                               ndim, shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy)
+        sv = psaves[k]
+        if (sv & 1) != 0:
+            nuse[a] += 1
+        if (sv & 2) != 0:
+            nuse[b] += 1
+        if (sv & 4) != 0:
+            nuse[r] += 1
+        while g < gk.size and gk[g] == k:
+            v = sval[r]
+            held = (v != 0.0) == (gval[g] != 0.0) if gkind[g] == 0 else (v == gval[g] or v != v and gval[g] != gval[g])
+            if not held:
+                for q in range(k + 1):
+                    sv = psaves[q]
+                    if (sv & 1) != 0:
+                        nuse[a0[base + q]] -= 1
+                    if (sv & 2) != 0:
+                        nuse[a1[base + q]] -= 1
+                    if (sv & 4) != 0:
+                        nuse[base + q] -= 1
+                return -1 - g
+            g += 1
+    return m
+
+
+
+@_jit
+def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, bptr, erows, shape_offsets,
+           ints_offset, gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
+           flags, nuse, pool, kernels):
+    """Append the rows of a prepared recording at rows base.. of the tape,
+    computing their values with their ops' native forwards (kernels of kind
+    FORWARD_SCALAR, FORWARD_TENSOR and FORWARD_STRUCTURAL). Row k of the
+    recording reads recording rows (an input ref >= 0), the tape rows
+    `erows` of its arguments and outside tensors (a ref <= -2 is
+    erows[-2 - ref]) or its constant operand (-1); an array row writes the
+    fresh array whose data pointer is at bptr[k]; its shape is
+    shape_offsets[pshape[k]] in the pool, and a structural row's int
+    attributes are at ints_offset + pia[k]. After row gk[g], guard g checks
+    the row's 0-d value against gval[g]: its truth (gkind 0) or the value
+    itself (1). Returns the number of rows appended, or -1 - g when guard g
+    failed: then the saved-value counts it added are taken back and the
+    caller clears the rows."""
+    m = pop.size
+    empty = np.empty(0)
+    no_ints = np.empty(0, np.int64)
+    cx = np.empty(1)
+    cy = np.empty(1)
+    g = 0
+    for k in range(m):
+        r = base + k
+        o = pop[k]
+        ra = pa0[k]
+        rb = pa1[k]
+        a = base + ra if ra >= 0 else (-1 if ra == -1 else erows[-2 - ra])
+        b = base + rb if rb >= 0 else (-1 if rb == -1 else erows[-2 - rb])
+        op[r] = o
+        a0[r] = a
+        a1[r] = b
+        c[r] = pc[k]
+        param[r] = pp[k]
+        flags[r] = pflags[k]
+        ndim[r] = pndim[k]
+        if pndim[k] > 0:
             numel[r] = pnumel[k]
             shp[r] = shape_offsets[pshape[k]]
             ptr[r] = bptr[k]
-            if a >= 0:
-                X = _value(a, ptr, numel, ndim, dt, sval) if ndim[a] > 0 else sval[a:a + 1]
-            else:
-                cx[0] = pc[k]
-                X = cx
-            if b >= 0:
-                Y = _value(b, ptr, numel, ndim, dt, sval) if ndim[b] > 0 else sval[b:b + 1]
-            else:
-                cy[0] = pc[k]
-                Y = cy
-            O = carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
-            _call_elementwise(kernels[FORWARD_TENSOR, o], empty, X, Y, O, empty, empty, pp[k], 0)
+        if pndim[k] == 0 and ELEMENTWISE[o]:
+            x = sval[a] if a >= 0 else pc[k]
+            y = sval[b] if b >= 0 else pc[k]
+            sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
+        else:
+            return -1 - gk.size  # a tensor row: never sent here
         sv = psaves[k]
         if (sv & 1) != 0:
             nuse[a] += 1
@@ -1458,6 +1558,20 @@ def _F_add(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
         for i in range(n):
             y = Y[i]
             O[i] = x + y
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = x + y
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = x + y
     else:
         for i in range(n):
             x = X[i % mx]
@@ -1515,6 +1629,20 @@ def _F_sub(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
         for i in range(n):
             y = Y[i]
             O[i] = x - y
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = x - y
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = x - y
     else:
         for i in range(n):
             x = X[i % mx]
@@ -1600,6 +1728,20 @@ def _F_mul(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
         for i in range(n):
             y = Y[i]
             O[i] = x * y
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = x * y
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = x * y
     else:
         for i in range(n):
             x = X[i % mx]
@@ -1697,6 +1839,20 @@ def _F_div(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
         for i in range(n):
             y = Y[i]
             O[i] = x / y
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = x / y
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = x / y
     else:
         for i in range(n):
             x = X[i % mx]
@@ -1883,6 +2039,20 @@ def _F_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n
         for i in range(n):
             y = Y[i]
             O[i] = npow(x, y)
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = npow(x, y)
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = npow(x, y)
     else:
         for i in range(n):
             x = X[i % mx]
@@ -1918,6 +2088,20 @@ def _F_rsub(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
         for i in range(n):
             y = Y[i]
             O[i] = y - x
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = y - x
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = y - x
     else:
         for i in range(n):
             x = X[i % mx]
@@ -2021,6 +2205,20 @@ def _F_rpow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
         for i in range(n):
             y = Y[i]
             O[i] = npow(y, x)
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = npow(y, x)
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = npow(y, x)
     else:
         for i in range(n):
             x = X[i % mx]
@@ -2251,7 +2449,7 @@ def _F_exp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
     if mx == n:
         for i in range(n):
             x = X[i]
-            O[i] = exp(x)
+            O[i] = vexp(x)
     else:
         for i in range(n):
             x = X[i % mx]
@@ -2366,7 +2564,11 @@ def _F_sin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
     mx = X.size
     my = Y.size
     p = pp
-    if mx == n:
+    if mx == n and in_trig_range(X):
+        for i in range(n):
+            x = X[i]
+            O[i] = vsin(x)
+    elif mx == n:
         for i in range(n):
             x = X[i]
             O[i] = sin(x)
@@ -2425,7 +2627,11 @@ def _F_cos(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
     mx = X.size
     my = Y.size
     p = pp
-    if mx == n:
+    if mx == n and in_trig_range(X):
+        for i in range(n):
+            x = X[i]
+            O[i] = vcos(x)
+    elif mx == n:
         for i in range(n):
             x = X[i]
             O[i] = cos(x)
@@ -2477,7 +2683,7 @@ def _F_tanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
     if mx == n:
         for i in range(n):
             x = X[i]
-            O[i] = tanh(x)
+            O[i] = vtanh(x)
     else:
         for i in range(n):
             x = X[i % mx]
@@ -3018,6 +3224,20 @@ def _F_atan2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
         for i in range(n):
             y = Y[i]
             O[i] = atan2(x, y)
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = atan2(x, y)
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = atan2(x, y)
     else:
         for i in range(n):
             x = X[i % mx]
@@ -4961,6 +5181,28 @@ def _k_sum(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, G
 
 
 @_jit
+def _fwd_sum(X, Y, O, osh, xsh, ysh, ints, pp):
+    # the sum, scaled by p (1/n for mean), of X's elements over the dims ints keeps as 1
+    for j in range(O.size):
+        O[j] = 0.0
+    if O.size == 1:
+        total = 0.0
+        for i in range(X.size):
+            total += X[i]
+        O[0] = total * pp
+        return
+    for i in range(X.size):
+        O[bcast_index(i, xsh, ints)] += X[i]
+    if pp != 1.0:
+        for j in range(O.size):
+            O[j] *= pp
+
+
+def _Fs_sum(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, GC_p, GC_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, zsh_p, zsh_n, ints_p, ints_n, pp, cc):
+    _fwd_sum(carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
+@_jit
 def _vjp_amax(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     # the gradient of each output goes in equal parts to the inputs that attain it
     count = np.zeros(O.size)
@@ -5196,6 +5438,18 @@ def _vjp_mm(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 
 def _k_mm(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, GC_p, GC_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, zsh_p, zsh_n, ints_p, ints_n, pp, cc):
     _vjp_mm(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
+@_jit
+def _fwd_mm(X, Y, O, osh, xsh, ysh, ints, pp):
+    m, k, n = xsh[0], xsh[1], ysh[1]
+    for i in range(O.size):
+        O[i] = 0.0
+    add_product(shaped(O, (m, n)), shaped(X, (m, k)), False, shaped(Y, (k, n)), False)
+
+
+def _Fs_mm(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, GC_p, GC_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, zsh_p, zsh_n, ints_p, ints_n, pp, cc):
+    _fwd_mm(carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
 
 
 @_jit
@@ -5498,173 +5752,173 @@ def _k_lerp_tensor(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n,
 
 
 # each opcode's kernels, by kind (TENSOR, SCALAR_A, SCALAR_B, FORWARD_SCALAR,
-# FORWARD_TENSOR): the function
+# FORWARD_TENSOR, FORWARD_STRUCTURAL): the function
 # and its C signature, or None; compiled on first use by tape._kernels
 # (Note [Kernels by opcode])
 KERNELS = (
-    (None, None, None, None, None),  # leaf
-    (None, None, None, None, None),  # const
-    (None, None, None, None, None),  # no op
-    (None, None, None, None, None),  # function
-    (None, None, None, None, None),  # function_output
-    (None, None, None, None, None),  # delayed_error
-    ((_k_add, ELEMENTWISE_KERNEL), None, None, (_f_add, SCALAR_KERNEL), (_F_add, ELEMENTWISE_KERNEL)),  # add
-    ((_k_sub, ELEMENTWISE_KERNEL), None, None, (_f_sub, SCALAR_KERNEL), (_F_sub, ELEMENTWISE_KERNEL)),  # sub
-    ((_k_mul, ELEMENTWISE_KERNEL), (_s0_mul, SCALAR_KERNEL), (_s1_mul, SCALAR_KERNEL), (_f_mul, SCALAR_KERNEL), (_F_mul, ELEMENTWISE_KERNEL)),  # mul
-    ((_k_div, ELEMENTWISE_KERNEL), (_s0_div, SCALAR_KERNEL), (_s1_div, SCALAR_KERNEL), (_f_div, SCALAR_KERNEL), (_F_div, ELEMENTWISE_KERNEL)),  # div
-    ((_k_neg, ELEMENTWISE_KERNEL), None, None, (_f_neg, SCALAR_KERNEL), (_F_neg, ELEMENTWISE_KERNEL)),  # neg
-    ((_k_reciprocal, ELEMENTWISE_KERNEL), (_s0_reciprocal, SCALAR_KERNEL), None, (_f_reciprocal, SCALAR_KERNEL), (_F_reciprocal, ELEMENTWISE_KERNEL)),  # reciprocal
-    ((_k_pow_scalar, ELEMENTWISE_KERNEL), (_s0_pow_scalar, SCALAR_KERNEL), None, (_f_pow_scalar, SCALAR_KERNEL), (_F_pow_scalar, ELEMENTWISE_KERNEL)),  # pow_scalar
-    ((_k_neg, ELEMENTWISE_KERNEL), None, None, (_f_rsub, SCALAR_KERNEL), (_F_rsub, ELEMENTWISE_KERNEL)),  # rsub
-    ((_k_rpow, ELEMENTWISE_KERNEL), (_s0_rpow, SCALAR_KERNEL), None, (_f_rpow, SCALAR_KERNEL), (_F_rpow, ELEMENTWISE_KERNEL)),  # rpow
-    ((_k_pow, ELEMENTWISE_KERNEL), (_s0_pow, SCALAR_KERNEL), (_s1_pow, SCALAR_KERNEL), (_f_pow_scalar, SCALAR_KERNEL), (_F_pow_scalar, ELEMENTWISE_KERNEL)),  # pow
-    ((_k_floor_div, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None),  # floor_div
-    ((_k_remainder, ELEMENTWISE_KERNEL), None, (_s1_remainder, SCALAR_KERNEL), None, None),  # remainder
-    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, None, None),  # remainder_scalar
-    ((_k_exp, ELEMENTWISE_KERNEL), (_s0_exp, SCALAR_KERNEL), None, (_f_exp, SCALAR_KERNEL), (_F_exp, ELEMENTWISE_KERNEL)),  # exp
-    ((_k_log, ELEMENTWISE_KERNEL), (_s0_log, SCALAR_KERNEL), None, (_f_log, SCALAR_KERNEL), (_F_log, ELEMENTWISE_KERNEL)),  # log
-    ((_k_sin, ELEMENTWISE_KERNEL), (_s0_sin, SCALAR_KERNEL), None, (_f_sin, SCALAR_KERNEL), (_F_sin, ELEMENTWISE_KERNEL)),  # sin
-    ((_k_cos, ELEMENTWISE_KERNEL), (_s0_cos, SCALAR_KERNEL), None, (_f_cos, SCALAR_KERNEL), (_F_cos, ELEMENTWISE_KERNEL)),  # cos
-    ((_k_tanh, ELEMENTWISE_KERNEL), (_s0_tanh, SCALAR_KERNEL), None, (_f_tanh, SCALAR_KERNEL), (_F_tanh, ELEMENTWISE_KERNEL)),  # tanh
-    ((_k_sigmoid, ELEMENTWISE_KERNEL), (_s0_sigmoid, SCALAR_KERNEL), None, (_f_sigmoid, SCALAR_KERNEL), (_F_sigmoid, ELEMENTWISE_KERNEL)),  # sigmoid
-    ((_k_relu, ELEMENTWISE_KERNEL), (_s0_relu, SCALAR_KERNEL), None, (_f_relu, SCALAR_KERNEL), (_F_relu, ELEMENTWISE_KERNEL)),  # relu
-    ((_k_sqrt, ELEMENTWISE_KERNEL), (_s0_sqrt, SCALAR_KERNEL), None, (_f_sqrt, SCALAR_KERNEL), (_F_sqrt, ELEMENTWISE_KERNEL)),  # sqrt
-    ((_k_abs, ELEMENTWISE_KERNEL), (_s0_abs, SCALAR_KERNEL), None, (_f_abs, SCALAR_KERNEL), (_F_abs, ELEMENTWISE_KERNEL)),  # abs
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # sign
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, (_f_floor, SCALAR_KERNEL), (_F_floor, ELEMENTWISE_KERNEL)),  # floor
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # step
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # ceil
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # trunc
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # round
-    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # round_decimals
-    ((_k_maximum, ELEMENTWISE_KERNEL), (_s0_maximum, SCALAR_KERNEL), (_s1_maximum, SCALAR_KERNEL), None, None),  # maximum
-    ((_k_minimum, ELEMENTWISE_KERNEL), (_s0_minimum, SCALAR_KERNEL), (_s1_minimum, SCALAR_KERNEL), None, None),  # minimum
-    ((_k_atan2, ELEMENTWISE_KERNEL), (_s0_atan2, SCALAR_KERNEL), (_s1_atan2, SCALAR_KERNEL), (_f_atan2, SCALAR_KERNEL), (_F_atan2, ELEMENTWISE_KERNEL)),  # atan2
-    ((_k_erf, ELEMENTWISE_KERNEL), (_s0_erf, SCALAR_KERNEL), None, (_f_erf, SCALAR_KERNEL), (_F_erf, ELEMENTWISE_KERNEL)),  # erf
-    ((_k_silu, ELEMENTWISE_KERNEL), (_s0_silu, SCALAR_KERNEL), None, (_f_silu, SCALAR_KERNEL), (_F_silu, ELEMENTWISE_KERNEL)),  # silu
-    ((_k_gelu, ELEMENTWISE_KERNEL), (_s0_gelu, SCALAR_KERNEL), None, (_f_gelu, SCALAR_KERNEL), (_F_gelu, ELEMENTWISE_KERNEL)),  # gelu
-    ((_k_gelu_tanh, ELEMENTWISE_KERNEL), (_s0_gelu_tanh, SCALAR_KERNEL), None, None, None),  # gelu_tanh
-    ((_k_softplus, ELEMENTWISE_KERNEL), (_s0_softplus, SCALAR_KERNEL), None, None, None),  # softplus
-    ((_k_tan, ELEMENTWISE_KERNEL), (_s0_tan, SCALAR_KERNEL), None, (_f_tan, SCALAR_KERNEL), (_F_tan, ELEMENTWISE_KERNEL)),  # tan
-    ((_k_asin, ELEMENTWISE_KERNEL), (_s0_asin, SCALAR_KERNEL), None, (_f_asin, SCALAR_KERNEL), (_F_asin, ELEMENTWISE_KERNEL)),  # asin
-    ((_k_acos, ELEMENTWISE_KERNEL), (_s0_acos, SCALAR_KERNEL), None, (_f_acos, SCALAR_KERNEL), (_F_acos, ELEMENTWISE_KERNEL)),  # acos
-    ((_k_atan, ELEMENTWISE_KERNEL), (_s0_atan, SCALAR_KERNEL), None, (_f_atan, SCALAR_KERNEL), (_F_atan, ELEMENTWISE_KERNEL)),  # atan
-    ((_k_sinh, ELEMENTWISE_KERNEL), (_s0_sinh, SCALAR_KERNEL), None, (_f_sinh, SCALAR_KERNEL), (_F_sinh, ELEMENTWISE_KERNEL)),  # sinh
-    ((_k_cosh, ELEMENTWISE_KERNEL), (_s0_cosh, SCALAR_KERNEL), None, (_f_cosh, SCALAR_KERNEL), (_F_cosh, ELEMENTWISE_KERNEL)),  # cosh
-    ((_k_asinh, ELEMENTWISE_KERNEL), (_s0_asinh, SCALAR_KERNEL), None, (_f_asinh, SCALAR_KERNEL), (_F_asinh, ELEMENTWISE_KERNEL)),  # asinh
-    ((_k_acosh, ELEMENTWISE_KERNEL), (_s0_acosh, SCALAR_KERNEL), None, (_f_acosh, SCALAR_KERNEL), (_F_acosh, ELEMENTWISE_KERNEL)),  # acosh
-    ((_k_atanh, ELEMENTWISE_KERNEL), (_s0_atanh, SCALAR_KERNEL), None, (_f_atanh, SCALAR_KERNEL), (_F_atanh, ELEMENTWISE_KERNEL)),  # atanh
-    ((_k_exp2, ELEMENTWISE_KERNEL), (_s0_exp2, SCALAR_KERNEL), None, (_f_exp2, SCALAR_KERNEL), (_F_exp2, ELEMENTWISE_KERNEL)),  # exp2
-    ((_k_expm1, ELEMENTWISE_KERNEL), (_s0_expm1, SCALAR_KERNEL), None, (_f_expm1, SCALAR_KERNEL), (_F_expm1, ELEMENTWISE_KERNEL)),  # expm1
-    ((_k_log2, ELEMENTWISE_KERNEL), (_s0_log2, SCALAR_KERNEL), None, (_f_log2, SCALAR_KERNEL), (_F_log2, ELEMENTWISE_KERNEL)),  # log2
-    ((_k_log10, ELEMENTWISE_KERNEL), (_s0_log10, SCALAR_KERNEL), None, (_f_log10, SCALAR_KERNEL), (_F_log10, ELEMENTWISE_KERNEL)),  # log10
-    ((_k_log1p, ELEMENTWISE_KERNEL), (_s0_log1p, SCALAR_KERNEL), None, (_f_log1p, SCALAR_KERNEL), (_F_log1p, ELEMENTWISE_KERNEL)),  # log1p
-    ((_k_rsqrt, ELEMENTWISE_KERNEL), (_s0_rsqrt, SCALAR_KERNEL), None, (_f_rsqrt, SCALAR_KERNEL), (_F_rsqrt, ELEMENTWISE_KERNEL)),  # rsqrt
-    ((_k_square, ELEMENTWISE_KERNEL), (_s0_square, SCALAR_KERNEL), None, (_f_square, SCALAR_KERNEL), (_F_square, ELEMENTWISE_KERNEL)),  # square
-    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, (_f_clone, SCALAR_KERNEL), (_F_clone, ELEMENTWISE_KERNEL)),  # clone
-    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, None, None),  # to_copy
-    ((_k_xlogy, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), (_s1_xlogy, SCALAR_KERNEL), None, None),  # xlogy
-    ((_k_xlogy_scalar_other, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), None, None, None),  # xlogy_scalar_other
-    ((_k_xlogy_scalar_self, ELEMENTWISE_KERNEL), (_s0_xlogy_scalar_self, SCALAR_KERNEL), None, None, None),  # xlogy_scalar_self
-    ((_k_hypot, ELEMENTWISE_KERNEL), (_s0_hypot, SCALAR_KERNEL), (_s1_hypot, SCALAR_KERNEL), None, None),  # hypot
-    ((_k_logaddexp, ELEMENTWISE_KERNEL), (_s0_logaddexp, SCALAR_KERNEL), (_s1_logaddexp, SCALAR_KERNEL), None, None),  # logaddexp
-    ((_k_lerp, ELEMENTWISE_KERNEL), (_s0_lerp, SCALAR_KERNEL), (_s1_lerp, SCALAR_KERNEL), None, None),  # lerp
-    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None),  # clamp
-    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None),  # clamp_min
-    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None),  # clamp_max
-    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL), None, None),  # clamp_tensor_lower
-    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL), None, None),  # clamp_tensor_upper
-    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL), None, None),  # clamp_min_tensor
-    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL), None, None),  # clamp_max_tensor
-    (None, None, None, None, None),  # rremainder
-    (None, None, None, None, None),  # floor_divide
-    ((_k_expand, STRUCTURAL_KERNEL), None, None, None, None),  # expand
-    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # view
-    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # unsqueeze
-    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # squeeze
-    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # squeeze_dim
-    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None),  # permute
-    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None),  # transpose
-    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None),  # t
-    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # select
-    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # slice
-    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # alias
-    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # index_unsqueeze
-    ((_k_strided_scatter, STRUCTURAL_KERNEL), None, None, None, None),  # strided_scatter
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # index
-    ((_k_index_put, STRUCTURAL_KERNEL), None, None, None, None),  # index_put
-    ((_k_cat, STRUCTURAL_KERNEL), None, None, None, None),  # cat
-    ((_k_cat, STRUCTURAL_KERNEL), None, None, None, None),  # stack
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # repeat
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # roll
-    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None),  # sum
-    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None),  # sum_dim
-    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None),  # mean
-    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None),  # mean_dim
-    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None),  # amax
-    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None),  # amin
-    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None),  # max_all
-    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None),  # min_all
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # max_dim
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # min_dim
-    ((_k_logsumexp, STRUCTURAL_KERNEL), None, None, None, None),  # logsumexp
-    ((_k_softmax, STRUCTURAL_KERNEL), None, None, None, None),  # softmax
-    ((_k_softmax, STRUCTURAL_KERNEL), None, None, None, None),  # log_softmax
-    ((_k_var, STRUCTURAL_KERNEL), None, None, None, None),  # var
-    ((_k_std, STRUCTURAL_KERNEL), None, None, None, None),  # std
-    ((_k_norm, STRUCTURAL_KERNEL), None, None, None, None),  # norm
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # norm0
-    ((_k_norm_p, STRUCTURAL_KERNEL), None, None, None, None),  # norm_p
-    ((_k_cumsum, STRUCTURAL_KERNEL), None, None, None, None),  # cumsum
-    ((_k_cumprod, STRUCTURAL_KERNEL), None, None, None, None),  # cumprod
-    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None),  # where
-    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None),  # masked_fill
-    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None),  # masked_fill_tensor
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # masked_select
-    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # split
-    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # split_with_sizes
-    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # unbind
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # flip
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # index_select
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # gather
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # diagonal
-    ((_k_index_put, STRUCTURAL_KERNEL), None, None, None, None),  # diag_embed
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # diag_copy
-    ((_k_trace, STRUCTURAL_KERNEL), None, None, None, None),  # trace
-    ((_k_triu, STRUCTURAL_KERNEL), None, None, None, None),  # triu
-    ((_k_triu, STRUCTURAL_KERNEL), None, None, None, None),  # tril
-    ((_k_mm, STRUCTURAL_KERNEL), None, None, None, None),  # mm
-    ((_k_mv, STRUCTURAL_KERNEL), None, None, None, None),  # mv
-    ((_k_dot, STRUCTURAL_KERNEL), None, None, None, None),  # dot
-    ((_k_bmm, STRUCTURAL_KERNEL), None, None, None, None),  # bmm
-    ((_k_inv, STRUCTURAL_KERNEL), None, None, None, None),  # inv
-    ((_k_det, STRUCTURAL_KERNEL), None, None, None, None),  # det
-    ((_k_det, STRUCTURAL_KERNEL), None, None, None, None),  # slogdet
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # slogdet_sign
-    ((_k_solve, STRUCTURAL_KERNEL), None, None, None, None),  # solve
-    ((_k_cholesky, STRUCTURAL_KERNEL), None, None, None, None),  # cholesky
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # sort
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # topk
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # zero_
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # fill_
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # uniform_
-    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None),  # normal_
-    ((_k_copy, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # copy
-    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None, None, None),  # copy_slices
-    ((_k_index_put_, STRUCTURAL_KERNEL), None, None, None, None),  # index_put_
-    ((_k_prod, STRUCTURAL_KERNEL), None, None, None, None),  # prod
-    ((_k_prod, STRUCTURAL_KERNEL), None, None, None, None),  # prod_dim
-    ((_k_addmm, STRUCTURAL_KERNEL), None, None, None, None),  # addmm
-    ((_k_addmv, STRUCTURAL_KERNEL), None, None, None, None),  # addmv
-    ((_k_baddbmm, STRUCTURAL_KERNEL), None, None, None, None),  # baddbmm
-    ((_k_baddbmm, STRUCTURAL_KERNEL), None, None, None, None),  # addbmm
-    ((_k_addcmul, STRUCTURAL_KERNEL), None, None, None, None),  # addcmul
-    ((_k_addcdiv, STRUCTURAL_KERNEL), None, None, None, None),  # addcdiv
-    ((_k_lerp_tensor, STRUCTURAL_KERNEL), None, None, None, None),  # lerp_tensor
-    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # reshape_alias
-    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None),  # unsafe_view
-    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None),  # as_strided
-    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None),  # as_strided_at
-    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None, None, None),  # view_copy_slices
-    ((_k_index_put_, STRUCTURAL_KERNEL), None, None, None, None),  # view_copy_slices_at
+    (None, None, None, None, None, None),  # leaf
+    (None, None, None, None, None, None),  # const
+    (None, None, None, None, None, None),  # no op
+    (None, None, None, None, None, None),  # function
+    (None, None, None, None, None, None),  # function_output
+    (None, None, None, None, None, None),  # delayed_error
+    ((_k_add, ELEMENTWISE_KERNEL), None, None, (_f_add, SCALAR_KERNEL), (_F_add, ELEMENTWISE_KERNEL), None),  # add
+    ((_k_sub, ELEMENTWISE_KERNEL), None, None, (_f_sub, SCALAR_KERNEL), (_F_sub, ELEMENTWISE_KERNEL), None),  # sub
+    ((_k_mul, ELEMENTWISE_KERNEL), (_s0_mul, SCALAR_KERNEL), (_s1_mul, SCALAR_KERNEL), (_f_mul, SCALAR_KERNEL), (_F_mul, ELEMENTWISE_KERNEL), None),  # mul
+    ((_k_div, ELEMENTWISE_KERNEL), (_s0_div, SCALAR_KERNEL), (_s1_div, SCALAR_KERNEL), (_f_div, SCALAR_KERNEL), (_F_div, ELEMENTWISE_KERNEL), None),  # div
+    ((_k_neg, ELEMENTWISE_KERNEL), None, None, (_f_neg, SCALAR_KERNEL), (_F_neg, ELEMENTWISE_KERNEL), None),  # neg
+    ((_k_reciprocal, ELEMENTWISE_KERNEL), (_s0_reciprocal, SCALAR_KERNEL), None, (_f_reciprocal, SCALAR_KERNEL), (_F_reciprocal, ELEMENTWISE_KERNEL), None),  # reciprocal
+    ((_k_pow_scalar, ELEMENTWISE_KERNEL), (_s0_pow_scalar, SCALAR_KERNEL), None, (_f_pow_scalar, SCALAR_KERNEL), (_F_pow_scalar, ELEMENTWISE_KERNEL), None),  # pow_scalar
+    ((_k_neg, ELEMENTWISE_KERNEL), None, None, (_f_rsub, SCALAR_KERNEL), (_F_rsub, ELEMENTWISE_KERNEL), None),  # rsub
+    ((_k_rpow, ELEMENTWISE_KERNEL), (_s0_rpow, SCALAR_KERNEL), None, (_f_rpow, SCALAR_KERNEL), (_F_rpow, ELEMENTWISE_KERNEL), None),  # rpow
+    ((_k_pow, ELEMENTWISE_KERNEL), (_s0_pow, SCALAR_KERNEL), (_s1_pow, SCALAR_KERNEL), (_f_pow_scalar, SCALAR_KERNEL), (_F_pow_scalar, ELEMENTWISE_KERNEL), None),  # pow
+    ((_k_floor_div, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # floor_div
+    ((_k_remainder, ELEMENTWISE_KERNEL), None, (_s1_remainder, SCALAR_KERNEL), None, None, None),  # remainder
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, None, None, None),  # remainder_scalar
+    ((_k_exp, ELEMENTWISE_KERNEL), (_s0_exp, SCALAR_KERNEL), None, (_f_exp, SCALAR_KERNEL), (_F_exp, ELEMENTWISE_KERNEL), None),  # exp
+    ((_k_log, ELEMENTWISE_KERNEL), (_s0_log, SCALAR_KERNEL), None, (_f_log, SCALAR_KERNEL), (_F_log, ELEMENTWISE_KERNEL), None),  # log
+    ((_k_sin, ELEMENTWISE_KERNEL), (_s0_sin, SCALAR_KERNEL), None, (_f_sin, SCALAR_KERNEL), (_F_sin, ELEMENTWISE_KERNEL), None),  # sin
+    ((_k_cos, ELEMENTWISE_KERNEL), (_s0_cos, SCALAR_KERNEL), None, (_f_cos, SCALAR_KERNEL), (_F_cos, ELEMENTWISE_KERNEL), None),  # cos
+    ((_k_tanh, ELEMENTWISE_KERNEL), (_s0_tanh, SCALAR_KERNEL), None, (_f_tanh, SCALAR_KERNEL), (_F_tanh, ELEMENTWISE_KERNEL), None),  # tanh
+    ((_k_sigmoid, ELEMENTWISE_KERNEL), (_s0_sigmoid, SCALAR_KERNEL), None, (_f_sigmoid, SCALAR_KERNEL), (_F_sigmoid, ELEMENTWISE_KERNEL), None),  # sigmoid
+    ((_k_relu, ELEMENTWISE_KERNEL), (_s0_relu, SCALAR_KERNEL), None, (_f_relu, SCALAR_KERNEL), (_F_relu, ELEMENTWISE_KERNEL), None),  # relu
+    ((_k_sqrt, ELEMENTWISE_KERNEL), (_s0_sqrt, SCALAR_KERNEL), None, (_f_sqrt, SCALAR_KERNEL), (_F_sqrt, ELEMENTWISE_KERNEL), None),  # sqrt
+    ((_k_abs, ELEMENTWISE_KERNEL), (_s0_abs, SCALAR_KERNEL), None, (_f_abs, SCALAR_KERNEL), (_F_abs, ELEMENTWISE_KERNEL), None),  # abs
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None, None),  # sign
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, (_f_floor, SCALAR_KERNEL), (_F_floor, ELEMENTWISE_KERNEL), None),  # floor
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None, None),  # step
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None, None),  # ceil
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None, None),  # trunc
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None, None),  # round
+    ((_k_sign, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None, None),  # round_decimals
+    ((_k_maximum, ELEMENTWISE_KERNEL), (_s0_maximum, SCALAR_KERNEL), (_s1_maximum, SCALAR_KERNEL), None, None, None),  # maximum
+    ((_k_minimum, ELEMENTWISE_KERNEL), (_s0_minimum, SCALAR_KERNEL), (_s1_minimum, SCALAR_KERNEL), None, None, None),  # minimum
+    ((_k_atan2, ELEMENTWISE_KERNEL), (_s0_atan2, SCALAR_KERNEL), (_s1_atan2, SCALAR_KERNEL), (_f_atan2, SCALAR_KERNEL), (_F_atan2, ELEMENTWISE_KERNEL), None),  # atan2
+    ((_k_erf, ELEMENTWISE_KERNEL), (_s0_erf, SCALAR_KERNEL), None, (_f_erf, SCALAR_KERNEL), (_F_erf, ELEMENTWISE_KERNEL), None),  # erf
+    ((_k_silu, ELEMENTWISE_KERNEL), (_s0_silu, SCALAR_KERNEL), None, (_f_silu, SCALAR_KERNEL), (_F_silu, ELEMENTWISE_KERNEL), None),  # silu
+    ((_k_gelu, ELEMENTWISE_KERNEL), (_s0_gelu, SCALAR_KERNEL), None, (_f_gelu, SCALAR_KERNEL), (_F_gelu, ELEMENTWISE_KERNEL), None),  # gelu
+    ((_k_gelu_tanh, ELEMENTWISE_KERNEL), (_s0_gelu_tanh, SCALAR_KERNEL), None, None, None, None),  # gelu_tanh
+    ((_k_softplus, ELEMENTWISE_KERNEL), (_s0_softplus, SCALAR_KERNEL), None, None, None, None),  # softplus
+    ((_k_tan, ELEMENTWISE_KERNEL), (_s0_tan, SCALAR_KERNEL), None, (_f_tan, SCALAR_KERNEL), (_F_tan, ELEMENTWISE_KERNEL), None),  # tan
+    ((_k_asin, ELEMENTWISE_KERNEL), (_s0_asin, SCALAR_KERNEL), None, (_f_asin, SCALAR_KERNEL), (_F_asin, ELEMENTWISE_KERNEL), None),  # asin
+    ((_k_acos, ELEMENTWISE_KERNEL), (_s0_acos, SCALAR_KERNEL), None, (_f_acos, SCALAR_KERNEL), (_F_acos, ELEMENTWISE_KERNEL), None),  # acos
+    ((_k_atan, ELEMENTWISE_KERNEL), (_s0_atan, SCALAR_KERNEL), None, (_f_atan, SCALAR_KERNEL), (_F_atan, ELEMENTWISE_KERNEL), None),  # atan
+    ((_k_sinh, ELEMENTWISE_KERNEL), (_s0_sinh, SCALAR_KERNEL), None, (_f_sinh, SCALAR_KERNEL), (_F_sinh, ELEMENTWISE_KERNEL), None),  # sinh
+    ((_k_cosh, ELEMENTWISE_KERNEL), (_s0_cosh, SCALAR_KERNEL), None, (_f_cosh, SCALAR_KERNEL), (_F_cosh, ELEMENTWISE_KERNEL), None),  # cosh
+    ((_k_asinh, ELEMENTWISE_KERNEL), (_s0_asinh, SCALAR_KERNEL), None, (_f_asinh, SCALAR_KERNEL), (_F_asinh, ELEMENTWISE_KERNEL), None),  # asinh
+    ((_k_acosh, ELEMENTWISE_KERNEL), (_s0_acosh, SCALAR_KERNEL), None, (_f_acosh, SCALAR_KERNEL), (_F_acosh, ELEMENTWISE_KERNEL), None),  # acosh
+    ((_k_atanh, ELEMENTWISE_KERNEL), (_s0_atanh, SCALAR_KERNEL), None, (_f_atanh, SCALAR_KERNEL), (_F_atanh, ELEMENTWISE_KERNEL), None),  # atanh
+    ((_k_exp2, ELEMENTWISE_KERNEL), (_s0_exp2, SCALAR_KERNEL), None, (_f_exp2, SCALAR_KERNEL), (_F_exp2, ELEMENTWISE_KERNEL), None),  # exp2
+    ((_k_expm1, ELEMENTWISE_KERNEL), (_s0_expm1, SCALAR_KERNEL), None, (_f_expm1, SCALAR_KERNEL), (_F_expm1, ELEMENTWISE_KERNEL), None),  # expm1
+    ((_k_log2, ELEMENTWISE_KERNEL), (_s0_log2, SCALAR_KERNEL), None, (_f_log2, SCALAR_KERNEL), (_F_log2, ELEMENTWISE_KERNEL), None),  # log2
+    ((_k_log10, ELEMENTWISE_KERNEL), (_s0_log10, SCALAR_KERNEL), None, (_f_log10, SCALAR_KERNEL), (_F_log10, ELEMENTWISE_KERNEL), None),  # log10
+    ((_k_log1p, ELEMENTWISE_KERNEL), (_s0_log1p, SCALAR_KERNEL), None, (_f_log1p, SCALAR_KERNEL), (_F_log1p, ELEMENTWISE_KERNEL), None),  # log1p
+    ((_k_rsqrt, ELEMENTWISE_KERNEL), (_s0_rsqrt, SCALAR_KERNEL), None, (_f_rsqrt, SCALAR_KERNEL), (_F_rsqrt, ELEMENTWISE_KERNEL), None),  # rsqrt
+    ((_k_square, ELEMENTWISE_KERNEL), (_s0_square, SCALAR_KERNEL), None, (_f_square, SCALAR_KERNEL), (_F_square, ELEMENTWISE_KERNEL), None),  # square
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, (_f_clone, SCALAR_KERNEL), (_F_clone, ELEMENTWISE_KERNEL), None),  # clone
+    ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, None, None, None),  # to_copy
+    ((_k_xlogy, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), (_s1_xlogy, SCALAR_KERNEL), None, None, None),  # xlogy
+    ((_k_xlogy_scalar_other, ELEMENTWISE_KERNEL), (_s0_xlogy, SCALAR_KERNEL), None, None, None, None),  # xlogy_scalar_other
+    ((_k_xlogy_scalar_self, ELEMENTWISE_KERNEL), (_s0_xlogy_scalar_self, SCALAR_KERNEL), None, None, None, None),  # xlogy_scalar_self
+    ((_k_hypot, ELEMENTWISE_KERNEL), (_s0_hypot, SCALAR_KERNEL), (_s1_hypot, SCALAR_KERNEL), None, None, None),  # hypot
+    ((_k_logaddexp, ELEMENTWISE_KERNEL), (_s0_logaddexp, SCALAR_KERNEL), (_s1_logaddexp, SCALAR_KERNEL), None, None, None),  # logaddexp
+    ((_k_lerp, ELEMENTWISE_KERNEL), (_s0_lerp, SCALAR_KERNEL), (_s1_lerp, SCALAR_KERNEL), None, None, None),  # lerp
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None, None),  # clamp
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None, None),  # clamp_min
+    ((_k_clamp, ELEMENTWISE_KERNEL), (_s0_clamp, SCALAR_KERNEL), None, None, None, None),  # clamp_max
+    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL), None, None, None),  # clamp_tensor_lower
+    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL), None, None, None),  # clamp_tensor_upper
+    ((_k_clamp_tensor_lower, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_lower, SCALAR_KERNEL), (_s1_clamp_tensor_lower, SCALAR_KERNEL), None, None, None),  # clamp_min_tensor
+    ((_k_clamp_tensor_upper, ELEMENTWISE_KERNEL), (_s0_clamp_tensor_upper, SCALAR_KERNEL), (_s1_clamp_tensor_upper, SCALAR_KERNEL), None, None, None),  # clamp_max_tensor
+    (None, None, None, None, None, None),  # rremainder
+    (None, None, None, None, None, None),  # floor_divide
+    ((_k_expand, STRUCTURAL_KERNEL), None, None, None, None, None),  # expand
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None, None),  # view
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None, None),  # unsqueeze
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None, None),  # squeeze
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None, None),  # squeeze_dim
+    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None, None),  # permute
+    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None, None),  # transpose
+    ((_k_permute, STRUCTURAL_KERNEL), None, None, None, None, None),  # t
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None, None),  # select
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None, None),  # slice
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None, None),  # alias
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None, None),  # index_unsqueeze
+    ((_k_strided_scatter, STRUCTURAL_KERNEL), None, None, None, None, None),  # strided_scatter
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # index
+    ((_k_index_put, STRUCTURAL_KERNEL), None, None, None, None, None),  # index_put
+    ((_k_cat, STRUCTURAL_KERNEL), None, None, None, None, None),  # cat
+    ((_k_cat, STRUCTURAL_KERNEL), None, None, None, None, None),  # stack
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # repeat
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # roll
+    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None, (_Fs_sum, STRUCTURAL_KERNEL)),  # sum
+    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None, (_Fs_sum, STRUCTURAL_KERNEL)),  # sum_dim
+    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None, (_Fs_sum, STRUCTURAL_KERNEL)),  # mean
+    ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None, (_Fs_sum, STRUCTURAL_KERNEL)),  # mean_dim
+    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None, None),  # amax
+    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None, None),  # amin
+    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None, None),  # max_all
+    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None, None),  # min_all
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # max_dim
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # min_dim
+    ((_k_logsumexp, STRUCTURAL_KERNEL), None, None, None, None, None),  # logsumexp
+    ((_k_softmax, STRUCTURAL_KERNEL), None, None, None, None, None),  # softmax
+    ((_k_softmax, STRUCTURAL_KERNEL), None, None, None, None, None),  # log_softmax
+    ((_k_var, STRUCTURAL_KERNEL), None, None, None, None, None),  # var
+    ((_k_std, STRUCTURAL_KERNEL), None, None, None, None, None),  # std
+    ((_k_norm, STRUCTURAL_KERNEL), None, None, None, None, None),  # norm
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None, None),  # norm0
+    ((_k_norm_p, STRUCTURAL_KERNEL), None, None, None, None, None),  # norm_p
+    ((_k_cumsum, STRUCTURAL_KERNEL), None, None, None, None, None),  # cumsum
+    ((_k_cumprod, STRUCTURAL_KERNEL), None, None, None, None, None),  # cumprod
+    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None, None),  # where
+    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None, None),  # masked_fill
+    ((_k_where, STRUCTURAL_KERNEL), None, None, None, None, None),  # masked_fill_tensor
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # masked_select
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None, None),  # split
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None, None),  # split_with_sizes
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None, None),  # unbind
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # flip
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # index_select
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # gather
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # diagonal
+    ((_k_index_put, STRUCTURAL_KERNEL), None, None, None, None, None),  # diag_embed
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # diag_copy
+    ((_k_trace, STRUCTURAL_KERNEL), None, None, None, None, None),  # trace
+    ((_k_triu, STRUCTURAL_KERNEL), None, None, None, None, None),  # triu
+    ((_k_triu, STRUCTURAL_KERNEL), None, None, None, None, None),  # tril
+    ((_k_mm, STRUCTURAL_KERNEL), None, None, None, None, (_Fs_mm, STRUCTURAL_KERNEL)),  # mm
+    ((_k_mv, STRUCTURAL_KERNEL), None, None, None, None, None),  # mv
+    ((_k_dot, STRUCTURAL_KERNEL), None, None, None, None, None),  # dot
+    ((_k_bmm, STRUCTURAL_KERNEL), None, None, None, None, None),  # bmm
+    ((_k_inv, STRUCTURAL_KERNEL), None, None, None, None, None),  # inv
+    ((_k_det, STRUCTURAL_KERNEL), None, None, None, None, None),  # det
+    ((_k_det, STRUCTURAL_KERNEL), None, None, None, None, None),  # slogdet
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None, None),  # slogdet_sign
+    ((_k_solve, STRUCTURAL_KERNEL), None, None, None, None, None),  # solve
+    ((_k_cholesky, STRUCTURAL_KERNEL), None, None, None, None, None),  # cholesky
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # sort
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # topk
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None, None),  # zero_
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None, None),  # fill_
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None, None),  # uniform_
+    ((_k_norm0, STRUCTURAL_KERNEL), None, None, None, None, None),  # normal_
+    ((_k_copy, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None, None),  # copy
+    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None, None, None, None),  # copy_slices
+    ((_k_index_put_, STRUCTURAL_KERNEL), None, None, None, None, None),  # index_put_
+    ((_k_prod, STRUCTURAL_KERNEL), None, None, None, None, None),  # prod
+    ((_k_prod, STRUCTURAL_KERNEL), None, None, None, None, None),  # prod_dim
+    ((_k_addmm, STRUCTURAL_KERNEL), None, None, None, None, None),  # addmm
+    ((_k_addmv, STRUCTURAL_KERNEL), None, None, None, None, None),  # addmv
+    ((_k_baddbmm, STRUCTURAL_KERNEL), None, None, None, None, None),  # baddbmm
+    ((_k_baddbmm, STRUCTURAL_KERNEL), None, None, None, None, None),  # addbmm
+    ((_k_addcmul, STRUCTURAL_KERNEL), None, None, None, None, None),  # addcmul
+    ((_k_addcdiv, STRUCTURAL_KERNEL), None, None, None, None, None),  # addcdiv
+    ((_k_lerp_tensor, STRUCTURAL_KERNEL), None, None, None, None, None),  # lerp_tensor
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None, None),  # reshape_alias
+    ((_k_view, STRUCTURAL_KERNEL), None, None, None, None, None),  # unsafe_view
+    ((_k_select, STRUCTURAL_KERNEL), None, None, None, None, None),  # as_strided
+    ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # as_strided_at
+    ((_k_copy_slices, STRUCTURAL_KERNEL), None, None, None, None, None),  # view_copy_slices
+    ((_k_index_put_, STRUCTURAL_KERNEL), None, None, None, None, None),  # view_copy_slices_at
 )
