@@ -8,7 +8,7 @@ from ops._declare import declare, exports
 from tape._batched import NO_RULE, elementwise, no_rule, over_dims
 from tape._dtypes import promoted, scalar_type_name
 from tape._record import broadcast_shapes, operand_value
-from tape._tensor import Tensor, new_tensor, wrap_value
+from tape._tensor import Tensor, compared_hooks, new_tensor, wrap_value
 
 from ops.reduction import _dims
 
@@ -37,7 +37,10 @@ def _comparison(ufunc, name):
     def compare(input, other):
         if isinstance(input, Tensor) and isinstance(other, Tensor):
             broadcast_shapes(input.shape, other.shape)  # PyTorch's error text on a mismatch
-        return new_tensor(wrap_value(np.asarray(ufunc(*promoted(operand_value(input), operand_value(other))))))
+        result = new_tensor(wrap_value(np.asarray(ufunc(*promoted(operand_value(input), operand_value(other))))))
+        if compared_hooks:  # a branch on it is a guard of tape.compile (Note [Compiled replay])
+            compared_hooks[0](result, name, input, other)
+        return result
     compare.__name__ = name
     declare(compare, signature="input, other, *, out=None", operands=2, batch=elementwise)
     declare_operator(compare, f"__{name}__")

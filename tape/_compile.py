@@ -15,7 +15,7 @@ from ._dtypes import get_default_dtype
 from ._grad_mode import enable_grad
 from ._native import compiling
 from ._registry import CONST, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
-from ._tape import DATA_FIELD, RG, anomaly, state, where
+from ._tape import DATA_FIELD, DIRTY, RG, anomaly, state, where
 from ._tensor import Tensor, new_tensor
 
 __all__ = ["compile", "CompiledFunction"]
@@ -66,6 +66,7 @@ class _Recorder:
         self.entered = {}  # row -> the tensor from outside the program that adopt gave it
         self.reads = []  # (tensor, kind, outcome) of each value read
         self.made = {}  # id -> tensor made while recording (new_tensor), kept alive
+        self.compared = {}  # id of a comparison's result -> (its op's name, its operands)
         self.static = set()  # ids of those made by a factory from Python data
         self.refusal = None
 
@@ -90,6 +91,13 @@ def _made_static(t):
         rec.static.add(id(t))
 
 
+def _compared(result, name, x, y):
+    """A comparison's report: `result` is x `name` y (a 0-d bool a branch may read)."""
+    rec = state.tape.recorder
+    if rec is not None:
+        rec.compared[id(result)] = (name, x, y)
+
+
 def note_read(t, kind, outcome):
     """A value read of tensor t (Note [Compiled replay]); `kind` is "truth" for
     bool(), "value" for the rest."""
@@ -109,6 +117,7 @@ def _install(on):
         running = _recordings_running[0] > 0
         _tensor.made_hooks[:] = [_made] if running else []
         _tensor.read_hooks[:] = [note_read] if running else []
+        _tensor.compared_hooks[:] = [_compared] if running else []
         _factories.static_hooks[:] = [_made_static] if running else []
 
 
@@ -266,24 +275,44 @@ class _Program:
         raise _Unsupported(f"it {what} a tensor computed inside it without gradient tracking")
 
     def _guards(self, tp, rec, local, input_of):
-        gk, gkind, gval = [], [], []
-        self.input_guards = []  # (input number, kind, outcome): checked in Python before the replay
+        """The recorded value reads as guards: natively checked for 0-d values
+        (a read of a comparison's result checks the comparison), in Python
+        for the arrays of inputs."""
+        guards = []  # (after row, kind, ref u, ref v or -1, value, truth)
+        self.input_guards = []  # (input number, kind, outcome)
         for t, kind, outcome in rec.reads:
+            compared = rec.compared.get(id(t))
+            if compared is not None and kind in ("truth", "value"):
+                name, x, y = compared
+                if not isinstance(x, Tensor):  # c < t is t > c
+                    name, x, y = _MIRRORED[name], y, x
+                u = self._scalar_ref(x, local, input_of, rec)
+                v = self._scalar_ref(y, local, input_of, rec) if isinstance(y, Tensor) else -1
+                guards.append((max(u, v, 0), _GUARD_KINDS[name], u, v, 0.0 if v != -1 else float(y), bool(outcome)))
+                continue
             ref = self._ref(t, local, input_of, rec, "reads the value of")
-            if ref < 0:
+            if ref < 0 and t.numel() != 1:
                 self.input_guards.append((-2 - ref, kind, outcome))
                 continue
-            if self.pndim[ref] != 0:
-                raise _Unsupported("it reads the values of a tensor of more than one element")
-            gk.append(ref)
-            gkind.append(0 if kind == "truth" else 1)
-            gval.append(float(np.asarray(outcome, np.float64)))
-        order = np.argsort(np.array(gk, np.int64), kind="stable")
-        self.gk = np.array(gk, np.int64)[order]
-        self.gkind = np.array(gkind, np.int64)[order]
-        self.gval = np.array(gval, np.float64)[order]
+            u = self._scalar_ref(t, local, input_of, rec)
+            value = float(np.asarray(outcome, np.float64).reshape(()))
+            guards.append((max(u, 0), _GUARD_KINDS[kind], u, -1, value, value != 0.0))
+        guards.sort(key=lambda g: g[0])
+        columns = list(zip(*guards)) or [()] * 6
+        self.gk, self.gkind, self.ga, self.gb = (np.array(c, np.int64) for c in columns[:4])
+        self.gval = np.array(columns[4], np.float64)
+        self.gtruth = np.array(columns[5], np.int64)
         # the outside tensors' shapes, dtypes and flags, which the guard key does not hold
         self.input_meta = [(j, t, t.shape, t.dtype) for j, (kind, t) in enumerate(self.inputs) if kind == "tensor"]
+
+    def _scalar_ref(self, t, local, input_of, rec):
+        """The ref of t, a tensor of one element whose value a guard reads."""
+        ref = self._ref(t, local, input_of, rec, "reads the value of")
+        if (self.pndim[ref] != 0 or self.pnumel[ref] != 1) if ref >= 0 else t.ndim != 0:
+            raise _Unsupported("it reads the value of a tensor of more than one element")
+        if ref < 0 and (t.dtype != np.float64 or type(t._value) is not float):
+            raise _Unsupported("it reads the value of a tensor that is not float64")
+        return ref
 
     def _outputs(self, spec, local, input_of, rec):
         kind, value = spec
@@ -293,6 +322,11 @@ class _Program:
             return spec
         return kind, type(value) if kind == "seq" else None, [
             (key, self._outputs(s, local, input_of, rec)) for key, s in value]
+
+
+# guard kinds (tape/_gen.py's _REPLAY: TRUTH, VALUE, LT, LE, GT, GE, EQ, NE)
+_GUARD_KINDS = {"truth": 0, "value": 1, "list": 1, "array": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5, "eq": 6, "ne": 7}
+_MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 
 
 def _trailing(small, big):
@@ -342,7 +376,8 @@ _called = set()  # the replay variants called once in this process
 def _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base):
     return replay(program.pop, program.pa0, program.pa1, program.pc, program.pp, program.pflags, program.pnumel,
                   program.pndim, program.pshape, program.pia, program.pian, program.psaves, bptr, erows,
-                  shape_offsets, ints_offset, program.gk, program.gkind, program.gval, base, tp.op, tp.a0, tp.a1,
+                  shape_offsets, ints_offset, program.gk, program.gkind, program.ga, program.gb, program.gval,
+                  program.gtruth, base, tp.op, tp.a0, tp.a1,
                   tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp, tp.ia, tp.ian, tp.dt, tp.flags, tp.nuse,
                   tp.pool, _kernels.ADDRESSES)
 
@@ -512,6 +547,10 @@ class CompiledFunction:
             _flatten(kwargs, tensors, key)
         except TypeError:
             return self._eagerly("an argument is not hashable", args, kwargs)
+        if len(tensors) != len({id(t) for t in tensors}):
+            # which arguments are one tensor is part of the key: a recording of f(a, a) reads one input
+            first = {}
+            key.append(tuple(first.setdefault(id(t), k) for k, t in enumerate(tensors)))
         if tp.recorder is not None or tp.saved_hooks or anomaly.enabled or tp.inference or tp.graph_tasks:
             # inside another recording, fn is part of it; hooks, anomaly mode
             # and inference mode run eagerly (Note [Compiled replay])
@@ -526,6 +565,17 @@ class CompiledFunction:
             if result is not _FAILED:
                 return result
         return self._record(key, tp, tensors, args, kwargs)
+
+    def _store(self, key, recording):
+        """Keep `recording` for `key`: the last cache_size of each key, for the
+        4 * cache_size keys used last."""
+        with self._lock:
+            recordings = self._cache.setdefault(key, [])
+            recordings.append(recording)
+            del recordings[:-self.cache_size]
+            self._cache.move_to_end(key)
+            while len(self._cache) > 4 * self.cache_size:
+                self._cache.popitem(last=False)
 
     def _eagerly(self, why, args, kwargs):
         self._warn(why)
@@ -564,6 +614,14 @@ class CompiledFunction:
         try:
             with enable_grad():
                 result = self._fn(*_substitute(args, stand_ins), **_substitute(kwargs, stand_ins))
+        except Exception as e:
+            if not stand_ins and grad_enabled:
+                raise  # what the eager call raises
+            # the stand-ins require grad where the arguments do not (x.numpy() refuses them):
+            # the call is an eager one, and this key's calls stay eager
+            failure = f"recording it on stand-ins that require grad failed ({type(e).__name__}: {e})"
+            self._store(key, _Recording(None, failure))
+            return self._eagerly(failure, args, kwargs)
         finally:
             _install(False)
             tp.recorder = None
@@ -579,18 +637,15 @@ class CompiledFunction:
                 raise _Unsupported("it runs a backward")
             if any(lo <= r < hi for table in (tp.hooks, tp.python_rows, tp.retained, tp.node_data) for r in table):
                 raise _Unsupported("it registers hooks, retains gradients or runs a custom Function")
+            # (a constant keeps no row of its own: its rows turn DIRTY)
+            if any(tp.m_flags[r] & DIRTY or t._ep is not None and where(t) != (tp, r)
+                   for r, t in rec.entered.items()):
+                raise _Unsupported("it changes a tensor in place")
             program = _Program(tp, rec, lo, hi, _spec(result, set()), arg_rg, grad_enabled)
             _ensure_kernels(program)
         except _Unsupported as e:
             refusal = str(e)
-        recording = _Recording(program, refusal)
-        with self._lock:
-            recordings = self._cache.setdefault(key, [])
-            recordings.append(recording)
-            del recordings[:-self.cache_size]
-            self._cache.move_to_end(key)
-            while len(self._cache) > 4 * self.cache_size:
-                self._cache.popitem(last=False)
+        self._store(key, _Recording(program, refusal))
         if program is None:
             if stand_ins or not grad_enabled:  # the recording's result is not the eager call's
                 return self._eagerly(refusal, args, kwargs)

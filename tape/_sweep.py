@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "50f6f142781adb55"
+REGISTRY_DIGEST = "d7d81350647f7dd2"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -1068,6 +1068,34 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
 
 
 
+# the kinds of a replay's guards (tape._compile): the truth or the value of
+# u (a value read), or the truth of a comparison of u with v
+TRUTH, VALUE, LT, LE, GT, GE, EQ, NE = 0, 1, 2, 3, 4, 5, 6, 7
+
+
+@_jit_inline
+def _holds(kind, u, v, truth):
+    """Whether a guard of `kind` holds for u (and v), as recorded: `truth`
+    for a truth or a comparison, or v the recorded value (nan matches nan)."""
+    if kind == VALUE:
+        return u == v or (u != u and v != v)
+    if kind == TRUTH:
+        got = u != 0.0
+    elif kind == LT:
+        got = u < v
+    elif kind == LE:
+        got = u <= v
+    elif kind == GT:
+        got = u > v
+    elif kind == GE:
+        got = u >= v
+    elif kind == EQ:
+        got = u == v
+    else:
+        got = u != v
+    return got == (truth != 0)
+
+
 @_jit
 def _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, sval, ptr, numel, ndim,
                        shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy):
@@ -1102,8 +1130,8 @@ def _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, in
 
 @_jit
 def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, bptr, erows, shape_offsets,
-           ints_offset, gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
-           flags, nuse, pool, kernels):
+           ints_offset, gk, gkind, ga, gb, gval, gtruth, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp,
+           ia, ian, dt, flags, nuse, pool, kernels):
     """Append the rows of a prepared recording at rows base.. of the tape,
     computing their values with their ops' native forwards (kernels of kind
     FORWARD_SCALAR, FORWARD_TENSOR and FORWARD_STRUCTURAL). Row k of the
@@ -1112,11 +1140,11 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
     erows[-2 - ref]) or its constant operand (-1); an array row writes the
     fresh array whose data pointer is at bptr[k]; its shape is
     shape_offsets[pshape[k]] in the pool, and a structural row's int
-    attributes are at ints_offset + pia[k]. After row gk[g], guard g checks
-    the row's 0-d value against gval[g]: its truth (gkind 0) or the value
-    itself (1). Returns the number of rows appended, or -1 - g when guard g
-    failed: then the saved-value counts it added are taken back and the
-    caller clears the rows."""
+    attributes are at ints_offset + pia[k]. Once row gk[g] is done, guard g
+    checks the 0-d value u at ref ga[g] (a ref as pa0's) against v, gval[g]
+    or the value at ref gb[g] (_holds). Returns the number of rows appended,
+    or -1 - g when guard g failed: then the saved-value counts it added are
+    taken back and the caller clears the rows."""
     m = pop.size
     empty = np.empty(0)
     no_ints = np.empty(0, np.int64)
@@ -1155,10 +1183,10 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
             nuse[b] += 1
         if (sv & 4) != 0:
             nuse[r] += 1
-        while g < gk.size and gk[g] == k:
-            v = sval[r]
-            held = (v != 0.0) == (gval[g] != 0.0) if gkind[g] == 0 else (v == gval[g] or v != v and gval[g] != gval[g])
-            if not held:
+        while g < gk.size and gk[g] <= k:
+            u = sval[base + ga[g] if ga[g] >= 0 else erows[-2 - ga[g]]]
+            v = gval[g] if gb[g] == -1 else sval[base + gb[g] if gb[g] >= 0 else erows[-2 - gb[g]]]
+            if not _holds(gkind[g], u, v, gtruth[g]):
                 for q in range(k + 1):
                     sv = psaves[q]
                     if (sv & 1) != 0:
@@ -1175,8 +1203,8 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
 
 @_jit
 def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, bptr, erows, shape_offsets,
-           ints_offset, gk, gkind, gval, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt,
-           flags, nuse, pool, kernels):
+           ints_offset, gk, gkind, ga, gb, gval, gtruth, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp,
+           ia, ian, dt, flags, nuse, pool, kernels):
     """Append the rows of a prepared recording at rows base.. of the tape,
     computing their values with their ops' native forwards (kernels of kind
     FORWARD_SCALAR, FORWARD_TENSOR and FORWARD_STRUCTURAL). Row k of the
@@ -1185,11 +1213,11 @@ def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pia
     erows[-2 - ref]) or its constant operand (-1); an array row writes the
     fresh array whose data pointer is at bptr[k]; its shape is
     shape_offsets[pshape[k]] in the pool, and a structural row's int
-    attributes are at ints_offset + pia[k]. After row gk[g], guard g checks
-    the row's 0-d value against gval[g]: its truth (gkind 0) or the value
-    itself (1). Returns the number of rows appended, or -1 - g when guard g
-    failed: then the saved-value counts it added are taken back and the
-    caller clears the rows."""
+    attributes are at ints_offset + pia[k]. Once row gk[g] is done, guard g
+    checks the 0-d value u at ref ga[g] (a ref as pa0's) against v, gval[g]
+    or the value at ref gb[g] (_holds). Returns the number of rows appended,
+    or -1 - g when guard g failed: then the saved-value counts it added are
+    taken back and the caller clears the rows."""
     m = pop.size
     empty = np.empty(0)
     no_ints = np.empty(0, np.int64)
@@ -1227,10 +1255,10 @@ def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pia
             nuse[b] += 1
         if (sv & 4) != 0:
             nuse[r] += 1
-        while g < gk.size and gk[g] == k:
-            v = sval[r]
-            held = (v != 0.0) == (gval[g] != 0.0) if gkind[g] == 0 else (v == gval[g] or v != v and gval[g] != gval[g])
-            if not held:
+        while g < gk.size and gk[g] <= k:
+            u = sval[base + ga[g] if ga[g] >= 0 else erows[-2 - ga[g]]]
+            v = gval[g] if gb[g] == -1 else sval[base + gb[g] if gb[g] >= 0 else erows[-2 - gb[g]]]
+            if not _holds(gkind[g], u, v, gtruth[g]):
                 for q in range(k + 1):
                     sv = psaves[q]
                     if (sv & 1) != 0:

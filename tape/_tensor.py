@@ -209,8 +209,9 @@ def wrap_value(v):
 # tape.compile's report of the tensors made while some thread records (Note
 # [Compiled replay] in tape/_compile.py); empty otherwise
 made_hooks = []
-# and of the values fn reads: set by tape._compile
+# and of the values fn reads and the comparisons it makes: set by tape._compile
 read_hooks = []
+compared_hooks = []
 
 
 def new_tensor(value, requires_grad=False):
