@@ -14,7 +14,7 @@ from . import _factories, _kernels, _sweep, _tensor
 from ._dtypes import get_default_dtype
 from ._grad_mode import enable_grad
 from ._native import compiling
-from ._registry import CONST, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y
+from ._registry import CONST, REGISTRY
 from ._tape import DATA_FIELD, DIRTY, RG, anomaly, state, where
 from ._tensor import Tensor, new_tensor
 
@@ -133,109 +133,99 @@ class _Program:
     """A prepared recording: its rows as arrays the replay interpreter reads."""
 
     def __init__(self, tp, rec, lo, hi, out_spec, arg_rg, grad_enabled):
-        # inputs: the arguments' slots first, then the outside tensors in order of use
+        # inputs: the tensors that entered the program, arguments (by number) and outside tensors
         inputs = []  # ("arg", k) or ("tensor", t)
-        input_of = {}
-        local = {}  # tape row -> program row
-        rows = []
-        for r in range(lo, hi):
-            o = int(tp.m_op[r])
-            if o <= CONST:
-                if r not in rec.entered:
-                    raise _Unsupported("it uses a tensor tape could not trace")
-                self._input(rec, rec.entered[r], r, inputs, input_of)
-                continue
-            local[r] = len(rows)
-            rows.append(r)
+        input_of = {}  # tape row -> input number
+        ops = tp.op[lo:hi]
+        entries = np.flatnonzero(ops <= CONST) + lo
+        for r in entries.tolist():
+            if r not in rec.entered:
+                raise _Unsupported("it uses a tensor tape could not trace")
+            self._input(rec, rec.entered[r], r, inputs, input_of)
         for r, t in rec.entered.items():
             if r < lo:
                 self._input(rec, t, r, inputs, input_of)
         self.inputs = inputs
-        ref_of = {r: -2 - input_of[r] for r in input_of}
-        ref_of.update(local)
-        m = len(rows)
-        self.m = m
-        self.pop = np.zeros(m, np.int32)
-        self.pa0 = np.full(m, -1, np.int64)
-        self.pa1 = np.full(m, -1, np.int64)
-        self.pc = np.zeros(m)
-        self.pp = np.ones(m)
-        self.pflags = np.zeros(m, np.uint8)
-        self.pnumel = np.ones(m, np.int64)
-        self.pndim = np.zeros(m, np.int64)
-        self.pshape = np.zeros(m, np.int64)
+        rows = np.flatnonzero(ops > CONST) + lo
+        self.lo = lo
+        self.local_of = local_of = np.full(hi - lo, -1, np.int64)  # tape row - lo -> program row
+        local_of[rows - lo] = np.arange(rows.size)
+        m = self.m = rows.size
+        pop = self.pop = tp.op[rows]
+        missing = np.flatnonzero(~_has_forward()[pop])
+        if missing.size:
+            raise _Unsupported(f"it uses {REGISTRY[pop[missing[0]]].name}, which has no native forward yet")
+        odd = np.flatnonzero((tp.dt[rows] != 0) | (tp.nx[rows] != 0) | (tp.oi[rows] != 0) | (tp.flags[rows] != RG))
+        if odd.size:
+            raise _Unsupported(f"its {REGISTRY[pop[odd[0]]].name} is not a plain float64 op (an in-place op, a hook, "
+                               "a retained or freed value)")
+        # inputs as refs: a program row, -2 - an input's number, or -1 (the constant operand)
+        entry_rows = np.array(sorted(input_of), np.int64)
+        entry_refs = np.array([-2 - input_of[r] for r in entry_rows.tolist()], np.int64)
+        refs = []
+        for col in (tp.a0, tp.a1):
+            q = col[rows]
+            ref = np.full(m, -1, np.int64)
+            inside = (q >= lo) & (q < hi)
+            ref[inside] = local_of[q[inside] - lo]
+            outside = (q >= 0) & ((ref < 0) | ~inside)
+            at = np.minimum(np.searchsorted(entry_rows, q[outside]), max(entry_rows.size - 1, 0))
+            if outside.any() and (entry_rows.size == 0 or (entry_rows[at] != q[outside]).any()):
+                raise _Unsupported("it reads a row tape could not trace")
+            ref[outside] = entry_refs[at] if entry_rows.size else -1
+            if ((q >= 0) & (tp.dt[np.maximum(q, 0)] != 0)).any():
+                raise _Unsupported("it reads a tensor that is not float64")
+            refs.append(ref)
+        self.pa0, self.pa1 = refs
+        self.pc = tp.c[rows]
+        self.pp = tp.p[rows]
+        self.pndim = tp.ndim[rows]
+        self.pnumel = np.where(self.pndim > 0, tp.numel[rows], 1)
+        # which inputs require grad in the call: an argument's flag under grad mode, an outside tensor's own
+        self.input_rg = input_rg = [bool(arg_rg[src[1]]) if src[0] == "arg" else src[1]._rg for src in inputs]
+        self.rg = np.zeros(m, np.bool_)
         self.psaves = np.zeros(m, np.int64)
+        _sweep.prepare_replay(pop, self.pa0, self.pa1, np.array(input_rg + [False], np.bool_), grad_enabled,
+                              self.rg, self.psaves)
+        self.pflags = np.where(self.rg, RG, 0).astype(np.uint8)
+        elementwise = _sweep.ELEMENTWISE[pop]
+        # the array rows' shapes, and the structural rows' int attributes in one block
+        self.pshape = np.zeros(m, np.int64)
         self.pia = np.zeros(m, np.int64)
         self.pian = np.zeros(m, np.int64)
-        ints = []  # the structural rows' int attributes, one block
         shapes = {}
-        # which inputs require grad in the call: an argument's flag under grad mode, an outside tensor's own
-        input_rg = [bool(arg_rg[src[1]]) if src[0] == "arg" else src[1]._rg for src in inputs]
-        self.input_rg = input_rg
-        rg = np.zeros(m, np.bool_)
-        array_rows = []
-        for k, r in enumerate(rows):
-            o = int(tp.m_op[r])
-            opdef = REGISTRY[o]
-            elementwise = opdef.partials is not None
-            if (opdef.forward if elementwise else opdef.forward_native) is None:
-                raise _Unsupported(f"it uses {opdef.name}, which has no native forward yet")
-            if tp.m_dt[r] != 0 or tp.m_nx[r] != 0 or tp.m_oi[r] != 0 or tp.m_flags[r] != RG:
-                raise _Unsupported(f"its {opdef.name} is not a plain float64 op (an in-place op, a hook, "
-                                   "a retained or freed value)")
-            refs = []
-            needs = []
-            for col in (tp.m_a0, tp.m_a1):
-                q = int(col[r])
-                if q < 0:
-                    refs.append(-1)
-                    needs.append(False)
-                    continue
-                ref = ref_of.get(q)
-                if ref is None:
-                    raise _Unsupported("it reads a row tape could not trace")
-                refs.append(ref)
-                needs.append(bool(rg[ref]) if ref >= 0 else input_rg[-2 - ref])
-                if tp.m_dt[q] != 0:
-                    raise _Unsupported("it reads a tensor that is not float64")
-                if (elementwise and tp.m_ndim[r] > 0 and tp.m_ndim[q] > 0
-                        and not _trailing(tp.shape(q), tp.shape(r))):
-                    raise _Unsupported(f"its {opdef.name} broadcasts {tp.shape(q)} to {tp.shape(r)}")
-            self.pop[k] = o
-            self.pa0[k], self.pa1[k] = refs
-            if not elementwise:
-                self.pia[k] = len(ints)
-                self.pian[k] = tp.m_ian[r]
-                ints.extend(tp.ints(r).tolist())
-            self.pc[k] = tp.m_c[r]
-            self.pp[k] = tp.m_p[r]
-            row_rg = grad_enabled and (needs[0] or needs[1])
-            rg[k] = row_rg
-            self.pflags[k] = RG if row_rg else 0
-            saves = ((opdef.saves_for[0] if needs[0] else 0) | (opdef.saves_for[1] if needs[1] else 0)
-                     if row_rg else 0)
-            self.psaves[k] = ((1 if saves & SAVES_X and refs[0] != -1 else 0)
-                              | (2 if saves & SAVES_Y and refs[1] != -1 else 0) | (4 if saves & SAVES_OUT else 0))
-            if tp.m_ndim[r] > 0:
-                shape = tp.shape(r)
-                self.pndim[k] = len(shape)
-                self.pnumel[k] = tp.m_numel[r]
-                self.pshape[k] = shapes.setdefault(shape, len(shapes))
-                array_rows.append(k)
-        self.rg = rg
+        ints = []
+        array_rows = np.flatnonzero(self.pndim > 0).tolist()
+        for k in array_rows:
+            r = int(rows[k])
+            shape = tp.shape(r)
+            self.pshape[k] = shapes.setdefault(shape, len(shapes))
+            if elementwise[k]:
+                for q in (int(tp.m_a0[r]), int(tp.m_a1[r])):
+                    if q >= 0 and tp.m_ndim[q] > 0 and not _trailing(tp.shape(q), shape):
+                        raise _Unsupported(f"its {REGISTRY[pop[k]].name} broadcasts {tp.shape(q)} to {shape}")
+        for k in np.flatnonzero(~elementwise).tolist():
+            r = int(rows[k])
+            self.pia[k] = len(ints)
+            self.pian[k] = tp.m_ian[r]
+            ints.extend(tp.ints(r).tolist())
         self.ints = np.array(ints, np.int64)
         self.shapes = list(shapes)
         self.array_rows = array_rows
         self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
-        self.array_bytes = int(sum(8 * self.pnumel[k] for k in array_rows))
+        self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
         # 0-d elementwise rows only: the replay variant that compiles without the tensor path
-        self.replay = (_sweep.replay_scalar if not array_rows and all(_sweep.ELEMENTWISE[self.pop])
-                       else _sweep.replay)
-        self.needs_kernels = sorted({(_sweep.FORWARD_STRUCTURAL if not _sweep.ELEMENTWISE[o] else
-                                      _sweep.FORWARD_TENSOR if self.pndim[k] else _sweep.FORWARD_SCALAR, int(o))
-                                     for k, o in enumerate(self.pop)})
-        self._guards(tp, rec, local, input_of)
-        self.out_spec = self._outputs(out_spec, local, input_of, rec)
+        self.replay = _sweep.replay_scalar if not array_rows and elementwise.all() else _sweep.replay
+        kinds = np.where(~elementwise, _sweep.FORWARD_STRUCTURAL,
+                         np.where(self.pndim > 0, _sweep.FORWARD_TENSOR, _sweep.FORWARD_SCALAR))
+        self.needs_kernels = sorted(set(zip(kinds.tolist(), pop.tolist())))
+        self._guards(tp, rec, input_of)
+        self.out_spec = self._outputs(out_spec, input_of, rec)
+
+    def _local(self, r):
+        """The program row of tape row r, or -1."""
+        k = r - self.lo
+        return int(self.local_of[k]) if 0 <= k < self.local_of.size else -1
 
     @staticmethod
     def _input(rec, t, r, inputs, input_of):
@@ -256,10 +246,10 @@ class _Program:
         input_of[r] = len(inputs)
         inputs.append(source)
 
-    def _ref(self, t, local, input_of, rec, what):
+    def _ref(self, t, input_of, rec, what):
         tp, r = where(t)
-        if tp is state.tape and r in local:
-            return local[r]
+        if tp is state.tape and self._local(r) >= 0:
+            return self._local(r)
         if tp is state.tape and r in input_of:
             return -2 - input_of[r]
         slot = rec.slots.get(id(t))
@@ -274,7 +264,7 @@ class _Program:
             return -2 - (len(self.inputs) - 1)
         raise _Unsupported(f"it {what} a tensor computed inside it without gradient tracking")
 
-    def _guards(self, tp, rec, local, input_of):
+    def _guards(self, tp, rec, input_of):
         """The recorded value reads as guards: natively checked for 0-d values
         (a read of a comparison's result checks the comparison), in Python
         for the arrays of inputs."""
@@ -286,15 +276,15 @@ class _Program:
                 name, x, y = compared
                 if not isinstance(x, Tensor):  # c < t is t > c
                     name, x, y = _MIRRORED[name], y, x
-                u = self._scalar_ref(x, local, input_of, rec)
-                v = self._scalar_ref(y, local, input_of, rec) if isinstance(y, Tensor) else -1
+                u = self._scalar_ref(x, input_of, rec)
+                v = self._scalar_ref(y, input_of, rec) if isinstance(y, Tensor) else -1
                 guards.append((max(u, v, 0), _GUARD_KINDS[name], u, v, 0.0 if v != -1 else float(y), bool(outcome)))
                 continue
-            ref = self._ref(t, local, input_of, rec, "reads the value of")
+            ref = self._ref(t, input_of, rec, "reads the value of")
             if ref < 0 and t.numel() != 1:
                 self.input_guards.append((-2 - ref, kind, outcome))
                 continue
-            u = self._scalar_ref(t, local, input_of, rec)
+            u = self._scalar_ref(t, input_of, rec)
             value = float(np.asarray(outcome, np.float64).reshape(()))
             guards.append((max(u, 0), _GUARD_KINDS[kind], u, -1, value, value != 0.0))
         guards.sort(key=lambda g: g[0])
@@ -305,25 +295,34 @@ class _Program:
         # the outside tensors' shapes, dtypes and flags, which the guard key does not hold
         self.input_meta = [(j, t, t.shape, t.dtype) for j, (kind, t) in enumerate(self.inputs) if kind == "tensor"]
 
-    def _scalar_ref(self, t, local, input_of, rec):
+    def _scalar_ref(self, t, input_of, rec):
         """The ref of t, a tensor of one element whose value a guard reads."""
-        ref = self._ref(t, local, input_of, rec, "reads the value of")
+        ref = self._ref(t, input_of, rec, "reads the value of")
         if (self.pndim[ref] != 0 or self.pnumel[ref] != 1) if ref >= 0 else t.ndim != 0:
             raise _Unsupported("it reads the value of a tensor of more than one element")
         if ref < 0 and (t.dtype != np.float64 or type(t._value) is not float):
             raise _Unsupported("it reads the value of a tensor that is not float64")
         return ref
 
-    def _outputs(self, spec, local, input_of, rec):
+    def _outputs(self, spec, input_of, rec):
         kind, value = spec
         if kind == "tensor":
-            return "tensor", self._ref(value, local, input_of, rec, "returns")
+            return "tensor", self._ref(value, input_of, rec, "returns")
         if kind == "value":
             return spec
         return kind, type(value) if kind == "seq" else None, [
-            (key, self._outputs(s, local, input_of, rec)) for key, s in value]
+            (key, self._outputs(s, input_of, rec)) for key, s in value]
 
 
+def _has_forward():
+    """Whether each opcode has a native forward (Note [Compiled replay])."""
+    if not _HAS_FORWARD:
+        _HAS_FORWARD.append(np.array([d is not None and (d.forward if d.partials is not None else d.forward_native)
+                                      is not None for d in REGISTRY], np.bool_))
+    return _HAS_FORWARD[0]
+
+
+_HAS_FORWARD = []
 # guard kinds (tape/_gen.py's _REPLAY: TRUTH, VALUE, LT, LE, GT, GE, EQ, NE)
 _GUARD_KINDS = {"truth": 0, "value": 1, "list": 1, "array": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5, "eq": 6, "ne": 7}
 _MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}

@@ -346,6 +346,25 @@ def _holds(kind, u, v, truth):
 
 
 @_jit
+def prepare_replay(pop, pa0, pa1, input_rg, grad_enabled, rg, psaves):
+    """Which rows of a recording require grad in a call (`input_rg`: which
+    of its inputs do), as eager mode decides it, and what each saves:
+    psaves[k] bits 1, 2 and 4 count a saved first input, second input and
+    result, as `record` counts them (Note [Compiled replay] in tape/_compile.py)."""
+    for k in range(pop.size):
+        o = pop[k]
+        ra = pa0[k]
+        rb = pa1[k]
+        need_a = ra != -1 and (rg[ra] if ra >= 0 else input_rg[-2 - ra])
+        need_b = rb != -1 and (rg[rb] if rb >= 0 else input_rg[-2 - rb])
+        row = grad_enabled and (need_a or need_b)
+        rg[k] = row
+        saves = ((SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)) if row else 0
+        psaves[k] = ((1 if (saves & 1) != 0 and ra != -1 else 0) | (2 if (saves & 2) != 0 and rb != -1 else 0)
+                     | (4 if (saves & 4) != 0 else 0))
+
+
+@_jit
 def _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, sval, ptr, numel, ndim,
                        shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy):
     """Row k of a replay at tape row r, when it is not 0-d elementwise: its

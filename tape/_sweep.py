@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "d7d81350647f7dd2"
+REGISTRY_DIGEST = "d0efac7320ad4a37"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -1094,6 +1094,25 @@ def _holds(kind, u, v, truth):
     else:
         got = u != v
     return got == (truth != 0)
+
+
+@_jit
+def prepare_replay(pop, pa0, pa1, input_rg, grad_enabled, rg, psaves):
+    """Which rows of a recording require grad in a call (`input_rg`: which
+    of its inputs do), as eager mode decides it, and what each saves:
+    psaves[k] bits 1, 2 and 4 count a saved first input, second input and
+    result, as `record` counts them (Note [Compiled replay] in tape/_compile.py)."""
+    for k in range(pop.size):
+        o = pop[k]
+        ra = pa0[k]
+        rb = pa1[k]
+        need_a = ra != -1 and (rg[ra] if ra >= 0 else input_rg[-2 - ra])
+        need_b = rb != -1 and (rg[rb] if rb >= 0 else input_rg[-2 - rb])
+        row = grad_enabled and (need_a or need_b)
+        rg[k] = row
+        saves = ((SAVES_A[o] if need_a else 0) | (SAVES_B[o] if need_b else 0)) if row else 0
+        psaves[k] = ((1 if (saves & 1) != 0 and ra != -1 else 0) | (2 if (saves & 2) != 0 and rb != -1 else 0)
+                     | (4 if (saves & 4) != 0 else 0))
 
 
 @_jit
