@@ -3,9 +3,12 @@ inputs, while everything the recording read stays the same (Note [Compiled
 replay])."""
 import collections
 import functools
+import inspect
 import sys
 import threading
+import types
 import warnings
+import weakref
 from itertools import repeat
 
 import numpy as np
@@ -182,7 +185,7 @@ class _Program:
         self.pndim = tp.ndim[rows]
         self.pnumel = np.where(self.pndim > 0, tp.numel[rows], 1)
         # which inputs require grad in the call: an argument's flag under grad mode, an outside tensor's own
-        self.input_rg = input_rg = [bool(arg_rg[src[1]]) if src[0] == "arg" else src[1]._rg for src in inputs]
+        input_rg = [bool(arg_rg[src[1]]) if src[0] == "arg" else src[1]._rg for src in inputs]
         self.rg = np.zeros(m, np.bool_)
         self.psaves = np.zeros(m, np.int64)
         _sweep.prepare_replay(pop, self.pa0, self.pa1, np.array(input_rg + [False], np.bool_), grad_enabled,
@@ -221,6 +224,13 @@ class _Program:
         self.needs_kernels = sorted(set(zip(kinds.tolist(), pop.tolist())))
         self._guards(tp, rec, input_of)
         self.out_spec = self._outputs(out_spec, input_of, rec)
+        # what a replay reads each input from: an argument by number, an outside tensor through a weak
+        # reference (a tensor the caller dropped, a global rebound, records again), or a constant fn made
+        self.sources = [("arg", v) if kind == "arg" else ("constant", v) if id(v) in rec.static
+                        else ("tensor", weakref.ref(v)) for kind, v in self.inputs]
+        # the outside tensors' shapes, dtypes and flags, which the guard key does not hold
+        self.input_meta = [(j, v.shape, v.dtype, v._rg) for j, (kind, v) in enumerate(self.inputs) if kind == "tensor"]
+        self.inputs = None
 
     def _local(self, r):
         """The program row of tape row r, or -1."""
@@ -292,8 +302,6 @@ class _Program:
         self.gk, self.gkind, self.ga, self.gb = (np.array(c, np.int64) for c in columns[:4])
         self.gval = np.array(columns[4], np.float64)
         self.gtruth = np.array(columns[5], np.int64)
-        # the outside tensors' shapes, dtypes and flags, which the guard key does not hold
-        self.input_meta = [(j, t, t.shape, t.dtype) for j, (kind, t) in enumerate(self.inputs) if kind == "tensor"]
 
     def _scalar_ref(self, t, input_of, rec):
         """The ref of t, a tensor of one element whose value a guard reads."""
@@ -305,13 +313,11 @@ class _Program:
         return ref
 
     def _outputs(self, spec, input_of, rec):
-        kind, value = spec
-        if kind == "tensor":
-            return "tensor", self._ref(value, input_of, rec, "returns")
-        if kind == "value":
+        if spec[0] == "tensor":
+            return "tensor", self._ref(spec[1], input_of, rec, "returns")
+        if spec[0] == "value":
             return spec
-        return kind, type(value) if kind == "seq" else None, [
-            (key, self._outputs(s, input_of, rec)) for key, s in value]
+        return spec[0], spec[1], [self._outputs(s, input_of, rec) for s in spec[2]]
 
 
 def _has_forward():
@@ -337,17 +343,23 @@ def _trailing(small, big):
     return not small or tuple(big[len(big) - len(small):]) == small
 
 
-def _spec(obj, seen):
-    """The structure of fn's result: tensors, sequences and dicts of them, values."""
+_PLAIN = (int, float, complex, bool, str, bytes, type(None))
+
+
+def _spec(obj):
+    """The structure of fn's result: tensors, sequences and dicts of them, and
+    plain values (returned as recorded)."""
     if isinstance(obj, Tensor):
         if type(obj) is not Tensor:
             raise _Unsupported("it returns a tensor subclass")
         return "tensor", obj
-    if type(obj) in (tuple, list):
-        return "seq", [(k, _spec(v, seen)) for k, v in enumerate(obj)]
+    if isinstance(obj, (tuple, list)):
+        return "seq", type(obj), [_spec(v) for v in obj]
     if type(obj) is dict:
-        return "dict", [(k, _spec(v, seen)) for k, v in obj.items()]
-    return "value", obj
+        return "dict", list(obj), [_spec(v) for v in obj.values()]
+    if isinstance(obj, _PLAIN) or isinstance(obj, np.dtype):
+        return "value", obj
+    raise _Unsupported(f"it returns a {type(obj).__name__}, which may hold tensors a replay would not renew")
 
 
 class _Recording:
@@ -398,22 +410,38 @@ def _holds(kind, now, then):
     return now == then or (now != now and then != then)
 
 
+def _inputs_now(program, args):
+    """The tensors a replay of `program` reads for its inputs, or None when
+    one is gone or no longer what the recording read."""
+    tensors = []
+    for kind, value in program.sources:
+        t = args[value] if kind == "arg" else value() if kind == "tensor" else value
+        if t is None:
+            return None
+        tensors.append(t)
+    for j, shape, dtype, rg in program.input_meta:
+        t = tensors[j]
+        if t._rg != rg or t.shape != shape or t.dtype != dtype:
+            return None
+    for j, kind, outcome in program.input_guards:
+        if not _holds(kind, _observe(tensors[j], kind), outcome):
+            return None
+    for holder, key, ref in program.bindings:
+        if (holder.cell_contents if key is None else holder.get(key)) is not ref():
+            return None
+    return tensors
+
+
 def _replay(program, tp, args):
     """Run `program` for the tensors `args` on tape tp: the result, or _FAILED
     when a guard does not hold (nothing appended then)."""
-    inputs = program.inputs
-    for j, t, shape, dtype in program.input_meta:
-        if t._rg != program.input_rg[j] or t.shape != shape or t.dtype != dtype:
-            return _FAILED
-    for j, kind, outcome in program.input_guards:
-        source, value = inputs[j]
-        if not _holds(kind, _observe(args[value] if source == "arg" else value, kind), outcome):
-            return _FAILED
+    inputs = _inputs_now(program, args)
+    if inputs is None:
+        return _FAILED
     m = program.m
     tp.reserve(m + len(inputs) + 3)
     erows = np.empty(len(inputs), np.int64)
-    for j, (kind, value) in enumerate(inputs):
-        t = args[value] if kind == "arg" else value
+    for j, t in enumerate(inputs):
         erows[j] = t._row if t._ep is tp.ep else tp.adopt(t)
     shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
     ints_offset = tp._push(program.ints) if program.ints.size else 0
@@ -447,7 +475,7 @@ def _replay(program, tp, args):
             owners[r] = t
             tp.held_rows.append(r)
         arrays = None
-    return _build(program.out_spec, program, tp, base, args, {})
+    return _build(program.out_spec, program, tp, base, inputs, {})
 
 
 def _row_columns(tp):
@@ -455,15 +483,14 @@ def _row_columns(tp):
     return [(name, getattr(tp, name), default) for name, _, default in _COLUMNS]
 
 
-def _build(spec, program, tp, base, args, built):
+def _build(spec, program, tp, base, inputs, built):
     """fn's result for a replay at rows base..: `built` holds the tensors
     made so far, so that a row returned twice is one tensor, as in eager mode."""
     kind = spec[0]
     if kind == "tensor":
         ref = spec[1]
         if ref < -1:
-            source, value = program.inputs[-2 - ref]
-            return args[value] if source == "arg" else value
+            return inputs[-2 - ref]
         t = built.get(ref)
         if t is not None:
             return t
@@ -482,11 +509,13 @@ def _build(spec, program, tp, base, args, built):
         return t
     if kind == "value":
         return spec[1]
-    items = [(key, _build(s, program, tp, base, args, built)) for key, s in spec[2]]
+    items = [_build(s, program, tp, base, inputs, built) for s in spec[2]]
     if kind == "dict":
-        return dict(items)
-    values = [v for _, v in items]
-    return values if spec[1] is list else tuple(values)
+        return dict(zip(spec[1], items))
+    cls = spec[1]
+    if cls is tuple or cls is list:
+        return cls(items)
+    return cls(*items) if hasattr(cls, "_fields") else cls(items)  # a namedtuple takes its fields
 
 
 _SCALAR_KEYS = {False: (float, False), True: (float, True)}  # 0-d float64 tensors, which need no shape
@@ -640,7 +669,8 @@ class CompiledFunction:
             if any(tp.m_flags[r] & DIRTY or t._ep is not None and where(t) != (tp, r)
                    for r, t in rec.entered.items()):
                 raise _Unsupported("it changes a tensor in place")
-            program = _Program(tp, rec, lo, hi, _spec(result, set()), arg_rg, grad_enabled)
+            program = _Program(tp, rec, lo, hi, _spec(result), arg_rg, grad_enabled)
+            program.bindings = _bindings(self._fn)
             _ensure_kernels(program)
         except _Unsupported as e:
             refusal = str(e)
@@ -656,6 +686,36 @@ class CompiledFunction:
         if out is _FAILED:  # a guard read a stand-in's value differently: cannot happen, but stay eager
             return self._eagerly("a recording did not replay its own inputs", args, kwargs)
         return out
+
+
+def _bindings(fn):
+    """The closure cells and globals of fn's code (nested functions' too) that
+    hold tensors: (cell, None, tensor) or (globals, name, tensor), weakly; a
+    replay checks that each still holds its tensor, so rebinding one (a
+    parameter updated as w = w - lr * w.grad) records again."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn))
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return []
+    found = []
+    for cell in fn.__closure__ or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:  # an empty cell
+            continue
+        if isinstance(value, Tensor):
+            found.append((cell, None, weakref.ref(value)))
+    names = set()
+    codes = [code]
+    while codes:
+        c = codes.pop()
+        names.update(c.co_names)
+        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
+    for name in sorted(names):
+        value = fn.__globals__.get(name)
+        if isinstance(value, Tensor):
+            found.append((fn.__globals__, name, weakref.ref(value)))
+    return found
 
 
 def _caller_level():

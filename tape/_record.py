@@ -7,7 +7,7 @@ from ._dtypes import _default as _default_dtype, float16, float32, float64, get_
 from ._registry import PARTIAL_FUNCTIONS, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
-from ._tensor import Tensor, new_tensor, wrap_value
+from ._tensor import Tensor, made_hooks, new_tensor, wrap_value
 
 __all__ = ["record", "record_many", "formula_node", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
            "operand_value", "python_number", "sum_to"]
@@ -196,8 +196,10 @@ def _operand(t, read):
     before backward raises PyTorch's error; else its float in c when it has
     one element (stride 0), or a constant row. An operand of fewer elements
     than the result (a bias over a batch) keeps its shape: the sweep
-    broadcasts it (Note [Tape layout])."""
-    if not read:
+    broadcasts it (Note [Tape layout]). While tape.compile records, the
+    operand is kept even when no partial reads it: a replay recomputes the
+    value from the row (Note [Compiled replay] in tape/_compile.py)."""
+    if not read and not made_hooks:
         return None, 0.0
     if type(t) is Tensor:
         return t, 0.0
@@ -397,9 +399,10 @@ def binary(opdef, scalar_fn, array_fn):
                     return _scalar_row(tp, code, out, x, y, 0.0)
                 # a constant that the partial reads is a row when it is a
                 # Tensor (see _operand); a number rides in c
+                # (kept while tape.compile records: a replay reads the row, Note [Compiled replay])
                 if rgx:
-                    return _scalar_row(tp, code, out, x, y if reads_y else None, yv)
-                return _scalar_row(tp, code, out, x if reads_x else None, y, xv)
+                    return _scalar_row(tp, code, out, x, y if reads_y or made_hooks else None, yv)
+                return _scalar_row(tp, code, out, x if reads_x or made_hooks else None, y, xv)
         return new_tensor(out)
 
     def _mixed(x, y):
