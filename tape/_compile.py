@@ -37,10 +37,12 @@ __all__ = ["compile", "CompiledFunction"]
 #     current values;
 #   - every Python-level read of a tensor's value (item(), bool(), float(),
 #     int(), tolist(), numpy()) and its outcome: the guards.
-# Arguments that do not require grad are recorded through stand-ins that do,
-# so that what fn computes from them is in the program too; the replay gives
-# each row the requires_grad of eager mode (an op of inputs that need no
-# gradient: a row that is not RG, whose result is a plain tensor).
+# fn sees its arguments as they are: what it computes from tensors that need
+# no gradient alone is not recorded (eager mode records no row for it), so a
+# recording that uses such a result runs eagerly (below). A call under
+# no_grad records with grad mode on, and the replay gives each row the
+# requires_grad of the call (a row of inputs that need no gradient is not RG,
+# and its result a plain tensor).
 #
 # A replay is one native call (tape._sweep.replay, compiled once per machine:
 # a recording is data) that appends the program's rows to the caller's tape
@@ -65,7 +67,7 @@ class _Recorder:
 
     def __init__(self, tp, slots):
         self.tp = tp
-        self.slots = slots  # id of an argument tensor or stand-in -> its argument number
+        self.slots = slots  # id of an argument tensor -> its argument number
         self.entered = {}  # row -> the tensor from outside the program that adopt gave it
         self.reads = []  # (tensor, kind, outcome) of each value read
         self.made = {}  # id -> tensor made while recording (new_tensor), kept alive
@@ -542,16 +544,6 @@ def _flatten(obj, tensors, key):
         key.append((type(obj), obj))
 
 
-def _substitute(obj, stand_ins):
-    if isinstance(obj, Tensor):
-        return stand_ins.get(id(obj), obj)
-    if type(obj) in (tuple, list):
-        return type(obj)(_substitute(v, stand_ins) for v in obj)
-    if type(obj) is dict:
-        return {k: _substitute(v, stand_ins) for k, v in obj.items()}
-    return obj
-
-
 class CompiledFunction:
     """fn, recorded once per guard key and replayed natively (tape.compile)."""
 
@@ -619,17 +611,9 @@ class CompiledFunction:
     def _record(self, key, tp, tensors, args, kwargs):
         grad_enabled = tp.grad_enabled
         arg_rg = [grad_enabled and t._rg for t in tensors]
-        stand_ins = {}
         slots = {}
         for k, t in enumerate(tensors):
-            if t._rg:
-                slots.setdefault(id(t), k)
-            elif id(t) not in stand_ins:
-                value = t._value
-                s = new_tensor(value * 1.0 if type(value) is float else value.copy(),
-                               value.dtype.kind == "f" if type(value) is not float else True)
-                stand_ins[id(t)] = s
-                slots[id(s)] = k
+            slots.setdefault(id(t), k)
         rec = _Recorder(tp, slots)
         rng_state = _factories._rng[0].bit_generator.state
         sweeps = tp.sweep_id
@@ -641,13 +625,13 @@ class CompiledFunction:
         _install(True)
         try:
             with enable_grad():
-                result = self._fn(*_substitute(args, stand_ins), **_substitute(kwargs, stand_ins))
+                result = self._fn(*args, **kwargs)
         except Exception as e:
-            if not stand_ins and grad_enabled:
+            if grad_enabled:
                 raise  # what the eager call raises
-            # the stand-ins require grad where the arguments do not (x.numpy() refuses them):
-            # the call is an eager one, and this key's calls stay eager
-            failure = f"recording it on stand-ins that require grad failed ({type(e).__name__}: {e})"
+            # recorded with grad mode on, fn may refuse what it does under no_grad (an in-place op on a
+            # leaf): the call is an eager one, and so are this key's next ones
+            failure = f"recording it with grad mode on failed ({type(e).__name__}: {e})"
             self._store(key, _Recording(None, failure))
             return self._eagerly(failure, args, kwargs)
         finally:
@@ -675,17 +659,14 @@ class CompiledFunction:
         except _Unsupported as e:
             refusal = str(e)
         self._store(key, _Recording(program, refusal))
+        if grad_enabled:  # the recording was the eager call
+            if program is None:
+                self._warn(refusal)
+            return result
         if program is None:
-            if stand_ins or not grad_enabled:  # the recording's result is not the eager call's
-                return self._eagerly(refusal, args, kwargs)
-            self._warn(refusal)
-            return result
-        if not stand_ins and grad_enabled:
-            return result
-        out = _replay(program, tp, tensors)
-        if out is _FAILED:  # a guard read a stand-in's value differently: cannot happen, but stay eager
-            return self._eagerly("a recording did not replay its own inputs", args, kwargs)
-        return out
+            return self._eagerly(refusal, args, kwargs)
+        out = _replay(program, tp, tensors)  # for the results eager mode gives under no_grad
+        return self._eagerly("a recording did not replay its own inputs", args, kwargs) if out is _FAILED else out
 
 
 def _bindings(fn):
