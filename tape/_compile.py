@@ -65,15 +65,13 @@ __all__ = ["compile", "CompiledFunction"]
 class _Recorder:
     """What a recording notes while fn runs (Note [Compiled replay])."""
 
-    def __init__(self, tp, slots):
-        self.tp = tp
+    def __init__(self, slots):
         self.slots = slots  # id of an argument tensor -> its argument number
         self.entered = {}  # row -> the tensor from outside the program that adopt gave it
         self.reads = []  # (tensor, kind, outcome) of each value read
         self.made = {}  # id -> tensor made while recording (new_tensor), kept alive
         self.compared = {}  # id of a comparison's result -> (its op's name, its operands)
         self.static = set()  # ids of those made by a factory from Python data
-        self.refusal = None
 
     def adopted(self, t, r):
         self.entered.setdefault(r, t)
@@ -128,10 +126,6 @@ def _install(on):
 
 class _Unsupported(Exception):
     """A recording that cannot be replayed natively, and why."""
-
-
-# column defaults of the rows a failed replay takes back
-_ROW_COLUMNS = None
 
 
 class _Program:
@@ -221,6 +215,7 @@ class _Program:
         self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
         # 0-d elementwise rows only: the replay variant that compiles without the tensor path
         self.replay = _sweep.replay_scalar if not array_rows and elementwise.all() else _sweep.replay
+        self.tensor_rows = int(np.count_nonzero(~elementwise | (self.pndim > 0)))  # as Tape.tensor_rows counts
         kinds = np.where(~elementwise, _sweep.FORWARD_STRUCTURAL,
                          np.where(self.pndim > 0, _sweep.FORWARD_TENSOR, _sweep.FORWARD_SCALAR))
         self.needs_kernels = sorted(set(zip(kinds.tolist(), pop.tolist())))
@@ -460,15 +455,14 @@ def _replay(program, tp, args):
     else:
         status = _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base)
     if status < 0:
-        for name, col, default in _row_columns(tp):
-            col[base:base + m] = default
+        tp.clear_rows(base, base + m)
         return _FAILED
     tp.n = base + m
     owners = tp.owners
     owners.extend(repeat(None, m))
     tp.replayed = True
+    tp.tensor_rows += program.tensor_rows
     if arrays:
-        tp.tensor_rows += len(arrays)
         tp.held_bytes += program.array_bytes
         for k, a in zip(program.array_rows, arrays):
             r = base + k
@@ -478,11 +472,6 @@ def _replay(program, tp, args):
             tp.held_rows.append(r)
         arrays = None
     return _build(program.out_spec, program, tp, base, inputs, {})
-
-
-def _row_columns(tp):
-    from ._tape import _COLUMNS
-    return [(name, getattr(tp, name), default) for name, _, default in _COLUMNS]
 
 
 def _build(spec, program, tp, base, inputs, built):
@@ -614,7 +603,7 @@ class CompiledFunction:
         slots = {}
         for k, t in enumerate(tensors):
             slots.setdefault(id(t), k)
-        rec = _Recorder(tp, slots)
+        rec = _Recorder(slots)
         rng_state = _factories._rng[0].bit_generator.state
         sweeps = tp.sweep_id
         tp.reserve(1)

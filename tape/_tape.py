@@ -602,6 +602,12 @@ class Tape:
         # graph kept a dead value until the next backward (W10: +8 MB)
         self.last_inputs = tuple(int(newidx[r]) if r >= 0 else -1 for r in self.last_inputs)
 
+    def clear_rows(self, lo, hi):
+        """Give rows lo..hi-1, past n, their columns' defaults again (a replay
+        whose guard failed wrote them: rows past n hold the defaults)."""
+        for name, _, default in _COLUMNS:
+            getattr(self, name)[lo:hi] = default
+
     def new_epoch(self):
         """Start a new epoch without renumbering: every tensor of the old one
         goes through `adopt` at its next use (tape.compile's recording)."""
