@@ -580,6 +580,11 @@ class CompiledFunction:
         4 * cache_size keys used last."""
         with self._lock:
             recordings = self._cache.setdefault(key, [])
+            if len(recordings) == self.cache_size and recording.program is not None:
+                self._warn(f"records again on most calls: its guards failed on {self.cache_size + 1} recordings for one set of arguments (a "
+                           "value it reads changes between calls, such as item() of a result): "
+                           "read values outside fn, or branch on a comparison of tensors "
+                           "(if y > 0), which is guarded by its outcome", eagerly=False)
             recordings.append(recording)
             del recordings[:-self.cache_size]
             self._cache.move_to_end(key)
@@ -590,12 +595,14 @@ class CompiledFunction:
         self._warn(why)
         return self._fn(*args, **kwargs)
 
-    def _warn(self, why):
-        """The warning, once per reason, that fn runs eagerly (Note [Compiled replay])."""
+    def _warn(self, why, eagerly=True):
+        """The warning, once per reason, that fn runs eagerly or records again
+        (Note [Compiled replay])."""
         if why not in self._warned:
             self._warned.add(why)
-            warnings.warn(f"tape.compile: {getattr(self._fn, '__qualname__', self._fn)} runs eagerly on every "
-                          f"call: {why}", UserWarning, stacklevel=_caller_level())
+            what = "runs eagerly on every call: " if eagerly else ""
+            warnings.warn(f"tape.compile: {getattr(self._fn, '__qualname__', self._fn)} {what}{why}", UserWarning,
+                          stacklevel=_caller_level())
 
     def _record(self, key, tp, tensors, args, kwargs):
         grad_enabled = tp.grad_enabled
