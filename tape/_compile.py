@@ -72,6 +72,7 @@ class _Recorder:
         self.made = {}  # id -> tensor made while recording (new_tensor), kept alive
         self.compared = {}  # id of a comparison's result -> (its op's name, its operands)
         self.static = set()  # ids of those made by a factory from Python data
+        self.wrote = False  # whether fn changed a tensor in place
 
     def adopted(self, t, r):
         self.entered.setdefault(r, t)
@@ -101,6 +102,13 @@ def _compared(result, name, x, y):
         rec.compared[id(result)] = (name, x, y)
 
 
+def _wrote(t):
+    """An in-place change's report (Tensor.bump_version)."""
+    rec = state.tape.recorder
+    if rec is not None:
+        rec.wrote = True
+
+
 def note_read(t, kind, outcome):
     """A value read of tensor t (Note [Compiled replay]); `kind` is "truth" for
     bool(), "value" for the rest."""
@@ -121,11 +129,16 @@ def _install(on):
         _tensor.made_hooks[:] = [_made] if running else []
         _tensor.read_hooks[:] = [note_read] if running else []
         _tensor.compared_hooks[:] = [_compared] if running else []
+        _tensor.written_hooks[:] = [_wrote] if running else []
         _factories.static_hooks[:] = [_made_static] if running else []
 
 
 class _Unsupported(Exception):
     """A recording that cannot be replayed natively, and why."""
+
+
+class _Eager(Exception):
+    """A call that runs fn eagerly without a word: inside a transform's batching."""
 
 
 class _Program:
@@ -407,13 +420,26 @@ def _holds(kind, now, then):
     return now == then or (now != now and then != then)
 
 
+def _held_by_tape_alone(t):
+    """Whether nothing but its tape holds tensor t (a leaf's row owns its
+    tensor): then fn cannot reach it any more, and reaches another where it
+    did (a parameter rebound through an attribute, self.w = self.w - lr * g)."""
+    tp, r = where(t)
+    owned = tp is not None and r >= 0 and tp.owners[r] is t
+    # the references here: t, getrefcount's argument and the caller's local name
+    return sys.getrefcount(t) <= _REFS_HERE + owned
+
+
+_REFS_HERE = 3
+
+
 def _inputs_now(program, args):
     """The tensors a replay of `program` reads for its inputs, or None when
     one is gone or no longer what the recording read."""
     tensors = []
     for kind, value in program.sources:
         t = args[value] if kind == "arg" else value() if kind == "tensor" else value
-        if t is None:
+        if t is None or kind == "tensor" and _held_by_tape_alone(t):
             return None
         tensors.append(t)
     for j, shape, dtype, rg in program.input_meta:
@@ -517,9 +543,11 @@ def _flatten(obj, tensors, key):
     if type(obj) is Tensor and type(obj._value) is float:
         tensors.append(obj)
         key.append(_SCALAR_KEYS[obj._rg])
-    elif isinstance(obj, Tensor):
+    elif type(obj) is Tensor:
         tensors.append(obj)
-        key.append((type(obj), obj.shape, obj.dtype, obj._rg))
+        key.append((Tensor, obj.shape, obj.dtype, obj._rg))
+    elif isinstance(obj, Tensor):  # a BatchedTensor (vmap over fn): fn runs as it is
+        raise _Eager
     elif type(obj) in (tuple, list):
         key.append((type(obj), len(obj)))
         for v in obj:
@@ -556,6 +584,8 @@ class CompiledFunction:
             _flatten(kwargs, tensors, key)
         except TypeError:
             return self._eagerly("an argument is not hashable", args, kwargs)
+        except _Eager:
+            return self._fn(*args, **kwargs)
         if len(tensors) != len({id(t) for t in tensors}):
             # which arguments are one tensor is part of the key: a recording of f(a, a) reads one input
             first = {}
@@ -645,9 +675,7 @@ class CompiledFunction:
                 raise _Unsupported("it runs a backward")
             if any(lo <= r < hi for table in (tp.hooks, tp.python_rows, tp.retained, tp.node_data) for r in table):
                 raise _Unsupported("it registers hooks, retains gradients or runs a custom Function")
-            # (a constant keeps no row of its own: its rows turn DIRTY)
-            if any(tp.m_flags[r] & DIRTY or t._ep is not None and where(t) != (tp, r)
-                   for r, t in rec.entered.items()):
+            if rec.wrote or any(tp.m_flags[r] & DIRTY for r in rec.entered):
                 raise _Unsupported("it changes a tensor in place")
             program = _Program(tp, rec, lo, hi, _spec(result), arg_rg, grad_enabled)
             program.bindings = _bindings(self._fn)

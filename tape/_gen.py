@@ -345,6 +345,32 @@ def _holds(kind, u, v, truth):
     return got == (truth != 0)
 
 
+@_jit_inline
+def _guards_hold(g, k, gk, gkind, ga, gb, gval, gtruth, base, erows, sval):
+    """Check the guards from g on that follow rows up to k: the next guard's
+    number, or -1 - g for the first that fails."""
+    while g < gk.size and gk[g] <= k:
+        u = sval[base + ga[g] if ga[g] >= 0 else erows[-2 - ga[g]]]
+        v = gval[g] if gb[g] == -1 else sval[base + gb[g] if gb[g] >= 0 else erows[-2 - gb[g]]]
+        if not _holds(gkind[g], u, v, gtruth[g]):
+            return -1 - g
+        g += 1
+    return g
+
+
+@_jit_inline
+def _take_back(psaves, a0, a1, nuse, base, k):
+    """Undo the saved-value counts that a replay's first k rows added."""
+    for q in range(k):
+        sv = psaves[q]
+        if (sv & 1) != 0:
+            nuse[a0[base + q]] -= 1
+        if (sv & 2) != 0:
+            nuse[a1[base + q]] -= 1
+        if (sv & 4) != 0:
+            nuse[base + q] -= 1
+
+
 @_jit
 def prepare_replay(pop, pa0, pa1, input_rg, grad_enabled, rg, psaves):
     """Which rows of a recording require grad in a call (`input_rg`: which
@@ -453,20 +479,15 @@ def %(name)s(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, ps
             nuse[b] += 1
         if (sv & 4) != 0:
             nuse[r] += 1
-        while g < gk.size and gk[g] <= k:
-            u = sval[base + ga[g] if ga[g] >= 0 else erows[-2 - ga[g]]]
-            v = gval[g] if gb[g] == -1 else sval[base + gb[g] if gb[g] >= 0 else erows[-2 - gb[g]]]
-            if not _holds(gkind[g], u, v, gtruth[g]):
-                for q in range(k + 1):
-                    sv = psaves[q]
-                    if (sv & 1) != 0:
-                        nuse[a0[base + q]] -= 1
-                    if (sv & 2) != 0:
-                        nuse[a1[base + q]] -= 1
-                    if (sv & 4) != 0:
-                        nuse[base + q] -= 1
-                return -1 - g
-            g += 1
+        g = _guards_hold(g, k, gk, gkind, ga, gb, gval, gtruth, base, erows, sval)
+        if g < 0:
+            _take_back(psaves, a0, a1, nuse, base, k + 1)
+            return g
+    # the guards of inputs alone, in a recording of no rows
+    g = _guards_hold(g, m, gk, gkind, ga, gb, gval, gtruth, base, erows, sval)
+    if g < 0:
+        _take_back(psaves, a0, a1, nuse, base, m)
+        return g
     return m
 '''
 _REPLAY_VARIANTS = {

@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "d0efac7320ad4a37"
+REGISTRY_DIGEST = "93d405582acc11ec"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -1096,6 +1096,32 @@ def _holds(kind, u, v, truth):
     return got == (truth != 0)
 
 
+@_jit_inline
+def _guards_hold(g, k, gk, gkind, ga, gb, gval, gtruth, base, erows, sval):
+    """Check the guards from g on that follow rows up to k: the next guard's
+    number, or -1 - g for the first that fails."""
+    while g < gk.size and gk[g] <= k:
+        u = sval[base + ga[g] if ga[g] >= 0 else erows[-2 - ga[g]]]
+        v = gval[g] if gb[g] == -1 else sval[base + gb[g] if gb[g] >= 0 else erows[-2 - gb[g]]]
+        if not _holds(gkind[g], u, v, gtruth[g]):
+            return -1 - g
+        g += 1
+    return g
+
+
+@_jit_inline
+def _take_back(psaves, a0, a1, nuse, base, k):
+    """Undo the saved-value counts that a replay's first k rows added."""
+    for q in range(k):
+        sv = psaves[q]
+        if (sv & 1) != 0:
+            nuse[a0[base + q]] -= 1
+        if (sv & 2) != 0:
+            nuse[a1[base + q]] -= 1
+        if (sv & 4) != 0:
+            nuse[base + q] -= 1
+
+
 @_jit
 def prepare_replay(pop, pa0, pa1, input_rg, grad_enabled, rg, psaves):
     """Which rows of a recording require grad in a call (`input_rg`: which
@@ -1202,20 +1228,15 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
             nuse[b] += 1
         if (sv & 4) != 0:
             nuse[r] += 1
-        while g < gk.size and gk[g] <= k:
-            u = sval[base + ga[g] if ga[g] >= 0 else erows[-2 - ga[g]]]
-            v = gval[g] if gb[g] == -1 else sval[base + gb[g] if gb[g] >= 0 else erows[-2 - gb[g]]]
-            if not _holds(gkind[g], u, v, gtruth[g]):
-                for q in range(k + 1):
-                    sv = psaves[q]
-                    if (sv & 1) != 0:
-                        nuse[a0[base + q]] -= 1
-                    if (sv & 2) != 0:
-                        nuse[a1[base + q]] -= 1
-                    if (sv & 4) != 0:
-                        nuse[base + q] -= 1
-                return -1 - g
-            g += 1
+        g = _guards_hold(g, k, gk, gkind, ga, gb, gval, gtruth, base, erows, sval)
+        if g < 0:
+            _take_back(psaves, a0, a1, nuse, base, k + 1)
+            return g
+    # the guards of inputs alone, in a recording of no rows
+    g = _guards_hold(g, m, gk, gkind, ga, gb, gval, gtruth, base, erows, sval)
+    if g < 0:
+        _take_back(psaves, a0, a1, nuse, base, m)
+        return g
     return m
 
 
@@ -1274,20 +1295,15 @@ def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pia
             nuse[b] += 1
         if (sv & 4) != 0:
             nuse[r] += 1
-        while g < gk.size and gk[g] <= k:
-            u = sval[base + ga[g] if ga[g] >= 0 else erows[-2 - ga[g]]]
-            v = gval[g] if gb[g] == -1 else sval[base + gb[g] if gb[g] >= 0 else erows[-2 - gb[g]]]
-            if not _holds(gkind[g], u, v, gtruth[g]):
-                for q in range(k + 1):
-                    sv = psaves[q]
-                    if (sv & 1) != 0:
-                        nuse[a0[base + q]] -= 1
-                    if (sv & 2) != 0:
-                        nuse[a1[base + q]] -= 1
-                    if (sv & 4) != 0:
-                        nuse[base + q] -= 1
-                return -1 - g
-            g += 1
+        g = _guards_hold(g, k, gk, gkind, ga, gb, gval, gtruth, base, erows, sval)
+        if g < 0:
+            _take_back(psaves, a0, a1, nuse, base, k + 1)
+            return g
+    # the guards of inputs alone, in a recording of no rows
+    g = _guards_hold(g, m, gk, gkind, ga, gb, gval, gtruth, base, erows, sval)
+    if g < 0:
+        _take_back(psaves, a0, a1, nuse, base, m)
+        return g
     return m
 
 

@@ -212,6 +212,7 @@ made_hooks = []
 # and of the values fn reads and the comparisons it makes: set by tape._compile
 read_hooks = []
 compared_hooks = []
+written_hooks = []
 
 
 def new_tensor(value, requires_grad=False):
@@ -669,6 +670,8 @@ class Tensor:
 
     def bump_version(self):
         """Record an in-place change: rows aliasing the old value become dirty."""
+        if made_hooks:  # tape.compile cannot replay it (Note [Compiled replay])
+            written_hooks[0](self)
         vc = self._version_counter()
         tp, r = where(self)
         if tp is not None:
