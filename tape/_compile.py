@@ -301,7 +301,7 @@ class _Program:
                 guards.append((max(u, v, 0), _GUARD_KINDS[name], u, v, 0.0 if v != -1 else float(y), bool(outcome)))
                 continue
             ref = self._ref(t, input_of, rec, "reads the value of")
-            if ref < 0 and t.numel() != 1:
+            if ref < 0 and (t.ndim != 0 or type(t._value) is not float):  # checked in Python
                 self.input_guards.append((-2 - ref, kind, outcome))
                 continue
             u = self._scalar_ref(t, input_of, rec)
