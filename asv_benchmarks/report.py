@@ -52,27 +52,33 @@ _TABLE = "perf-table" if common.ONE_THREAD else "perf-table-default-threads"
 START_MARKER = f"<!-- {_TABLE}-start -->"
 END_MARKER = f"<!-- {_TABLE}-end -->"
 
+# The descriptions of the eager rows that compiled rows extend.
+W1 = f"W1 scalar chain, {ScalarChainRatio.args[0]:,} steps"
+W2 = "W2 scalar MLP 3-16-16-1, batch 4"
+W3 = "W3 MLP 64-64-64-1, batch 32"
+W4 = f"W4 20 elementwise ops, {ElementwiseRatio.args[0]:,} elements"
+W7 = f"W7 Rosenbrock Hessian-vector product, n = {RosenbrockHVPRatio.args[0]:,}"
 # (key, description, ratio benchmark class, target for tape/baseline, or None
 # for a workload that issue 3's table sets no target for). The baseline is
 # eager PyTorch but for W1F's, tape's eager W1 (the class's `baseline`). The
 # compiled rows' targets are issue 21's.
 IN_PROCESS = [
-    ("W1", f"W1 scalar chain, {ScalarChainRatio.args[0]:,} steps", ScalarChainRatio, 0.2),
-    ("W1C", "W1 compiled (`tape.compile`)", ScalarChainCompiledRatio, 0.003),
-    ("W1F", "W1 first compiled call (record + prepare), against tape's eager W1", ScalarChainFirstCallRatio, 1.5),
-    ("W2", "W2 scalar MLP 3-16-16-1, batch 4", ScalarMLPRatio, 0.2),
-    ("W2C", "W2 compiled", ScalarMLPCompiledRatio, 0.02),
-    ("W3", "W3 MLP 64-64-64-1, batch 32", MLPRatio, 0.6),
-    ("W3C", "W3 compiled", MLPCompiledRatio, 0.3),
-    ("W4", f"W4 20 elementwise ops, {ElementwiseRatio.args[0]:,} elements", ElementwiseRatio, 1.2),
-    ("W4C", "W4 compiled", ElementwiseCompiledRatio, 0.2),
+    ("W1", W1, ScalarChainRatio, 0.2),
+    ("W1C", f"{W1}, compiled", ScalarChainCompiledRatio, 0.003),
+    ("W1F", f"{W1}, first compiled call (record + prepare), against tape's eager W1", ScalarChainFirstCallRatio,
+     1.5),
+    ("W2", W2, ScalarMLPRatio, 0.2),
+    ("W2C", f"{W2}, compiled", ScalarMLPCompiledRatio, 0.02),
+    ("W3", W3, MLPRatio, 0.6),
+    ("W3C", f"{W3}, compiled", MLPCompiledRatio, 0.3),
+    ("W4", W4, ElementwiseRatio, 1.2),
+    ("W4C", f"{W4}, compiled", ElementwiseCompiledRatio, 0.2),
     ("W5", f"W5 sum(tanh(A @ B)), {MatmulRatio.args[0]}x{MatmulRatio.args[0]}", MatmulRatio, 1.1),
     ("W6", f"W6 Rosenbrock dense Hessian, n = {RosenbrockHessianRatio.args[0]}", RosenbrockHessianRatio,
      None),
     ("W6V", f"W6 the same, `vectorize=True` (PyTorch's vmap)", RosenbrockHessianVectorizedRatio, None),
-    ("W7", f"W7 Rosenbrock Hessian-vector product, n = {RosenbrockHVPRatio.args[0]:,}",
-     RosenbrockHVPRatio, 1.2),
-    ("W7C", "W7 compiled", RosenbrockHVPCompiledRatio, 0.7),
+    ("W7", W7, RosenbrockHVPRatio, 1.2),
+    ("W7C", f"{W7}, compiled", RosenbrockHVPCompiledRatio, 0.7),
     ("W8", f"W8 per-sample gradients, vmap(grad), linear model, batch {W8_BATCH}", PerSampleGradsRatio, None),
 ]
 W9_SECONDS = 1.0
