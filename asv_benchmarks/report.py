@@ -7,6 +7,14 @@ directly, without asv. From the repository root::
     TAPE_BENCH_PROFILE=fast python asv_benchmarks/report.py
     python asv_benchmarks/report.py --write README.md    # also update README.md
     python asv_benchmarks/report.py --workloads W1,W9
+    python asv_benchmarks/report.py --workloads compiled # the tape.compile rows
+
+Each row is a workload key. ``W1C``, ``W2C``, ``W3C``, ``W4C`` and ``W7C`` are
+W1, W2, W3, W4 and W7 with tape's side through ``tape.compile`` (compiled once,
+timed from its second call on, when it replays) against eager PyTorch; ``W1F``
+is W1's first compiled call (a fresh ``tape.compile`` each run: recording and
+preparing) against tape's eager W1. ``--workloads compiled`` selects all six;
+the default, all rows, puts each compiled row after its eager one.
 
 ``--write FILE`` replaces what lies between ``<!-- perf-table-start -->`` and
 ``<!-- perf-table-end -->`` in FILE with the table. ``TAPE_BENCH_THREADS=default``
@@ -27,13 +35,16 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 # First: sets the thread variables before numpy, tape or torch load (Note [One thread]).
 from benchmarks import common  # noqa: E402
-from benchmarks.bench_elementwise import ElementwiseRatio, memory_medians as w10_medians  # noqa: E402
+from benchmarks.bench_elementwise import (ElementwiseCompiledRatio, ElementwiseRatio,  # noqa: E402
+                                          memory_medians as w10_medians)
 from benchmarks.bench_hessian import RosenbrockHessianRatio, RosenbrockHessianVectorizedRatio  # noqa: E402
-from benchmarks.bench_hvp import RosenbrockHVPRatio, memory_medians as w7_memory_medians  # noqa: E402
+from benchmarks.bench_hvp import (RosenbrockHVPCompiledRatio, RosenbrockHVPRatio,  # noqa: E402
+                                  memory_medians as w7_memory_medians)
 from benchmarks.bench_matmul import MatmulRatio  # noqa: E402
-from benchmarks.bench_micrograd import ScalarMLPRatio  # noqa: E402
-from benchmarks.bench_mlp import MLPRatio  # noqa: E402
-from benchmarks.bench_scalar import ScalarChainRatio  # noqa: E402
+from benchmarks.bench_micrograd import ScalarMLPCompiledRatio, ScalarMLPRatio  # noqa: E402
+from benchmarks.bench_mlp import MLPCompiledRatio, MLPRatio  # noqa: E402
+from benchmarks.bench_scalar import (ScalarChainCompiledRatio, ScalarChainFirstCallRatio,  # noqa: E402
+                                     ScalarChainRatio)
 from benchmarks.bench_startup import startup_medians  # noqa: E402
 from benchmarks.bench_vmap import BATCH as W8_BATCH, PerSampleGradsRatio  # noqa: E402
 
@@ -41,19 +52,33 @@ _TABLE = "perf-table" if common.ONE_THREAD else "perf-table-default-threads"
 START_MARKER = f"<!-- {_TABLE}-start -->"
 END_MARKER = f"<!-- {_TABLE}-end -->"
 
-# (key, description, ratio benchmark class, target for tape/torch, or None
-# for a workload that issue 3's table sets no target for).
+# The descriptions of the eager rows that compiled rows extend.
+W1 = f"W1 scalar chain, {ScalarChainRatio.args[0]:,} steps"
+W2 = "W2 scalar MLP 3-16-16-1, batch 4"
+W3 = "W3 MLP 64-64-64-1, batch 32"
+W4 = f"W4 20 elementwise ops, {ElementwiseRatio.args[0]:,} elements"
+W7 = f"W7 Rosenbrock Hessian-vector product, n = {RosenbrockHVPRatio.args[0]:,}"
+# (key, description, ratio benchmark class, target for tape/baseline, or None
+# for a workload that issue 3's table sets no target for). The baseline is
+# eager PyTorch but for W1F's, tape's eager W1 (the class's `baseline`). The
+# compiled rows' targets are issue 21's.
 IN_PROCESS = [
-    ("W1", f"W1 scalar chain, {ScalarChainRatio.args[0]:,} steps", ScalarChainRatio, 0.2),
-    ("W2", "W2 scalar MLP 3-16-16-1, batch 4", ScalarMLPRatio, 0.2),
-    ("W3", "W3 MLP 64-64-64-1, batch 32", MLPRatio, 0.6),
-    ("W4", f"W4 20 elementwise ops, {ElementwiseRatio.args[0]:,} elements", ElementwiseRatio, 1.2),
+    ("W1", W1, ScalarChainRatio, 0.2),
+    ("W1C", f"{W1}, compiled", ScalarChainCompiledRatio, 0.003),
+    ("W1F", f"{W1}, first compiled call (record + prepare), against tape's eager W1", ScalarChainFirstCallRatio,
+     1.5),
+    ("W2", W2, ScalarMLPRatio, 0.2),
+    ("W2C", f"{W2}, compiled", ScalarMLPCompiledRatio, 0.02),
+    ("W3", W3, MLPRatio, 0.6),
+    ("W3C", f"{W3}, compiled", MLPCompiledRatio, 0.3),
+    ("W4", W4, ElementwiseRatio, 1.2),
+    ("W4C", f"{W4}, compiled", ElementwiseCompiledRatio, 0.2),
     ("W5", f"W5 sum(tanh(A @ B)), {MatmulRatio.args[0]}x{MatmulRatio.args[0]}", MatmulRatio, 1.1),
     ("W6", f"W6 Rosenbrock dense Hessian, n = {RosenbrockHessianRatio.args[0]}", RosenbrockHessianRatio,
      None),
     ("W6V", f"W6 the same, `vectorize=True` (PyTorch's vmap)", RosenbrockHessianVectorizedRatio, None),
-    ("W7", f"W7 Rosenbrock Hessian-vector product, n = {RosenbrockHVPRatio.args[0]:,}",
-     RosenbrockHVPRatio, 1.2),
+    ("W7", W7, RosenbrockHVPRatio, 1.2),
+    ("W7C", f"{W7}, compiled", RosenbrockHVPCompiledRatio, 0.7),
     ("W8", f"W8 per-sample gradients, vmap(grad), linear model, batch {W8_BATCH}", PerSampleGradsRatio, None),
 ]
 W9_SECONDS = 1.0
@@ -66,6 +91,8 @@ MEMORY = [
     ("W10", "W10 peak memory of W4 above post-import RSS", w10_medians, W10_RATIO),
 ]
 WORKLOADS = [key for key, *_ in IN_PROCESS] + ["W9"] + [key for key, *_ in MEMORY]
+# What `--workloads compiled` stands for.
+COMPILED = ["W1C", "W1F", "W2C", "W3C", "W4C", "W7C"]
 
 
 def _seconds(value):
@@ -123,7 +150,7 @@ def measure(workloads):
     """The table's rows, one per workload in ``workloads``, and whether all succeeded."""
     rows = []
     ok = True
-    for key, description, _, target in IN_PROCESS:
+    for key, description, cls, target in IN_PROCESS:
         if key not in workloads:
             continue
         _log(f"measuring {description} ...")
@@ -134,10 +161,11 @@ def measure(workloads):
             rows.append(_failed_row(description, target_text, str(error)))
             ok = False
             continue
-        ratio = medians["tape"] / medians["torch"]
+        baseline = medians[cls.baseline]
+        ratio = medians["tape"] / baseline
         verdict = "" if target is None else f" ({_verdict(ratio <= target)})"
-        rows.append(_row(description, _seconds(medians["tape"]), _seconds(medians["torch"]),
-                         ratio, target_text + verdict))
+        baseline_text = _seconds(baseline) + ("" if cls.baseline == "torch" else f" ({cls.baseline})")
+        rows.append(_row(description, _seconds(medians["tape"]), baseline_text, ratio, target_text + verdict))
     if "W9" in workloads:
         _log("measuring W9 cold start (fresh processes) ...")
         description = "W9 cold start: interpreter to first backward"
@@ -201,7 +229,9 @@ def table(rows):
         *rows,
         "",
         f"Medians of forward + backward (W6: the whole Hessian; W7: forward and both backwards; "
-        f"W8: the per-sample gradients), "
+        f"W8: the per-sample gradients); "
+        f"compiled rows: tape through `tape.compile`, compiled once and timed from its second call, "
+        f"against eager PyTorch (W1F: the first call of a fresh `tape.compile`, against tape's eager W1), "
         f"float64, {threads}; "
         f"tape and PyTorch timed in turn in one process per workload, "
         f"{common.RATIO_ROUNDS} rounds; "
@@ -237,13 +267,17 @@ def main(argv=None):
     parser.add_argument("--write", metavar="FILE",
                         help=f"replace the text between {START_MARKER} and {END_MARKER} in FILE")
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
-                        help="comma-separated subset of %(default)s")
+                        help="comma-separated subset of %(default)s; `compiled` stands for "
+                             + ",".join(COMPILED))
     parser.add_argument("--child", metavar="WORKLOAD", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
         _child(args.child)
         return
     workloads = [w.strip().upper() for w in args.workloads.split(",") if w.strip()]
+    if "COMPILED" in workloads:
+        workloads += COMPILED
+        workloads.remove("COMPILED")
     unknown = sorted(set(workloads) - set(WORKLOADS))
     if unknown:
         parser.error(f"unknown workloads {', '.join(unknown)}; "

@@ -1,5 +1,6 @@
 """W4 elementwise chain: 20 ops cycling through sin, exp, tanh, square, ``* x`` and
-``+ x`` on a large float64 vector, then a sum; W10 is its peak memory.
+``+ x`` on a large float64 vector, then a sum; compiled, the chain through
+``tape.compile`` (a fused replay); W10 is its peak memory.
 """
 
 from .common import (BACKENDS, ELEMENTWISE_SIZE, MEMORY_ROUNDS, Benchmark, MemoryRatioBenchmark, RatioBenchmark,
@@ -28,6 +29,13 @@ def workload(lib, size):
     """W4 once, forward and backward: the callable that the ratio times."""
     x = leaf(lib, uniform((size,)))
     return lambda: _chain(x).backward()
+
+
+def compiled_workload(lib, size):
+    """W4 through ``tape.compile``, compiled once: its first call records, later ones replay."""
+    chain = lib.compile(_chain)
+    x = leaf(lib, uniform((size,)))
+    return lambda: chain(x).backward()
 
 
 def memory_inputs(size):
@@ -69,6 +77,36 @@ class ElementwiseRatio(RatioBenchmark):
     small_args = (16,)
 
     def track_w4_ratio_vs_torch(self):
+        return self.ratio()
+
+
+class ElementwiseCompiled(Benchmark):
+    """W4 through ``tape.compile`` (tape alone), replayed."""
+
+    params = [[ELEMENTWISE_SIZE]]
+    param_names = ["size"]
+
+    def setup(self, size):
+        lib = import_backend("tape")
+        warm_up(lib, compiled_workload, 16)
+        self.chain = lib.compile(_chain)
+        self.x = leaf(lib, uniform((size,)))
+        self.chain(self.x).backward()  # records: the samples time replays
+
+    def time_compiled_forward(self, size):
+        self.chain(self.x)
+
+    def time_compiled_forward_backward(self, size):
+        self.chain(self.x).backward()
+
+
+class ElementwiseCompiledRatio(RatioBenchmark):
+    workload = staticmethod(workload)
+    tape_workload = staticmethod(compiled_workload)
+    args = ElementwiseRatio.args
+    small_args = ElementwiseRatio.small_args
+
+    def track_w4_compiled_ratio_vs_torch(self):
         return self.ratio()
 
 

@@ -2,7 +2,8 @@
 
 ``f = sum(100 * (x[1::2] - x[::2]**2)**2 + (1 - x[::2])**2)``; ``g = df/dx`` with
 ``create_graph=True``; ``hv = d(g . v)/dx`` for a fixed ``v``. Measures strided
-slicing, the re-taped backward (create_graph) and a second sweep over it.
+slicing, the re-taped backward (create_graph) and a second sweep over it;
+compiled, all of it (forward and both backwards) through ``tape.compile``.
 """
 
 from .common import (BACKENDS, MEMORY_ROUNDS, ROSENBROCK_SIZE, Benchmark, MemoryRatioBenchmark, RatioBenchmark,
@@ -19,6 +20,10 @@ def _hvp(lib, f, x, v):
     return hv
 
 
+def _forward_hvp(lib, x, v):
+    return _hvp(lib, _rosenbrock(x), x, v)
+
+
 def memory_inputs(n):
     return uniform((n,), seed=0), uniform((n,), seed=1)
 
@@ -31,7 +36,7 @@ def _inputs(lib, n, data=None):
 def memory_run(lib, data):
     """W7's peak-memory run: one W7 from tensors made of `data`."""
     x, v = _inputs(lib, len(data[0]), data)
-    _hvp(lib, _rosenbrock(x), x, v)
+    _forward_hvp(lib, x, v)
 
 
 def memory_medians(n=ROSENBROCK_SIZE, env_overrides=None, rounds=MEMORY_ROUNDS):
@@ -43,7 +48,14 @@ def memory_medians(n=ROSENBROCK_SIZE, env_overrides=None, rounds=MEMORY_ROUNDS):
 def workload(lib, n):
     """W7 once, forward and both backwards: the callable that the ratio times."""
     x, v = _inputs(lib, n)
-    return lambda: _hvp(lib, _rosenbrock(x), x, v)
+    return lambda: _forward_hvp(lib, x, v)
+
+
+def compiled_workload(lib, n):
+    """W7 through ``tape.compile``, compiled once: its first call records, later ones replay."""
+    hvp = lib.compile(_forward_hvp)
+    x, v = _inputs(lib, n)
+    return lambda: hvp(lib, x, v)
 
 
 class RosenbrockHVP(Benchmark):
@@ -59,10 +71,10 @@ class RosenbrockHVP(Benchmark):
         _rosenbrock(self.x)
 
     def time_forward_hvp(self, n, backend):
-        _hvp(self.lib, _rosenbrock(self.x), self.x, self.v)
+        _forward_hvp(self.lib, self.x, self.v)
 
     def peakmem_forward_hvp(self, n, backend):
-        _hvp(self.lib, _rosenbrock(self.x), self.x, self.v)
+        _forward_hvp(self.lib, self.x, self.v)
 
 
 class RosenbrockHVPBackward(Benchmark):
@@ -91,6 +103,33 @@ class RosenbrockHVPRatio(RatioBenchmark):
     small_args = (16,)
 
     def track_w7_ratio_vs_torch(self):
+        return self.ratio()
+
+
+class RosenbrockHVPCompiled(Benchmark):
+    """W7 through ``tape.compile`` (tape alone), replayed."""
+
+    params = [[ROSENBROCK_SIZE]]
+    param_names = ["n"]
+
+    def setup(self, n):
+        self.lib = import_backend("tape")
+        warm_up(self.lib, compiled_workload, 16)
+        self.hvp = self.lib.compile(_forward_hvp)
+        self.x, self.v = _inputs(self.lib, n)
+        self.hvp(self.lib, self.x, self.v)  # records: the samples time replays
+
+    def time_compiled_forward_hvp(self, n):
+        self.hvp(self.lib, self.x, self.v)
+
+
+class RosenbrockHVPCompiledRatio(RatioBenchmark):
+    workload = staticmethod(workload)
+    tape_workload = staticmethod(compiled_workload)
+    args = RosenbrockHVPRatio.args
+    small_args = RosenbrockHVPRatio.small_args
+
+    def track_w7_compiled_ratio_vs_torch(self):
         return self.ratio()
 
 

@@ -3,7 +3,8 @@
 Every neuron is ``tanh(b + w0*x0 + w1*x1 + ...)`` (the output neuron too, as in
 micrograd's demo), every weight and bias its own 0-d leaf that requires grad
 (353 of them); a batch of 4 samples, summed squared loss. About 2,700 scalar
-ops per forward: the per-op cost of recording and sweeping, in a realistic mix.
+ops per forward: the per-op cost of recording and sweeping, in a realistic mix;
+compiled, the replay of the loss through ``tape.compile``.
 """
 
 from .common import BACKENDS, Benchmark, RatioBenchmark, import_backend, leaf, uniform, warm_up
@@ -58,6 +59,14 @@ def workload(lib):
     return lambda: _loss(layers, xs, ys).backward()
 
 
+def compiled_workload(lib):
+    """W2 through ``tape.compile``, compiled once: its first call records, later ones replay."""
+    loss = lib.compile(_loss)
+    layers = _network(lib)
+    xs, ys = _batch(lib)
+    return lambda: loss(layers, xs, ys).backward()
+
+
 class ScalarMLP(Benchmark):
     params = [BACKENDS]
     param_names = ["backend"]
@@ -96,4 +105,30 @@ class ScalarMLPRatio(RatioBenchmark):
     workload = staticmethod(workload)
 
     def track_w2_ratio_vs_torch(self):
+        return self.ratio()
+
+
+class ScalarMLPCompiled(Benchmark):
+    """W2 through ``tape.compile`` (tape alone), replayed."""
+
+    def setup(self):
+        lib = import_backend("tape")
+        warm_up(lib, compiled_workload)
+        self.loss = lib.compile(_loss)
+        self.layers = _network(lib)
+        self.xs, self.ys = _batch(lib)
+        self.loss(self.layers, self.xs, self.ys).backward()  # records: the samples time replays
+
+    def time_compiled_forward(self):
+        self.loss(self.layers, self.xs, self.ys)
+
+    def time_compiled_forward_backward(self):
+        self.loss(self.layers, self.xs, self.ys).backward()
+
+
+class ScalarMLPCompiledRatio(RatioBenchmark):
+    workload = staticmethod(workload)
+    tape_workload = staticmethod(compiled_workload)
+
+    def track_w2_compiled_ratio_vs_torch(self):
         return self.ratio()

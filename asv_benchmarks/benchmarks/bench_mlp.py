@@ -1,6 +1,7 @@
 """W3 small MLP: batch 32, layers 64-64-64-1, tanh hidden layers, MSE loss.
 
-Measures small matmuls plus the gradients of every weight and bias.
+Measures small matmuls plus the gradients of every weight and bias; compiled,
+the replay of the loss through ``tape.compile``.
 """
 
 from .common import BACKENDS, Benchmark, RatioBenchmark, import_backend, leaf, uniform, warm_up
@@ -35,6 +36,13 @@ def workload(lib):
     """W3 once, forward and backward: the callable that the ratio times."""
     x, layers, target = _inputs(lib)
     return lambda: _loss(x, layers, target).backward()
+
+
+def compiled_workload(lib):
+    """W3 through ``tape.compile``, compiled once: its first call records, later ones replay."""
+    loss = lib.compile(_loss)
+    x, layers, target = _inputs(lib)
+    return lambda: loss(x, layers, target).backward()
 
 
 class MLP(Benchmark):
@@ -75,4 +83,29 @@ class MLPRatio(RatioBenchmark):
     workload = staticmethod(workload)
 
     def track_w3_ratio_vs_torch(self):
+        return self.ratio()
+
+
+class MLPCompiled(Benchmark):
+    """W3 through ``tape.compile`` (tape alone), replayed."""
+
+    def setup(self):
+        lib = import_backend("tape")
+        warm_up(lib, compiled_workload)
+        self.loss = lib.compile(_loss)
+        self.x, self.layers, self.target = _inputs(lib)
+        self.loss(self.x, self.layers, self.target).backward()  # records: the samples time replays
+
+    def time_compiled_forward(self):
+        self.loss(self.x, self.layers, self.target)
+
+    def time_compiled_forward_backward(self):
+        self.loss(self.x, self.layers, self.target).backward()
+
+
+class MLPCompiledRatio(RatioBenchmark):
+    workload = staticmethod(workload)
+    tape_workload = staticmethod(compiled_workload)
+
+    def track_w3_compiled_ratio_vs_torch(self):
         return self.ratio()

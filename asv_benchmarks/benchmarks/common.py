@@ -147,6 +147,8 @@ def warm_up(lib, workload=None, *args):
     op of a kind (such as the first matmul of 2-d arrays). So: a tiny first-
     and second-order backward, then ``workload(lib, *args)()`` once, which
     should be given small sizes: it reaches the same kernels at little cost.
+    The callable runs twice: a compiled workload records at its first call
+    and replays from its second, which loads the native replay.
     """
     for data in (0.5, [0.5, 0.25]):
         x = leaf(lib, data)
@@ -154,7 +156,9 @@ def warm_up(lib, workload=None, *args):
         g.sum().backward()
         (x.tanh() * x).sum().backward()
     if workload is not None:
-        workload(lib, *args)()
+        run = workload(lib, *args)
+        run()
+        run()
 
 
 @lru_cache
@@ -370,29 +374,39 @@ class RatioBenchmark:
     same, small, for warm_up). Its ``track_`` method returns ``self.ratio()``:
     median(tape) / median(torch), both timed in this one process by
     ``interleaved_medians``. report.py calls ``medians()`` of the same classes.
+
+    A compiled variant also sets ``tape_workload``, the same workload through
+    ``tape.compile``: tape's side runs it, torch's runs ``workload``, eagerly.
+    A subclass that measures tape against something other than eager torch
+    overrides ``sides()`` and names that side in ``baseline``.
     """
 
     unit = "ratio"
     timeout = 120 if FAST else 300
     args = ()
     small_args = ()
+    tape_workload = None
+    baseline = "torch"
 
     def setup(self):
         torch_or_skip()
 
+    def sides(self):
+        """What is timed: {side: (backend, workload)}, "tape" and ``baseline``."""
+        return {"tape": ("tape", self.tape_workload or self.workload), "torch": ("torch", self.workload)}
+
     def medians(self):
-        """Median seconds per run of the workload: {"tape": s, "torch": s}."""
+        """Median seconds per run of each side's workload: {"tape": s, baseline: s}."""
         runs = {}
-        for name in BACKENDS:
-            lib = import_backend(name)
-            workload = type(self).workload
+        for side, (backend, workload) in self.sides().items():
+            lib = import_backend(backend)
             warm_up(lib, workload, *self.small_args)
-            runs[name] = workload(lib, *self.args)
+            runs[side] = workload(lib, *self.args)
         return interleaved_medians(runs)
 
     def ratio(self):
         medians = self.medians()
-        return medians["tape"] / medians["torch"]
+        return medians["tape"] / medians[self.baseline]
 
 
 class MemoryRatioBenchmark(RatioBenchmark):
