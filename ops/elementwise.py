@@ -215,7 +215,8 @@ _rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y
 # x == y == 0 the exponent is 0, not -1, so that no order is 0 * inf
 _pow_tensor = _binary("pow", "PowBackward1",
                       ("y * x ** (y - 1 + is_zero(x) * is_zero(y))", "out * log(x + zero_base(x, y))"),
-                      operator.pow, _power_tensor, saved=(("exponent", "y"), ("self", "x"), ("result", "out")), forward="x ** y")
+                      operator.pow, _power_tensor, saved=(("exponent", "y"), ("self", "x"), ("result", "out")),
+                      forward="x ** y")
 def _remainder_scalar(x, y):
     m = math.fmod(x, y)
     return m + y if m != 0 and (y < 0) != (m < 0) else m
@@ -263,7 +264,8 @@ _remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor_div(x, y)"
                      _remainder_array)
 _remainder_number = _with_constant("remainder_scalar", "RemainderBackward0", "1", _remainder_scalar,
                                    _remainder_array)
-exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.exp_array, np.exp, "AVX512F"), forward="exp(x)")
+exp = _unary("exp", "ExpBackward0", "out", math.exp, _float64_kernel(_vecmath.exp_array, np.exp, "AVX512F"),
+             forward="exp(x)")
 log = _unary("log", "LogBackward0", "1 / x", math.log, np.log, forward="log(x)")
 sin = _unary("sin", "SinBackward0", "cos(x)", math.sin, _float64_kernel(_vecmath.sin_array, np.sin), forward="sin(x)")
 cos = _unary("cos", "CosBackward0", "-sin(x)", math.cos, _float64_kernel(_vecmath.cos_array, np.cos), forward="cos(x)")
@@ -276,7 +278,8 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", sigmoid_of_nu
 # relu saves its result, as PyTorch does
 relu = _unary("relu", "ReluBackward0", "step(out)",
               lambda x: x * 1.0 if x > 0 or x != x else math.fabs(0.0),
-              _refusing_bool(_relu_array, RuntimeError("Boolean inputs not supported for relu")), forward="x * 1.0 if x > 0 or x != x else 0.0")
+              _refusing_bool(_relu_array, RuntimeError("Boolean inputs not supported for relu")),
+              forward="x * 1.0 if x > 0 or x != x else 0.0")
 sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt, forward="sqrt(x)")
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, _not_for_bool("abs_cpu", np.abs), aliases=("absolute",),
              methods=("abs", "__abs__"), forward="fabs(x)")
@@ -372,7 +375,8 @@ def _erf_array(x):
     return out.astype(x.dtype, copy=False) if x.dtype.kind == "f" else out
 
 
-erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf, _erf_array, inplace=False, forward="erf(x)")
+erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf, _erf_array, inplace=False,
+             forward="erf(x)")
 
 
 def _silu_scalar(x):
@@ -403,7 +407,8 @@ def _gelu_tanh_array(x):
 
 _gelu = _unary("gelu", "GeluBackward0",
                "0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x)",
-               _gelu_scalar, _gelu_array, public=False, saved=(("self", "x"), ("approximate", lambda row: "none")), forward="0.5 * x * (1.0 + erf(x * 0.7071067811865476))")
+               _gelu_scalar, _gelu_array, public=False, saved=(("self", "x"), ("approximate", lambda row: "none")),
+               forward="0.5 * x * (1.0 + erf(x * 0.7071067811865476))")
 _gelu_tanh = _unary("gelu_tanh", "GeluBackward0",
                     "0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * "
                     "(1 - tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)) ** 2) * 0.7978845608028654 * "
@@ -449,8 +454,10 @@ def softplus(input, beta=1, threshold=20):
 # with the functions that native partials have (sin, cos, exp, log, sqrt, tanh)
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
 tan = _unary("tan", "TanBackward0", "1 + out * out", math.tan, np.tan, forward="tan(x)")
-asin = _unary("asin", "AsinBackward0", "1 / sqrt(1 - x * x)", math.asin, np.arcsin, aliases=("arcsin",), forward="asin(x)")
-acos = _unary("acos", "AcosBackward0", "-1 / sqrt(1 - x * x)", math.acos, np.arccos, aliases=("arccos",), forward="acos(x)")
+asin = _unary("asin", "AsinBackward0", "1 / sqrt(1 - x * x)", math.asin, np.arcsin, aliases=("arcsin",),
+              forward="asin(x)")
+acos = _unary("acos", "AcosBackward0", "-1 / sqrt(1 - x * x)", math.acos, np.arccos, aliases=("arccos",),
+              forward="acos(x)")
 atan = _unary("atan", "AtanBackward0", "1 / (1 + x * x)", math.atan, np.arctan, aliases=("arctan",), forward="atan(x)")
 sinh = _unary("sinh", "SinhBackward0", "(exp(x) + exp(-x)) * 0.5", math.sinh, np.sinh, forward="sinh(x)")
 cosh = _unary("cosh", "CoshBackward0", "(exp(x) - exp(-x)) * 0.5", math.cosh, np.cosh, forward="cosh(x)")
@@ -466,7 +473,8 @@ rsqrt = _unary("rsqrt", "RsqrtBackward0", "-0.5 * out * out * out", lambda x: 1.
                lambda x: 1.0 / np.sqrt(x), forward="1.0 / sqrt(x)")
 square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square,
                 saved=(("self", "x"), ("exponent", lambda row: 2)), forward="x * x")
-clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy, inplace=False, signature="input", forward="x * 1.0")
+clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy, inplace=False, signature="input",
+               forward="x * 1.0")
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
 
 

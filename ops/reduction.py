@@ -71,14 +71,14 @@ def _reduce_vjp(ctx, g):
 _SIZES = (("self_sym_sizes", "x_shape"),)
 _OVER_DIMS = (("dim", "arg"), ("keepdim", "arg"))
 _NUMEL = (("self_sym_numel", lambda row: math.prod(row.x_shape)),)
-_SUM_ALL = defop("sum", "SumBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, forward_native=_reduce_forward,
-                  saved=_SIZES)
-_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, forward_native=_reduce_forward,
-                 saved=_OVER_DIMS + _SIZES)
-_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native, forward_native=_reduce_forward,
-                  saved=_SIZES + _NUMEL)
-_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native, forward_native=_reduce_forward,
-                  saved=_OVER_DIMS + _SIZES + _NUMEL)
+_SUM_ALL = defop("sum", "SumBackward0", 1, vjp=_reduce_vjp, native=_reduce_native,
+                  forward_native=_reduce_forward, saved=_SIZES)
+_SUM_DIM = defop("sum_dim", "SumBackward1", 1, vjp=_reduce_vjp, native=_reduce_native,
+                 forward_native=_reduce_forward, saved=_OVER_DIMS + _SIZES)
+_MEAN_ALL = defop("mean", "MeanBackward0", 1, vjp=_reduce_vjp, native=_reduce_native,
+                  forward_native=_reduce_forward, saved=_SIZES + _NUMEL)
+_MEAN_DIM = defop("mean_dim", "MeanBackward1", 1, vjp=_reduce_vjp, native=_reduce_native,
+                  forward_native=_reduce_forward, saved=_OVER_DIMS + _SIZES + _NUMEL)
 
 
 def _dims(x, dim):

@@ -36,7 +36,13 @@ __all__ = ["compile", "CompiledFunction"]
 #     closure or globals (model parameters), which a replay reads at their
 #     current values;
 #   - every Python-level read of a tensor's value (item(), bool(), float(),
-#     int(), tolist(), numpy()) and its outcome: the guards.
+#     int(), tolist(), numpy()) and its outcome: the guards. A branch on a
+#     comparison of 0-d tensors (if y > 0) is guarded by the comparison
+#     (ops.comparison reports it), not by y's exact value.
+# Outside tensors are held weakly. A replay checks that each is alive, held
+# by something other than its tape, of its recorded shape, dtype and
+# requires_grad, and that fn's closure cells and globals still hold the
+# tensors they held: a rebound parameter records again.
 # fn sees its arguments as they are: what it computes from tensors that need
 # no gradient alone is not recorded (eager mode records no row for it), so a
 # recording that uses such a result runs eagerly (below). A call under
@@ -611,10 +617,10 @@ class CompiledFunction:
         with self._lock:
             recordings = self._cache.setdefault(key, [])
             if len(recordings) == self.cache_size and recording.program is not None:
-                self._warn(f"records again on most calls: its guards failed on {self.cache_size + 1} recordings for one set of arguments (a "
-                           "value it reads changes between calls, such as item() of a result): "
-                           "read values outside fn, or branch on a comparison of tensors "
-                           "(if y > 0), which is guarded by its outcome", eagerly=False)
+                self._warn(f"records again on most calls: its guards failed on {self.cache_size + 1} recordings "
+                           "for one set of arguments (a value it reads changes between calls, such as item() of "
+                           "a result): read values outside fn, or branch on a comparison of tensors (if y > 0), "
+                           "which is guarded by its outcome", eagerly=False)
             recordings.append(recording)
             del recordings[:-self.cache_size]
             self._cache.move_to_end(key)

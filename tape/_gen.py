@@ -1152,8 +1152,9 @@ def _forward_kernel(opdef):
         if condition is None:  # a bias: the block repeats over O, in a loop of its own
             for full, block_x, block_y, size in blocks:
                 lines.append(f"elif {full} and {size} > 0 and n % {size} == 0:")
-                lines += [f"    for o in range(0, n, {size}):", f"        for j in range({size}):", "            i = o + j",
-                          f"            {block_x}", f"            {block_y}", f"            O[i] = {expr}"]
+                lines += [f"    for o in range(0, n, {size}):", f"        for j in range({size}):",
+                          "            i = o + j", f"            {block_x}", f"            {block_y}",
+                          f"            O[i] = {expr}"]
         lines.append("else:" if condition is None else f"{'if' if k == 0 else 'elif'} {condition}:")
         if hoisted:
             lines.append(f"    {hoisted}")
