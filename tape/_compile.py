@@ -18,7 +18,7 @@ from ._dtypes import get_default_dtype
 from ._grad_mode import enable_grad
 from ._native import compiling
 from ._registry import CONST, REGISTRY
-from ._tape import DATA_FIELD, DIRTY, RG, anomaly, state, where
+from ._tape import DATA_FIELD, DIRTY, OWNERLESS, RG, anomaly, state, where
 from ._tensor import Tensor, new_tensor
 
 __all__ = ["compile", "CompiledFunction"]
@@ -205,7 +205,8 @@ class _Program:
         self.psaves = np.zeros(m, np.int64)
         _sweep.prepare_replay(pop, self.pa0, self.pa1, np.array(input_rg + [False], np.bool_), grad_enabled,
                               self.rg, self.psaves)
-        self.pflags = np.where(self.rg, RG, 0).astype(np.uint8)
+        # owned by a Tensor: an array row's, and a 0-d result's once fn's result is built (_build)
+        self.pflags = (np.where(self.rg, RG, 0) | np.where(self.pndim > 0, 0, OWNERLESS)).astype(np.uint8)
         elementwise = _sweep.ELEMENTWISE[pop]
         # the array rows' shapes, and the structural rows' int attributes in one block
         self.pshape = np.zeros(m, np.int64)
@@ -526,6 +527,7 @@ def _build(spec, program, tp, base, inputs, built):
                 t._rg = True
                 t._ep, t._row = tp.ep, r
                 tp.owners[r] = v  # the row's liveness token (Note [Tape layout])
+                tp.m_flags[r] &= ~OWNERLESS
             else:  # eager mode records no row for it: a plain tensor
                 t = new_tensor(float(tp.sval[r]))
         built[ref] = t

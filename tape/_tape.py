@@ -2,13 +2,11 @@
 recorded op, appended in execution order. See Note [Tape layout].
 """
 import ctypes
-import operator
 import os
 import sys
 import threading
 import traceback
 import weakref
-from itertools import repeat
 
 import numpy as np
 
@@ -16,7 +14,7 @@ from . import _sweep
 from ._registry import CONST, LEAF
 
 __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where", "current_row", "RG", "RETAIN",
-           "DIRTY", "FREED", "HIDDEN", "TARGET", "MORE"]
+           "DIRTY", "FREED", "HIDDEN", "TARGET", "MORE", "OWNERLESS"]
 
 # Note [Tape layout]
 # ~~~~~~~~~~~~~~~~~~
@@ -61,7 +59,7 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 #                   pool[ia:ia+ian]
 #   dt     int8     0 float64, 1 float32 (adjoints are always float64)
 #   flags  uint8    RG | RETAIN | DIRTY | FREED | HIDDEN | TARGET | MORE (nx > 0:
-#                   the sweep reads xs and nx only where it is set)
+#                   the sweep reads xs and nx only where it is set) | OWNERLESS
 #   stamp  int64    sweep id that last reached the row (no clearing needed)
 #   sadj   float64  adjoint of a 0-d row during a sweep
 #   nuse   int64    consumers that saved this row's value and have not yet
@@ -84,6 +82,9 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 # live tensors.
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
+# a row no Tensor ever owns (its owner is None): a compiled replay's 0-d
+# intermediate (tape._compile); compaction need not ask its owner
+OWNERLESS = 128
 
 _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("xs", np.int64, 0), ("nx", np.int64, 0), ("oi", np.int32, 0),
@@ -509,9 +510,16 @@ class Tape:
         # a constant's row (shared by its uses, see adopt) lives only while a
         # row that used it does: its owner is the constant, which outlives it
         # (a training loop's input kept its rows forever)
-        owned = (_owner_refs(self.owners) > _DEAD_REFS) & ~released & (self.op[:n] != CONST)
-        if self.replayed:  # a replay's rows that no Tensor owns have owner None (tape._compile)
-            owned &= np.fromiter(map(operator.is_not, self.owners, repeat(None)), np.bool_, n)
+        ownerless = (self.flags[:n] & OWNERLESS) != 0 if self.replayed else None
+        if ownerless is not None and ownerless.any():
+            # a replay's rows: ask only the owners of the others (each is in one more list here)
+            asked = np.flatnonzero(~ownerless)
+            owners = self.owners
+            refs = np.zeros(n, np.int64)
+            refs[asked] = _owner_refs([owners[r] for r in asked.tolist()]) - 1
+        else:
+            refs = _owner_refs(self.owners)
+        owned = (refs > _DEAD_REFS) & ~released & (self.op[:n] != CONST)
         roots = np.flatnonzero(owned).tolist()
         for node in self.nodes:
             roots.append(node.row())
