@@ -572,10 +572,11 @@ def _flatten(obj, tensors, key):
 class CompiledFunction:
     """fn, recorded once per guard key and replayed natively (tape.compile)."""
 
-    def __init__(self, fn, cache_size):
+    def __init__(self, fn, cache_size, fullgraph=False):
         functools.update_wrapper(self, fn)
         self._fn = fn
         self.cache_size = cache_size
+        self.fullgraph = fullgraph
         self._cache = collections.OrderedDict()  # guard key -> [_Recording], most recent last
         self._lock = threading.Lock()
         self._warned = set()
@@ -633,9 +634,16 @@ class CompiledFunction:
         self._warn(why)
         return self._fn(*args, **kwargs)
 
+    def _refuse(self, why):
+        """fullgraph=True: a function that would run eagerly raises."""
+        raise RuntimeError(f"tape.compile(fullgraph=True): {getattr(self._fn, '__qualname__', self._fn)} cannot be "
+                           f"replayed natively: {why}")
+
     def _warn(self, why, eagerly=True):
         """The warning, once per reason, that fn runs eagerly or records again
-        (Note [Compiled replay])."""
+        (Note [Compiled replay]); with fullgraph, the error that it would run eagerly."""
+        if eagerly and self.fullgraph:
+            self._refuse(why)
         if why not in self._warned:
             self._warned.add(why)
             what = "runs eagerly on every call: " if eagerly else ""
@@ -739,10 +747,20 @@ def _caller_level():
     return level
 
 
-def compile(fn=None, *, cache_size=8):
-    """Record `fn` on its first call and replay the recording natively on
-    later calls with new tensor values (Note [Compiled replay] in
-    tape/_compile.py). Usable as a decorator, with or without arguments.
+# torch.compile's options that choose how it compiles: a replay has one way
+_TORCH_OPTIONS = ("dynamic", "backend", "mode", "options", "name", "recompile_limit", "isolate_recompiles",
+                  "shapes_spec")
+
+
+def compile(model=None, *, fullgraph=False, disable=False, cache_size=8, **torch_options):
+    """Record `model` (a function) on its first call and replay the
+    recording natively on later calls with new tensor values (Note [Compiled
+    replay] in tape/_compile.py). Usable as a decorator, with or without
+    arguments. `cache_size` recordings are kept per guard key (torch's
+    `recompile_limit` sets it too); with `fullgraph=True` a function that
+    cannot be replayed natively raises instead of running eagerly;
+    `disable=True` returns `model` itself. torch.compile's other options
+    (`backend`, `mode`, `dynamic`, ...) are accepted and change nothing.
 
     >>> import tape
     >>> @tape.compile
@@ -753,10 +771,17 @@ def compile(fn=None, *, cache_size=8):
     >>> round(x.grad.item(), 4)
     1.0173
     """
-    if fn is None:
-        return lambda f: compile(f, cache_size=cache_size)
-    if not callable(fn):
-        raise TypeError(f"tape.compile expects a callable, got {type(fn).__name__}")
+    unknown = sorted(set(torch_options) - set(_TORCH_OPTIONS))
+    if unknown:
+        raise TypeError(f"compile() got an unexpected keyword argument '{unknown[0]}'")
+    if torch_options.get("recompile_limit") is not None:
+        cache_size = torch_options["recompile_limit"]
     if not isinstance(cache_size, int) or cache_size < 1:
         raise ValueError(f"cache_size must be a positive int, got {cache_size!r}")
-    return CompiledFunction(fn, cache_size)
+    if model is None:
+        return lambda fn: compile(fn, fullgraph=fullgraph, disable=disable, cache_size=cache_size)
+    if not callable(model):
+        raise RuntimeError("compile() can only be applied to callables")
+    if disable:
+        return model
+    return CompiledFunction(model, cache_size, fullgraph)

@@ -545,6 +545,8 @@ NOT_OPS = {
     "randn_like", "tensor", "zeros", "zeros_like", "enable_grad", "inference_mode", "is_grad_enabled",
     "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "is_anomaly_enabled",
     "is_anomaly_check_nan_enabled",
+    # a transform of functions (tape.compile), not an op
+    "compile",
 }
 
 
