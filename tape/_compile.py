@@ -4,6 +4,7 @@ replay])."""
 import collections
 import functools
 import inspect
+import operator
 import sys
 import threading
 import types
@@ -247,6 +248,8 @@ class _Program:
                         else ("tensor", weakref.ref(v)) for kind, v in self.inputs]
         # the outside tensors' shapes, dtypes and flags, which the guard key does not hold
         self.input_meta = [(j, v.shape, v.dtype, v._rg) for j, (kind, v) in enumerate(self.inputs) if kind == "tensor"]
+        self.all_arguments = (operator.itemgetter(*(v for _, v in self.sources))
+                              if self.sources and all(kind == "arg" for kind, _ in self.sources) else None)
         self.inputs = None
 
     def _local(self, r):
@@ -443,12 +446,15 @@ _REFS_HERE = 3
 def _inputs_now(program, args):
     """The tensors a replay of `program` reads for its inputs, or None when
     one is gone or no longer what the recording read."""
-    tensors = []
-    for kind, value in program.sources:
-        t = args[value] if kind == "arg" else value() if kind == "tensor" else value
-        if t is None or kind == "tensor" and _held_by_tape_alone(t):
-            return None
-        tensors.append(t)
+    if program.all_arguments:  # the common case, in C: every input is an argument
+        tensors = list(program.all_arguments(args)) if len(program.sources) > 1 else [program.all_arguments(args)]
+    else:
+        tensors = []
+        for kind, value in program.sources:
+            t = args[value] if kind == "arg" else value() if kind == "tensor" else value
+            if t is None or kind == "tensor" and _held_by_tape_alone(t):
+                return None
+            tensors.append(t)
     for j, shape, dtype, rg in program.input_meta:
         t = tensors[j]
         if t._rg != rg or t.shape != shape or t.dtype != dtype:
@@ -470,9 +476,8 @@ def _replay(program, tp, args):
         return _FAILED
     m = program.m
     tp.reserve(m + len(inputs) + 3)
-    erows = np.empty(len(inputs), np.int64)
-    for j, t in enumerate(inputs):
-        erows[j] = t._row if t._ep is tp.ep else tp.adopt(t)
+    ep = tp.ep
+    erows = np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64)
     shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
     ints_offset = tp._push(program.ints) if program.ints.size else 0
     arrays = [np.empty(s) for s in program.array_shapes]
@@ -559,7 +564,11 @@ def _flatten(obj, tensors, key):
     elif type(obj) in (tuple, list):
         key.append((type(obj), len(obj)))
         for v in obj:
-            _flatten(v, tensors, key)
+            if type(v) is Tensor and type(v._value) is float:  # inline: a list of scalars is common
+                tensors.append(v)
+                key.append(_SCALAR_KEYS[v._rg])
+            else:
+                _flatten(v, tensors, key)
     elif type(obj) is dict:
         key.append((dict, tuple(obj)))
         for v in obj.values():
