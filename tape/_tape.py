@@ -510,30 +510,19 @@ class Tape:
         """Drop every row no live Tensor or node can reach; renumber the rest
         in a new epoch (see Note [Tape layout])."""
         n = self.n
-        kept = self.reachable(self._roots(), 0, n)
+        kept = self._with_nodes(self.reachable(self._roots(), 0, n))
         while self.python_rows:
             # a dead Function's ctx still holds the tensors it saved, which
-            # made their rows roots: without it, they may be garbage too
+            # made their rows roots: without it, they may be garbage too. A
+            # live one keeps its node's rows, with the outputs it saved: a
+            # create_graph backward goes through them
             rows = np.fromiter(self.python_rows, np.int64, len(self.python_rows))
             dropped = rows[~np.isin(rows, kept)].tolist()
             if not dropped:
                 break
             for r in dropped:
                 del self.python_rows[r]
-            kept = self.reachable(self._roots(), 0, n)
-        # the outputs a live Function saved keep their rows (their only input
-        # is its node, kept): a create_graph backward goes through them
-        saved = [r for state in self.python_rows.values() for r in state.saved_rows()]
-        if saved:
-            kept = np.union1d(kept, np.array(saved, np.int64))
-        oi = self.oi[:n]
-        if oi[kept].any() or oi[np.minimum(kept + 1, n - 1)].any():
-            # a node's outputs stay together, so that each keeps its number
-            # (their inputs are the node's, which every output row reaches)
-            group = np.arange(n) - oi
-            live_group = np.zeros(n, np.bool_)
-            live_group[group[kept]] = True
-            kept = np.flatnonzero(live_group[group])
+            kept = self._with_nodes(self.reachable(self._roots(), 0, n))
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)
@@ -588,6 +577,19 @@ class Tape:
         # release] in tape._record): a compaction between two ops of a large
         # graph kept a dead value until the next backward (W10: +8 MB)
         self.last_inputs = tuple(int(newidx[r]) if r >= 0 else -1 for r in self.last_inputs)
+
+    def _with_nodes(self, kept):
+        """The rows `kept` (ascending) with every output row of their nodes:
+        a node's outputs stay together, so that each keeps its number (their
+        inputs are the node's, which every output row reaches)."""
+        n = self.n
+        oi = self.oi[:n]
+        if not (oi[kept].any() or oi[np.minimum(kept + 1, n - 1)].any()):
+            return kept
+        group = np.arange(n) - oi
+        live_group = np.zeros(n, np.bool_)
+        live_group[group[kept]] = True
+        return np.flatnonzero(live_group[group])
 
     def _renumber(self, newidx):
         """Start a new epoch; older epochs still in use map straight to it."""
