@@ -13,7 +13,7 @@ from . import _kernels, _sweep
 from ._native import compiling
 from ._dtypes import float32, float64
 from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z
-from ._saved import FREED_MESSAGE, drop_packed, unpack_saved
+from ._saved import FREED_MESSAGE, drop_packed, keep_stand_in_reads, unpack_saved
 from ._saved import row_tensor as _row_tensor
 from ._tape import DATA_FIELD, FREED, RETAIN, RG, TARGET, anomaly, current_row, state, where
 from ._tensor import DetachedInPlace, Tensor, new_tensor, warn_once, wrap_value
@@ -722,9 +722,9 @@ def _accumulate(grads, r, g):
 # gradient flows on as nothing and ends as None (x.grad stays None). The
 # hooks of a row reached with a zero see zeros, those of one reached with an
 # undefined gradient see None, as do those of the sibling outputs of a node
-# that the walk ran (unbind's parts, a Function's outputs) that got no
-# gradient (`tp.hook_groups`); a Function's node still runs its backward,
-# on materialized zeros.
+# that the walk ran that got no gradient (unbind's parts: `tp.hook_groups`;
+# a Function's outputs, whose node runs their hooks itself); a Function's
+# node still runs its backward, on materialized zeros.
 
 
 def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
@@ -809,6 +809,8 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             if tp.packed and r in tp.packed:
                 ctx.packed = True
             if opdef.python_only:
+                if not any(ctx.needs):  # autograd.grad's input that leads to no other: no node runs
+                    continue
                 ctx.retain = retain
             # PyTorch runs a node (and its hooks) only when it passes a
             # gradient on: not autograd.grad's input that leads to no other
@@ -816,7 +818,10 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
                 node_hooks = None
             if node_hooks and node_hooks[1]:
                 grad_outputs = _node_hooked(tp, node_hooks[1], grad_outputs, (grad_outputs,), node_state)
-            input_grads = _vjp_of(opdef)(ctx, *grad_outputs)
+            if create_graph:
+                input_grads = _recorded_vjp(opdef, ctx, grad_outputs)
+            else:
+                input_grads = _vjp_of(opdef)(ctx, *grad_outputs)
             if node_hooks and node_hooks[0]:
                 input_grads = _input_hooked(tp, opdef, node_hooks[0], ctx, input_grads, grad_outputs, node_state)
             if anomaly.enabled and anomaly.check_nan:
@@ -838,6 +843,23 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             g = _hooked(tp, r, g, node_state)
         out.append(g)
     return caps, out
+
+
+def _recorded_vjp(opdef, ctx, grad_outputs):
+    """A row's VJP under create_graph: the rows it records on the stand-ins
+    of the saved values it unpacked save their values (Note [Saved tensor
+    hooks]). A VJP that runs a backward of its own (a checkpoint's) has its
+    stand-ins apart from that backward's."""
+    recording = state.tape
+    outer, recording.stand_ins = recording.stand_ins, []
+    lo = recording.n
+    try:
+        input_grads = _vjp_of(opdef)(ctx, *grad_outputs)
+        if recording.stand_ins:
+            keep_stand_in_reads(recording, lo)
+    finally:
+        recording.stand_ins = outer
+    return input_grads
 
 
 def _pass_on(tp, ctx, input_grads, grads, zeros, python_only):

@@ -38,13 +38,16 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 #                   Function) saves none of its inputs, and nx is -1 for its
 #                   row of one input (a1 is no input there)
 #   oi     int32    the row's output number in its node: a node of k outputs
-#                   (unbind, split) is k consecutive rows, one per output
-#                   value (each needs its own value, shape and adjoint
-#                   columns), whose node row is r - oi; 0 for every row of a
-#                   one-output op. Each output row has its op and inputs, and
-#                   its own VJP (the part of the node's for that output's
-#                   gradient), so the sweeps treat it as any row; nodes,
-#                   hooks and compaction see the group (`outputs`)
+#                   (unbind, split, a custom Function) is k consecutive
+#                   rows, one per output value (each needs its own value,
+#                   shape and adjoint columns), whose node row is r - oi; 0
+#                   for every row of a one-output op. Each output row has
+#                   its op and inputs, and its own VJP (the part of the
+#                   node's for that output's gradient), so the sweeps treat
+#                   it as any row; nodes, hooks and compaction see the group
+#                   (`outputs`), and the Python walk runs a Function's node
+#                   once, on all of their gradients (Note [Function rows] in
+#                   tape.autograd.function)
 #   c      float64  constant operand of an elementwise op (stride 0)
 #   p      float64  op parameter (exponent, alpha, 1/n); 1.0 when unused
 #   sval   float64  the value, when the output is 0-d
@@ -215,6 +218,9 @@ class Tape:
         self.saved_hooks = []
         self.packed = {}
         self.saved_hooks_disabled = None  # disable_saved_tensors_hooks's message
+        # the stand-ins that unpacked saved values made during the running
+        # create_graph VJP, None outside one (tape._saved.keep_stand_in_reads)
+        self.stand_ins = None
         # row -> what PyTorch keeps on its node object (metadata, SavedTensors),
         # and row -> its node's (hooks, pre-hooks) (tape._node)
         self.node_data = {}
