@@ -31,8 +31,9 @@ __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 # ctx in `tp.python_rows`, which names the node's type, `<Name>Backward`.
 # The reverse walk runs the node once, where it first meets one of its
 # rows (their consumers are above them all, so every output's gradient is
-# complete there): the user's backward gets them all (undefined ones
-# materialized) and sends the arguments' gradients to their rows.
+# complete there): the user's backward gets them all (zeros for undefined
+# ones, unless set_materialize_grads(False)), and the node sends the
+# arguments' gradients to their rows.
 #
 # Lifetime: the ctx lives in tp.python_rows while the node's rows do, and
 # compaction drops it with them. It holds saved arguments as Tensors
