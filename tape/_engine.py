@@ -13,7 +13,7 @@ from . import _kernels, _sweep
 from ._native import compiling
 from ._dtypes import float32, float64
 from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z
-from ._saved import FREED_MESSAGE, drop_packed, unpack_saved
+from ._saved import FREED_MESSAGE, drop_packed, keep_stand_in_reads, unpack_saved
 from ._saved import row_tensor as _row_tensor
 from ._tape import DATA_FIELD, FREED, RETAIN, RG, TARGET, anomaly, current_row, state, where
 from ._tensor import DetachedInPlace, Tensor, new_tensor, warn_once, wrap_value
@@ -722,9 +722,9 @@ def _accumulate(grads, r, g):
 # gradient flows on as nothing and ends as None (x.grad stays None). The
 # hooks of a row reached with a zero see zeros, those of one reached with an
 # undefined gradient see None, as do those of the sibling outputs of a node
-# that the walk ran (unbind's parts, a Function's outputs) that got no
-# gradient (`tp.hook_groups`); a Function's node still runs its backward,
-# on materialized zeros.
+# that the walk ran that got no gradient (unbind's parts: `tp.hook_groups`;
+# a Function's outputs, whose node runs their hooks itself); a Function's
+# node still runs its backward, on materialized zeros.
 
 
 def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
@@ -764,49 +764,66 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
         hooks = tp.hooks.get(r)
         node = r - tp.m_oi[r]
         node_hooks = tp.node_hooks.get(node) if tp.node_hooks and opdef.arity else None
-        outputs = tp.outputs(r) if node_hooks else None
-        if outputs is not None and len(outputs) > 1:
-            # a node of several outputs runs its hooks once, on all of their gradients
-            if node not in nodes_run:
-                nodes_run.add(node)
-                node_state.restore()
-                _run_outputs(tp, outputs, node_hooks, grads, captured, zeros, leads, node_state)
-                user_code_ran = True
-            continue
-        g = grads.get(r) if r in captured else grads.pop(r, None)
-        if g is None and r in zeros:
-            if not (hooks or opdef.python_only or node_hooks):  # passed on without being computed
-                ctx = _Ctx(tp, r, leads)
-                zeros.update(row for row, need in zip(ctx.rows, ctx.needs) if need)
+        if opdef.python_only:
+            # a custom Function's node runs once, where the walk first meets
+            # one of its rows, on all of their gradients (Note [Function rows])
+            if node in nodes_run:
                 continue
-            g = _zeros_of(tp, r)
-        elif g is None and not (hooks or opdef.python_only or r in tp.hook_groups):
-            continue
+            nodes_run.add(node)
+            r, hooks, g = node, None, None
+        else:
+            outputs = tp.outputs(r) if node_hooks else None
+            if outputs is not None and len(outputs) > 1:
+                # a node of several outputs runs its hooks once, on all of their gradients
+                if node not in nodes_run:
+                    nodes_run.add(node)
+                    node_state.restore()
+                    _run_outputs(tp, outputs, node_hooks, grads, captured, zeros, leads, node_state)
+                    user_code_ran = True
+                continue
+            g = grads.get(r) if r in captured else grads.pop(r, None)
+            if g is None and r in zeros:
+                if not (hooks or node_hooks):  # passed on without being computed
+                    ctx = _Ctx(tp, r, leads)
+                    zeros.update(row for row, need in zip(ctx.rows, ctx.needs) if need)
+                    continue
+                g = _zeros_of(tp, r)
+            elif g is None and not (hooks or r in tp.hook_groups):
+                continue
         user_code_ran = bool(hooks or opdef.python_only or tp.packed or tp.hook_groups or node_hooks)
         try:
-            if tp.hook_groups and r in tp.hook_groups:
-                _hook_silent_siblings(tp, r, grads, zeros, hooked, groups_done, node_state)
-            if hooks:
-                g = _hooked(tp, r, g, node_state)
-                hooked.add(r)
-                if r in captured and g is not None:  # what .grad or autograd.grad gets is the hooked value
-                    grads[r] = g
-            if g is None and not opdef.python_only:
-                continue
+            if opdef.python_only:
+                grad_outputs = _function_output_grads(tp, node, grads, captured, zeros, hooked, node_state)
+            else:
+                if tp.hook_groups and r in tp.hook_groups:
+                    _hook_silent_siblings(tp, r, grads, zeros, hooked, groups_done, node_state)
+                if hooks:
+                    g = _hooked(tp, r, g, node_state)
+                    hooked.add(r)
+                    if r in captured and g is not None:  # what .grad or autograd.grad gets is the hooked value
+                        grads[r] = g
+                if g is None:
+                    continue
+                grad_outputs = (g,)
             ctx = _Ctx(tp, r, leads)
             if tp.packed and r in tp.packed:
                 ctx.packed = True
             if opdef.python_only:
+                if not any(ctx.needs):  # autograd.grad's input that leads to no other: no node runs
+                    continue
                 ctx.retain = retain
             # PyTorch runs a node (and its hooks) only when it passes a
             # gradient on: not autograd.grad's input that leads to no other
             if node_hooks and not any(ctx.needs):
                 node_hooks = None
             if node_hooks and node_hooks[1]:
-                (g,) = _node_hooked(tp, node_hooks[1], (g,), ((g,),), node_state)
-            input_grads = _vjp_of(opdef)(ctx, g)
+                grad_outputs = _node_hooked(tp, node_hooks[1], grad_outputs, (grad_outputs,), node_state)
+            if create_graph:
+                input_grads = _recorded_vjp(opdef, ctx, grad_outputs)
+            else:
+                input_grads = _vjp_of(opdef)(ctx, *grad_outputs)
             if node_hooks and node_hooks[0]:
-                input_grads = _input_hooked(tp, opdef, node_hooks[0], ctx, input_grads, (g,), node_state)
+                input_grads = _input_hooked(tp, opdef, node_hooks[0], ctx, input_grads, grad_outputs, node_state)
             if anomaly.enabled and anomaly.check_nan:
                 _check_nan(tp, r, input_grads)
         except BaseException:
@@ -826,6 +843,23 @@ def _retaped(tp, roots, seeds, target_rows, retain, create_graph):
             g = _hooked(tp, r, g, node_state)
         out.append(g)
     return caps, out
+
+
+def _recorded_vjp(opdef, ctx, grad_outputs):
+    """A row's VJP under create_graph: the rows it records on the stand-ins
+    of the saved values it unpacked save their values (Note [Saved tensor
+    hooks]). A VJP that runs a backward of its own (a checkpoint's) has its
+    stand-ins apart from that backward's."""
+    recording = state.tape
+    outer, recording.stand_ins = recording.stand_ins, []
+    lo = recording.n
+    try:
+        input_grads = _vjp_of(opdef)(ctx, *grad_outputs)
+        if recording.stand_ins:
+            keep_stand_in_reads(recording, lo)
+    finally:
+        recording.stand_ins = outer
+    return input_grads
 
 
 def _pass_on(tp, ctx, input_grads, grads, zeros, python_only):
@@ -850,11 +884,7 @@ def _run_outputs(tp, outputs, node_hooks, grads, captured, zeros, leads, node_st
     where none came), each output row's VJP, their sum for each input, then
     its hooks, as PyTorch runs the node once. Every gradient of its outputs
     is complete here: their consumers are above them all."""
-    gs = []
-    for q in outputs:
-        g = grads.get(q) if q in captured else grads.pop(q, None)
-        gs.append(_zeros_of(tp, q) if g is None and q in zeros else g)
-    gs = tuple(gs)
+    gs = _output_grads(tp, outputs, grads, captured, zeros)
     if all(g is None for g in gs):
         return
     ctx = _Ctx(tp, outputs[0], leads)
@@ -872,6 +902,32 @@ def _run_outputs(tp, outputs, node_hooks, grads, captured, zeros, leads, node_st
     if hooks:
         total = _input_hooked(tp, REGISTRY[tp.op[outputs[0]]], hooks, ctx, total, gs, node_state)
     _pass_on(tp, ctx, total, grads, zeros, False)
+
+
+def _output_grads(tp, outputs, grads, captured, zeros):
+    """The gradients of a node's output rows `outputs`, taken from the
+    walk's (a captured row's stays), None where none came."""
+    gs = []
+    for q in outputs:
+        g = grads.get(q) if q in captured else grads.pop(q, None)
+        gs.append(_zeros_of(tp, q) if g is None and q in zeros else g)
+    return tuple(gs)
+
+
+def _function_output_grads(tp, node, grads, captured, zeros, hooked, node_state):
+    """The gradients of the outputs of a custom Function's node (Note
+    [Function rows]), after the hooks of their tensors, on None where no
+    gradient came (Note [Undefined gradients]): tensor by tensor in the
+    order each got its first hook, as PyTorch runs a node's tensor pre-hooks."""
+    outputs = tp.outputs(node)
+    gs = list(_output_grads(tp, outputs, grads, captured, zeros))
+    for q in [q for q, hooks in tp.hooks.items() if hooks and q in outputs]:
+        k = q - node
+        gs[k] = _hooked(tp, q, gs[k], node_state)
+        hooked.add(q)
+        if q in captured and gs[k] is not None:
+            grads[q] = gs[k]
+    return tuple(gs)
 
 
 def _input_hooked(tp, opdef, hooks, ctx, input_grads, grad_outputs, node_state):
@@ -1099,12 +1155,11 @@ Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
 # keeps each such row's Python state (the ctx) while the row lives: while it
 # is empty, as for every ordinary graph, no backward looks further.
 #
-# The walk gives a python-only op's VJP two more freedoms: it may send its
-# gradients to other rows than its a0 and a1 (by setting `ctx.rows` and
-# `ctx.needs`: a Function's arguments, past the rows that join them), and
-# what it hands on may be an object of its own making, which the walk adds
-# with `+` as it adds gradients (a Function's outputs hand theirs to its
-# node). `ctx.retain` tells it whether the walk frees the graph.
+# The walk runs a python-only op's node once, its VJP getting the gradients
+# of all the node's output rows (Note [Function rows] in
+# tape.autograd.function); the VJP sets `ctx.rows` and `ctx.needs` to the
+# rows it hands gradients to, and `ctx.retain` tells it whether the walk
+# frees the graph.
 
 
 def _reaches_a_python_row(tp, roots):
@@ -1121,7 +1176,7 @@ def _reaches_a_python_row(tp, roots):
     # (an AccumulateGrad node's hooks run where its leaf's .grad is accumulated)
     rows.extend(q for r, (hooks, prehooks) in tp.node_hooks.items() if (hooks or prehooks) and tp.m_op[r] != LEAF
                 for q in tp.outputs(r))
-    rows.extend(tp.python_rows)
+    rows.extend(q for r in tp.python_rows for q in tp.outputs(r))
     rows.extend(tp.packed)  # Note [Saved tensor hooks]
     rows.extend(tp.hook_groups)  # Note [Undefined gradients]
     if not rows or not roots.size:

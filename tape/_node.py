@@ -262,17 +262,13 @@ def node_type(tp, r):
 
 def output_edge(tp, r):
     """(the row of the node, the output number) of the tensor at row r:
-    past the rows that are no PyTorch node (implicit broadcasts and copies,
-    a custom Function's output rows, which number their output in p), to
-    the node's row (Note [Tape layout])."""
+    past the rows that are no PyTorch node (implicit broadcasts and
+    copies), to the node's row (Note [Tape layout])."""
     flags, a0 = tp.m_flags, tp.m_a0
-    nr = -1
     while flags[r] & HIDDEN:
-        if nr < 0 and REGISTRY[tp.m_op[r]].python_only:
-            nr = int(tp.m_p[r])
         r = a0[r]
     oi = tp.m_oi[r]
-    return int(r - oi), int(oi) if nr < 0 else nr
+    return int(r - oi), int(oi)
 
 
 def node_for(tp, r):

@@ -7,7 +7,6 @@ OPCODES = {
     "leaf": 0,
     "const": 1,
     "function": 3,
-    "function_output": 4,
     "delayed_error": 5,
     "add": 6,
     "sub": 7,

@@ -3,13 +3,13 @@ recorded row packs the values its VJP will read (Note [Saved tensor hooks]).
 """
 import contextlib
 
-from ._registry import CONST, REGISTRY, SAVED_TENSORS, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z, RowTensor, lookup
+from ._registry import CONST, REGISTRY, SAVED_TENSORS, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z, RowTensor
 from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
 from ._tensor import DetachedInPlace, Tensor, _unpinned, new_tensor
 
 __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved",
-           "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE", "pack_kept",
-           "saved_row_tensor"]
+           "keep_stand_in_reads", "drop_packed", "row_tensor", "saved_tensor", "SavedTensor", "FREED_MESSAGE",
+           "pack_kept", "saved_row_tensor"]
 
 # Note [Saved tensor hooks]
 # ~~~~~~~~~~~~~~~~~~~~~~~~~
@@ -32,7 +32,12 @@ __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pa
 # whose _Ctx reads a packed value through unpack_hook once per walk of the
 # row, as a tensor of the unpacked value in the saved row's place (`unpacked`):
 # under create_graph the gradient flows into the saved tensor's history, as
-# PyTorch's SavedVariable::unpack grafts it.
+# PyTorch's SavedVariable::unpack grafts it. The tensor has no row of its
+# own: it names the saved row, and stands in for it in the VJP, whose
+# recorded rows compute with its value but would read the saved row's in a
+# later backward. So the rows the VJP records that save a stand-in's row
+# keep the stand-in's value in a _Packed entry of their own, which unpacks
+# as itself (`keep_stand_in_reads`): a second-order backward reads it there.
 #
 # The row's own value stays on the tape, as every row keeps what it saved:
 # hooks change what the VJP reads, not the memory the tape holds. Packed
@@ -173,8 +178,7 @@ def row_saves(tp, r):
     """The values row r saved: its op's saves_for, for the inputs that require grad."""
     saves_for = REGISTRY[tp.m_op[r]].saves_for
     flags = tp.m_flags
-    a, b = tp.m_a0[r], tp.m_a1[r]
-    z = tp.pool[tp.m_xs[r]] if tp.m_nx[r] > 0 else -1
+    a, b, z = _saved_inputs(tp, r)
     return ((saves_for[0] if a >= 0 and flags[a] & RG else 0)
             | (saves_for[1] if b >= 0 and flags[b] & RG else 0)
             | (saves_for[2] if z >= 0 and flags[z] & RG else 0))
@@ -257,15 +261,46 @@ def saved_row_tensor(tp, r, name, source, arguments):
 
 def unpacked(unpack_hook, packed, like):
     """unpack_hook(packed), checked as PyTorch checks it, as a tensor of the
-    value it gave in `like`'s place in the graph: `like`'s row when grad mode
-    is off (the VJP only computes with it), else a hidden clone row over it,
-    so that ops a create_graph VJP records on it save the unpacked value and
-    pass their gradient into `like`'s history."""
-    value = _unpinned(_unpack_hook_result(unpack_hook, packed)._value)
-    if like._rg and state.tape.grad_enabled:
-        from ._record import record
-        return record(lookup("clone"), value, (like,), hidden=True)
-    return placed(value, like)
+    value it gave in `like`'s place in the graph. In a create_graph VJP, a
+    stand-in for like's row: the ops the VJP records on it save its value
+    (keep_stand_in_reads) and pass their gradient into like's history."""
+    t = placed(_unpinned(_unpack_hook_result(unpack_hook, packed)._value), like)
+    tp = state.tape
+    if tp.stand_ins is not None and like._rg and tp.grad_enabled and where(like)[0] is tp:
+        tp.stand_ins.append(t)
+    return t
+
+
+def keep_stand_in_reads(tp, lo):
+    """Give the rows recorded from row lo on (by a create_graph VJP) that
+    save the row of one of the stand-ins `unpacked` made meanwhile as an
+    input the stand-in's value as that saved value: a _Packed entry that
+    unpacks as itself, read by the Python walk (Note [Saved tensor hooks]).
+    A row that saved-tensor hooks packed has the stand-in's value already."""
+    by_row = {where(t)[1]: new_tensor(t._value) for t in tp.stand_ins}
+    for r in range(lo, tp.n):
+        saves = row_saves(tp, r)
+        if not saves & (SAVES_X | SAVES_Y | SAVES_Z) or r in tp.packed:
+            continue
+        values = [_NOT_SAVED] * 4
+        for source, q in zip(("x", "y", "z"), _saved_inputs(tp, r)):
+            if saves & SAVED_TENSORS[source] and q in by_row:
+                values[_SLOT[source]] = by_row[q]
+        kept = [v for v in values if v is not _NOT_SAVED]
+        if kept:
+            nbytes = sum(map(_packed_bytes, kept))
+            tp.packed[r] = _Packed(values, [_itself] * 4, nbytes)
+            tp.held_bytes += nbytes
+
+
+def _saved_inputs(tp, r):
+    """Row r's inputs x, y and z (-1 for none)."""
+    return int(tp.m_a0[r]), int(tp.m_a1[r]), int(tp.pool[tp.m_xs[r]]) if tp.m_nx[r] > 0 else -1
+
+
+def _itself(packed):
+    """The unpack_hook of what keep_stand_in_reads keeps: the value as it is."""
+    return packed
 
 
 def _unpack_hook_result(unpack_hook, packed):

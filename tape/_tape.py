@@ -38,13 +38,16 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 #                   Function) saves none of its inputs, and nx is -1 for its
 #                   row of one input (a1 is no input there)
 #   oi     int32    the row's output number in its node: a node of k outputs
-#                   (unbind, split) is k consecutive rows, one per output
-#                   value (each needs its own value, shape and adjoint
-#                   columns), whose node row is r - oi; 0 for every row of a
-#                   one-output op. Each output row has its op and inputs, and
-#                   its own VJP (the part of the node's for that output's
-#                   gradient), so the sweeps treat it as any row; nodes,
-#                   hooks and compaction see the group (`outputs`)
+#                   (unbind, split, a custom Function) is k consecutive
+#                   rows, one per output value (each needs its own value,
+#                   shape and adjoint columns), whose node row is r - oi; 0
+#                   for every row of a one-output op. Each output row has
+#                   its op and inputs, and its own VJP (the part of the
+#                   node's for that output's gradient), so the sweeps treat
+#                   it as any row; nodes, hooks and compaction see the group
+#                   (`outputs`), and the Python walk runs a Function's node
+#                   once, on all of their gradients (Note [Function rows] in
+#                   tape.autograd.function)
 #   c      float64  constant operand of an elementwise op (stride 0)
 #   p      float64  op parameter (exponent, alpha, 1/n); 1.0 when unused
 #   sval   float64  the value, when the output is 0-d
@@ -218,6 +221,9 @@ class Tape:
         self.saved_hooks = []
         self.packed = {}
         self.saved_hooks_disabled = None  # disable_saved_tensors_hooks's message
+        # the stand-ins that unpacked saved values made during the running
+        # create_graph VJP, None outside one (tape._saved.keep_stand_in_reads)
+        self.stand_ins = None
         # row -> what PyTorch keeps on its node object (metadata, SavedTensors),
         # and row -> its node's (hooks, pre-hooks) (tape._node)
         self.node_data = {}
@@ -531,30 +537,19 @@ class Tape:
         """Drop every row no live Tensor or node can reach; renumber the rest
         in a new epoch (see Note [Tape layout])."""
         n = self.n
-        kept = self.reachable(self._roots(), 0, n)
+        kept = self._with_nodes(self.reachable(self._roots(), 0, n))
         while self.python_rows:
             # a dead Function's ctx still holds the tensors it saved, which
-            # made their rows roots: without it, they may be garbage too
+            # made their rows roots: without it, they may be garbage too. A
+            # live one keeps its node's rows, with the outputs it saved: a
+            # create_graph backward goes through them
             rows = np.fromiter(self.python_rows, np.int64, len(self.python_rows))
             dropped = rows[~np.isin(rows, kept)].tolist()
             if not dropped:
                 break
             for r in dropped:
                 del self.python_rows[r]
-            kept = self.reachable(self._roots(), 0, n)
-        # the outputs a live Function saved keep their rows (their only input
-        # is its node, kept): a create_graph backward goes through them
-        saved = [r for state in self.python_rows.values() for r in state.saved_rows()]
-        if saved:
-            kept = np.union1d(kept, np.array(saved, np.int64))
-        oi = self.oi[:n]
-        if oi[kept].any() or oi[np.minimum(kept + 1, n - 1)].any():
-            # a node's outputs stay together, so that each keeps its number
-            # (their inputs are the node's, which every output row reaches)
-            group = np.arange(n) - oi
-            live_group = np.zeros(n, np.bool_)
-            live_group[group[kept]] = True
-            kept = np.flatnonzero(live_group[group])
+            kept = self._with_nodes(self.reachable(self._roots(), 0, n))
         m = len(kept)
         newidx = np.full(n, -1, np.int64)
         newidx[kept] = np.arange(m)
@@ -624,6 +619,19 @@ class Tape:
         self.old_epochs.append(weakref.ref(old))
         self.ep = Epoch(self)
         self.ep_ref = weakref.ref(self.ep)
+
+    def _with_nodes(self, kept):
+        """The rows `kept` (ascending) with every output row of their nodes:
+        a node's outputs stay together, so that each keeps its number (their
+        inputs are the node's, which every output row reaches)."""
+        n = self.n
+        oi = self.oi[:n]
+        if not (oi[kept].any() or oi[np.minimum(kept + 1, n - 1)].any()):
+            return kept
+        group = np.arange(n) - oi
+        live_group = np.zeros(n, np.bool_)
+        live_group[group[kept]] = True
+        return np.flatnonzero(live_group[group])
 
     def _renumber(self, newidx):
         """Start a new epoch; older epochs still in use map straight to it."""

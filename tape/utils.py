@@ -9,8 +9,7 @@ import numpy as np
 from . import _factories
 from ._engine import _row_tensor
 from ._grad_mode import enable_grad
-from ._record import record
-from ._registry import CONST, LEAF, lookup
+from ._registry import CONST, LEAF
 from ._tape import RG, state, where
 from ._tensor import Tensor, _unpinned, new_tensor
 from .autograd.function import Function
@@ -162,20 +161,23 @@ class Checkpoint(Function):
         sources = ctx.saved_tensors
         tp = state.tape
         create_graph = tp.grad_enabled
-        # The recomputed graph reads each source through a proxy row (an
-        # identity over it) and its gradients are taken at the proxies: taken
-        # at the sources themselves, the walk went on below them (a source
-        # that another source was computed from: h = w * x, with h and w
-        # sources), freeing their graph and counting those paths twice. The
-        # proxies keep the recomputed graph joined to the sources' histories
-        # for create_graph.
-        proxies = [record(lookup("clone"), _unpinned(s._value), (s,), hidden=True) for s in sources]
+        # The recomputed graph reads each source through a leaf of its value,
+        # where its gradients are taken: taken at the sources themselves, the
+        # walk went on below them (a source that another source was computed
+        # from: h = w * x, with h and w sources), freeing their graph and
+        # counting those paths twice. Under create_graph, the rows recorded
+        # since (the recomputed graph and its gradients') then read the
+        # sources in the leaves' place, which joins them to the sources'
+        # histories.
+        tp.reserve(2 * len(sources))
+        leaves = [new_tensor(_unpinned(s._value), True) for s in sources]
         source_rows = [tp.adopt(s) for s in sources]
+        leaf_rows = [tp.adopt(leaf) for leaf in leaves]
         uses = tp.nuse[source_rows].tolist()
         start = tp.n
         with run.random_state, enable_grad():
             outputs = _as_tuple(run.function(*run.args, **run.kwargs))
-        tp.redirect(start, source_rows, [tp.adopt(p) for p in proxies], uses)
+        tp.redirect(start, source_rows, leaf_rows, uses)
         for r, fn_ctx in tp.python_rows.items():
             if r >= start:
                 fn_ctx._second_unpack = _unpacked_twice
@@ -184,8 +186,10 @@ class Checkpoint(Function):
         if not pairs:
             return (None,) * (1 + len(sources))
         from .autograd import grad
-        found = grad([o for o, _ in pairs], proxies, [g for _, g in pairs], create_graph=create_graph,
+        found = grad([o for o, _ in pairs], leaves, [g for _, g in pairs], create_graph=create_graph,
                      allow_unused=True)
+        if create_graph:
+            tp.redirect(start, leaf_rows, source_rows, [0] * len(leaf_rows))
         return (None, *found)
 
 

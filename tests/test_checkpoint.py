@@ -256,6 +256,26 @@ def test_second_derivatives_through_sources_computed_from_each_other():
     assert np.allclose([g.item() for g in second], [82.32962394445758, 29.130915898950846], rtol=1e-12)
 
 
+def test_backward_with_create_graph_into_grad_then_second_order():
+    # torch 2.13 (float64)
+    x = tape.tensor([0.5, 1.5], requires_grad=True)
+    w = tape.tensor([2.0, -1.0], requires_grad=True)
+    checkpoint(lambda a: (a * a * w).exp().sum(), x, use_reentrant=False).backward(create_graph=True)
+    assert x.grad.requires_grad
+    np.testing.assert_allclose(x.grad.detach().numpy(), [3.2974425414002564, -0.316197673685593], rtol=1e-13)
+    np.testing.assert_allclose(w.grad.detach().numpy(), [0.41218031767503205, 0.23714825526419475], rtol=1e-13)
+    gx, gw = tape.autograd.grad((x.grad ** 2).sum(), (x, w))
+    np.testing.assert_allclose(gx.numpy(), [86.98501851068946, -0.46657785460617696], rtol=1e-13)
+    np.testing.assert_allclose(gw.numpy(), [16.309690970754275, 0.24995242211045188], rtol=1e-13)
+
+
+def test_second_derivative_of_a_0d_checkpoint():
+    a = tape.tensor(0.7, requires_grad=True)
+    (g,) = tape.autograd.grad(checkpoint(lambda t: t.sin() * t, a, use_reentrant=False), a, create_graph=True)
+    (h,) = tape.autograd.grad(g, a)
+    assert (g.item(), h.item()) == pytest.approx((1.179607218336833, 1.0787319935025934), rel=1e-14)
+
+
 class _SavesFive(tape.autograd.Function):
     second_access = []
 

@@ -714,6 +714,156 @@ def test_downstream_edge_reaches_the_function_node():
     assert (y * 2).grad_fn.next_functions[0][0] == y.grad_fn
 
 
+class Pair(Function):
+    """x * 2 and x + y, whose backward notes the gradients it gets."""
+    seen = []
+
+    @staticmethod
+    def forward(ctx, x, y):
+        return x * 2, x + y
+
+    @staticmethod
+    def backward(ctx, ga, gb):
+        Pair.seen.append((None if ga is None else ga.tolist(), None if gb is None else gb.tolist()))
+        return ga * 2 + gb, gb
+
+
+def test_outputs_are_numbered_in_their_one_node():
+    # torch 2.13: output_nr 0 and 1 of one node, which a consumer's edge names
+    a, b = Pair.apply(_vector(), _vector())
+    assert (a.output_nr, b.output_nr, a.grad_fn == b.grad_fn) == (0, 1, True)
+    assert (b * a).grad_fn.next_functions == ((b.grad_fn, 1), (a.grad_fn, 0))
+
+
+def test_output_numbers_count_the_outputs_that_are_not_differentiable():
+    # torch 2.13: (mask, 3, s, t) gives s and t output_nr 2 and 3; backward
+    # gets zeros for the mask, None for the number
+    seen = []
+
+    class Mixed(Function):
+        @staticmethod
+        def forward(ctx, x):
+            mask = (x > 0).long()
+            ctx.mark_non_differentiable(mask)
+            return mask, 3, x.sin(), x * 1
+
+        @staticmethod
+        def backward(ctx, g_mask, g_three, g_sin, g_x):
+            seen.append((g_mask.tolist(), g_three, g_x.tolist()))
+            return g_sin * x.cos() + g_x
+
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    mask, three, s, t = Mixed.apply(x)
+    assert (mask.requires_grad, mask.grad_fn, three, s.output_nr, t.output_nr) == (False, None, 3, 2, 3)
+    t.sum().backward()
+    assert seen == [([0, 0], None, [1.0, 1.0])] and x.grad.tolist() == [1.0, 1.0]
+
+
+def test_backward_runs_once_with_every_outputs_gradient():
+    # torch 2.13: the unused output's gradient is materialized as zeros
+    x, y = _vector(), _vector()
+    a, b = Pair.apply(x, y)
+    Pair.seen.clear()
+    (b * 3).sum().backward()
+    assert Pair.seen == [([0.0, 0.0, 0.0], [3.0, 3.0, 3.0])]
+    assert (x.grad.tolist(), y.grad.tolist()) == ([3.0, 3.0, 3.0], [3.0, 3.0, 3.0])
+
+
+def test_grad_with_respect_to_an_output_runs_no_backward():
+    # torch 2.13: the node is on no path to the input
+    a, b = Pair.apply(_vector(), _vector())
+    Pair.seen.clear()
+    (g,) = tape.autograd.grad((a * b).sum(), [a])
+    assert Pair.seen == [] and g.tolist() == b.tolist()
+
+
+def test_the_second_output_alone_keeps_the_node():
+    x, y = _vector(), _vector()
+    _, b = Pair.apply(x, y)
+    tape._tape.state.tape.compact()
+    Pair.seen.clear()
+    b.sum().backward()
+    assert Pair.seen == [([0.0, 0.0, 0.0], [1.0, 1.0, 1.0])] and y.grad.tolist() == [1.0, 1.0, 1.0]
+
+
+def test_tensor_hooks_of_the_outputs_run_in_the_order_of_their_first_hook():
+    # torch 2.13: b, b2, c, a; a's hook sees None (no gradient reached it)
+    class Three(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2, x * 3, x * 4
+
+        @staticmethod
+        def backward(ctx, ga, gb, gc):
+            return gb + gc
+
+    calls = []
+    a, b, c = Three.apply(_vector())
+    b.register_hook(lambda g: calls.append("b"))
+    c.register_hook(lambda g: calls.append("c"))
+    a.register_hook(lambda g: calls.append(("a", g)))
+    b.register_hook(lambda g: calls.append("b2"))
+    (b.sum() + c.sum()).backward()
+    assert calls == ["b", "b2", "c", ("a", None)]
+
+
+def test_node_hooks_see_the_gradients_of_all_outputs():
+    # torch 2.13: the pre-hook gets (None, g_b); the hook gets the inputs'
+    # gradients and the same outputs' gradients
+    calls = []
+
+    def listed(gs):
+        return [None if g is None else g.tolist() for g in gs]
+
+    a, b = Pair.apply(_vector(), _vector())
+    a.grad_fn.register_prehook(lambda go: calls.append(("pre", listed(go))))
+    a.grad_fn.register_hook(lambda gi, go: calls.append(("post", listed(gi), listed(go))))
+    b.sum().backward()
+    ones = [1.0, 1.0, 1.0]
+    assert calls == [("pre", [None, ones]), ("post", [ones, ones], [None, ones])]
+
+
+def test_second_derivative_through_a_second_output():
+    class Powers(Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x ** 3, x ** 2
+
+        @staticmethod
+        def backward(ctx, g_cube, g_square):
+            (x,) = ctx.saved_tensors
+            return 3 * x ** 2 * g_cube + 2 * x * g_square
+
+    z = tape.tensor(2.0, requires_grad=True)
+    _, square = Powers.apply(z)
+    (g,) = tape.autograd.grad(square, z, create_graph=True)
+    (h,) = tape.autograd.grad(g, z)
+    assert (g.item(), h.item()) == (4.0, 2.0)
+
+
+def test_an_output_returned_twice_is_one_tensor_numbered_last():
+    # torch 2.13: one tensor, output_nr 1; backward gets zeros for output 0
+    seen = []
+
+    class Twice(Function):
+        @staticmethod
+        def forward(ctx, x):
+            out = x * 2
+            return out, out
+
+        @staticmethod
+        def backward(ctx, g0, g1):
+            seen.append((g0.tolist(), g1.tolist()))
+            return 2 * (g0 + g1)
+
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    u, v = Twice.apply(x)
+    assert (u is v, v.output_nr, (v * 1).grad_fn.next_functions[0][1]) == (True, 1, 1)
+    v.sum().backward()
+    assert seen == [([0.0, 0.0], [1.0, 1.0])] and x.grad.tolist() == [2.0, 2.0]
+
+
 def test_ctx_attributes_and_saved_tensors_read_through_the_node():
     x = _vector()
     y = Cube.apply(x, 2.0)

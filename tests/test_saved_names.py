@@ -656,7 +656,7 @@ NOT_PACKED = {**NOT_SHOWN, "slogdet_sign": {"LU", "pivots", "sign"}}
 # custom Function's rows (its ctx saves), the partials' vocabulary (step;
 # floor_div, remainder's, PyTorch's div with a rounding mode, which tape.div
 # does not take) and the rows a create_graph backward of indexing records
-NO_NODE = {"leaf", "const", "function", "function_output", "delayed_error", "step", "floor_div",
+NO_NODE = {"leaf", "const", "function", "delayed_error", "step", "floor_div",
            "strided_scatter", "index_put"}
 
 

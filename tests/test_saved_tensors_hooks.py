@@ -131,6 +131,19 @@ def test_create_graph_second_order_through_a_scaling_unpack():
     assert (g.tolist(), h.tolist()) == ([12.0, 48.0], [12.0, 24.0])
 
 
+def test_create_graph_third_order_through_a_scaling_unpack():
+    # torch 2.13: the rows a VJP records on an unpacked value keep that value
+    # for the next order, itself unpacked again
+    x = tape.tensor(x0, requires_grad=True)
+    h0 = x * 1
+    with saved_tensors_hooks(lambda t: t, lambda p: p * 2):
+        z = (h0 ** 3).sum()
+    (g,) = tape.autograd.grad(z, x, create_graph=True)
+    (h,) = tape.autograd.grad(g.sum(), x, create_graph=True)
+    (k,) = tape.autograd.grad(h.sum(), x)
+    assert (g.tolist(), h.tolist(), k.tolist()) == ([12.0, 48.0], [12.0, 24.0], [6.0, 6.0])
+
+
 def test_create_graph_second_order_through_identity_hooks():
     x = tape.tensor(x0, requires_grad=True)
     with Log().hooks():
@@ -152,6 +165,29 @@ class Square(tape.autograd.Function):
         (x,) = ctx.saved_tensors
         (x,) = ctx.saved_tensors
         return 2 * x * g
+
+
+class NotedSquare(Square):
+    """Square whose backward notes the saved tensor it unpacked."""
+    seen = []
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        NotedSquare.seen.append((x.requires_grad, type(x.grad_fn).__name__, x.output_nr, x.tolist()))
+        return 2 * x * g
+
+
+def test_an_unpacked_value_under_create_graph_has_the_saved_tensors_grad_fn():
+    # torch 2.13: in the saved tensor's place (MulBackward0, output 0), with the unpacked value
+    x = tape.tensor(x0, requires_grad=True)
+    with saved_tensors_hooks(lambda t: t, lambda p: p * 2):
+        y = NotedSquare.apply(x * 1)
+    NotedSquare.seen.clear()
+    (g,) = tape.autograd.grad(y.sum(), x, create_graph=True)
+    (h,) = tape.autograd.grad(g.sum(), x)
+    assert NotedSquare.seen == [(True, "MulBackward0", 0, [2.0, 4.0])]
+    assert (g.tolist(), h.tolist()) == ([4.0, 8.0], [2.0, 2.0])
 
 
 def test_a_function_packs_at_apply_and_unpacks_at_each_saved_tensors():

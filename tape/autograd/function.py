@@ -13,67 +13,47 @@ from .._node import Node
 from .._record import broadcast_shapes, record, sum_to
 from .._registry import defop
 from .._saved import pack, unpacked
-from .._tape import HIDDEN, RETAIN, RG, anomaly, current_row, keep_trace, state, where
+from .._tape import RETAIN, RG, anomaly, current_row, keep_trace, state, where
 from .._tensor import Tensor, _dead_token, _unpinned, new_tensor, wrap_value
 
 __all__ = ["Function", "FunctionCtx", "once_differentiable"]
 
 # Note [Function rows]
 # ~~~~~~~~~~~~~~~~~~~~
-# One apply of a Function whose tensor arguments require grad records, in
-# this order (see Note [Python-only rows] in tape._engine):
-#   - the node row (op function, variadic) over the rows of those arguments;
-#     `tp.python_rows[node]` is the apply's ctx, which names the node's type,
-#     `<Name>Backward`;
-#   - a hidden row per differentiable output (op function_output) over the
-#     node, holding the output's value, its index in p. Hidden, so every
-#     output's grad_fn is the node: equal nodes, as PyTorch's one node.
-# The reverse walk reaches the output rows before the node: each hands its
-# gradient to the node as _OutputGrads, which add up into one per walk; the
-# node's VJP runs the user's backward and sends the arguments' gradients
-# to their rows (ctx.rows).
+# One apply of a Function whose tensor arguments require grad records one
+# node (see Note [Python-only rows] in tape._engine): a row of op function
+# per output, up to its last differentiable one, numbered in the node as
+# unbind's parts are (Note [Tape layout]), each over the rows of the
+# arguments that require grad. A differentiable output's row holds its
+# value; the row of another output before it (a non-differentiable or
+# non-tensor one) holds none and no tensor names it, as PyTorch's node has
+# an input for each output. The node's row (the first) keeps the apply's
+# ctx in `tp.python_rows`, which names the node's type, `<Name>Backward`.
+# The reverse walk runs the node once, where it first meets one of its
+# rows (their consumers are above them all, so every output's gradient is
+# complete there): the user's backward gets them all (zeros for undefined
+# ones, unless set_materialize_grads(False)), and the node sends the
+# arguments' gradients to their rows.
 #
-# Lifetime: the ctx lives in tp.python_rows while the node row does, and
-# compaction drops it with the row. It holds saved arguments as Tensors
+# Lifetime: the ctx lives in tp.python_rows while the node's rows do, and
+# compaction drops it with them. It holds saved arguments as Tensors
 # (they are below the node: no cycle; compaction looks again once it has
 # dropped a ctx, whose arguments are then no longer held) but a saved output
-# as its value and row, never as its Tensor, which would keep the node's row
-# live for ever; compaction keeps that row while the ctx lives
-# (`saved_rows`), for a create_graph backward through the saved output.
-# Saved arrays count in tp.held_bytes (ctx.nbytes), so a loop of applies
+# as its value and row, never as its Tensor, which would keep the node's rows
+# live for ever; compaction keeps the node's rows together, so the saved
+# output's row stays while the ctx does, for a create_graph backward through
+# it. Saved arrays count in tp.held_bytes (ctx.nbytes), so a loop of applies
 # without backward compacts by their size too; backward without
 # retain_graph frees them.
 
 
-def _output_vjp(ctx, g):
-    ctx.rows = (ctx._a,)
-    # an undefined gradient (Note [Undefined gradients] in tape._engine) hands on none
-    return (_OutputGrads({} if g is None else {int(ctx.p): g}),)
-
-
-def _node_vjp(ctx, g):
-    return ctx._tp.python_rows[ctx._r]._backward(ctx, g)
+def _node_vjp(ctx, *grad_outputs):
+    return ctx._tp.python_rows[ctx._r]._backward(ctx, grad_outputs)
 
 
 _NODE = defop("function", "FunctionBackward", 2, vjp=_node_vjp, python_only=True, variadic=True)
-_OUTPUT = defop("function_output", "FunctionOutput", 1, vjp=_output_vjp, python_only=True)
 _DELAYED_ERROR = defop("delayed_error", "Error", 1, not_differentiable=(
     "trying to differentiate twice a function that was marked with @once_differentiable"))
-
-
-class _OutputGrads:
-    """The gradients of one apply's outputs, by output index, on their way
-    from the output rows to the node row (Note [Function rows])."""
-    __slots__ = ("by_index",)
-
-    def __init__(self, by_index):
-        self.by_index = by_index
-
-    def __add__(self, other):
-        for k, g in other.by_index.items():
-            prev = self.by_index.get(k)
-            self.by_index[k] = g if prev is None else prev + g
-        return self
 
 
 _FREED_MESSAGE = (
@@ -267,19 +247,6 @@ class FunctionCtx:
         self.nbytes = sum(s.nbytes for s in saved if s is not None)
         self._tape.held_bytes += self.nbytes
 
-    def saved_rows(self):
-        """The rows of the saved outputs, which compaction keeps while the
-        ctx lives (Note [Function rows])."""
-        rows = []
-        for s in self._saved or ():
-            if type(s) is _HookedSaved:
-                s = s.saved
-            if type(s) is _SavedOutput:
-                r = current_row(s.ep, s.row)[1]
-                if r >= 0:
-                    rows.append(r)
-        return rows
-
     def _free(self):
         if self._saved is not None:
             self._freed = True
@@ -287,15 +254,14 @@ class FunctionCtx:
             self._tape.held_bytes -= self.nbytes
             self.nbytes = 0
 
-    def _backward(self, ctx, g):
-        """The node row's VJP: the user's backward on the outputs' gradients,
-        its results checked as PyTorch checks them and sent to the rows of
-        the arguments that require grad."""
+    def _backward(self, ctx, grad_outputs):
+        """The node's VJP: the user's backward on the gradients of its
+        output rows (None where none came), its results checked as PyTorch
+        checks them and sent to the rows of the arguments that require grad."""
         name = self._fn._backward_cls.__name__
-        by_index = g.by_index if g is not None else {}
         grads = []
         for k, spec in enumerate(self._outputs):
-            gk = by_index.get(k)
+            gk = grad_outputs[k] if k < len(grad_outputs) else None
             if gk is None and spec is not None and self._materialize:
                 gk = new_tensor(wrap_value(np.zeros(spec[0], spec[1])))
             grads.append(gk)
@@ -506,44 +472,41 @@ def _alias(o, args):
 
 
 def _record(tp, ctx, args, outputs):
-    """Append the apply's rows (Note [Function rows]) and return its outputs."""
+    """Append the apply's node (Note [Function rows]) and return its outputs."""
     tensors = [a for a in args if isinstance(a, Tensor)]
     tp.reserve(2 * len(tensors) + len(outputs) + 2)
     recorded = [isinstance(a, Tensor) and a._rg for a in args]
     rows = [tp.adopt(a) for a, rec in zip(args, recorded) if rec]
-    node = tp.append(_NODE.code, 0.0, object(), rows[0], rows[1] if len(rows) > 1 else -1)
-    if len(rows) != 2:
-        tp.more_inputs(node, rows[2:] if rows[1:] else None)
-    if anomaly.enabled:
-        keep_trace(tp, node)
     ctx._tape = tp
     # the arguments' shapes, not the arguments: what is not saved goes (Note [Function rows])
     ctx._shapes = [a.shape if isinstance(a, Tensor) else None for a in args]
     ctx._recorded = recorded
     non_differentiable = ctx._non_differentiable
-    specs, results, outputs_at, differentiable = [], [], {}, []
+    differentiable = [isinstance(o, Tensor) and o.dtype.kind == "f" and not any(o is t for t in non_differentiable)
+                      for o in outputs]
+    count = max([k + 1 for k, d in enumerate(differentiable) if d], default=0)
+    node = tp.n
+    specs, results, outputs_at = [], [], {}
     for k, o in enumerate(outputs):
-        if not isinstance(o, Tensor):
-            specs.append(None)
-            results.append(o)
-            continue
-        specs.append((o.shape, o.dtype))
+        specs.append((o.shape, o.dtype) if isinstance(o, Tensor) else None)
         dirty = any(o is t for t in ctx._dirty)
-        if any(o is t for t in non_differentiable) or o.dtype.kind != "f":
+        if not differentiable[k]:
             results.append(o if dirty else _alias(o, args))
+            if k < count:
+                _node_row(tp, rows)
             continue
         repeated = id(o) in outputs_at
-        out = _output_row(tp, node, k, o, args, dirty, repeated)
+        out = _output_row(tp, rows, o, args, dirty, repeated)
         if not dirty and _views_an_input(o, args):
             out._refused_view = (ctx._fn.__name__, k, _CUSTOM_VIEW)
         outputs_at[id(out)] = k
         results.append(out)
-        if not repeated:
-            differentiable.append(out)
-    if len(differentiable) > 1:  # Note [Undefined gradients] in tape._engine
-        siblings = [(t._ep, t._row) for t in differentiable]
-        for t in differentiable:
-            t._siblings = siblings
+    if not count:  # no output is differentiable: the node has a row still, which nothing reaches
+        _node_row(tp, rows)
+    if tp.n - node > 1:
+        tp.number_outputs(range(node, tp.n))
+    if anomaly.enabled:
+        keep_trace(tp, node)
     ctx._outputs = specs
     ctx._pack(outputs_at)
     tp.python_rows[node] = ctx
@@ -563,11 +526,22 @@ def _views_an_input(o, args):
     return any(isinstance(a, Tensor) and (o is a or o._vc is not None and o._vc is a._vc) for a in args)
 
 
-def _output_row(tp, node, k, o, args, dirty, repeated=False):
-    """The Tensor of output k, recorded as a hidden row over the node: the
-    forward's own tensor when it is fresh or a dirty argument, else a new
-    one sharing its storage (an argument returned, a tensor with a row).
-    A tensor forward returned already (`return out, out`) is one tensor, as
+def _node_row(tp, inputs, value=0.0, owner=None):
+    """Append one row of the node over `inputs`, the rows of its arguments
+    that require grad: an output's, with its value and the row's owner
+    (Note [Tape layout]), or one that no tensor names (Note [Function rows])."""
+    r = tp.append(_NODE.code, value, _dead_token() if owner is None else owner, inputs[0],
+                  inputs[1] if len(inputs) > 1 else -1, flags=RG if owner is not None else 0)
+    if len(inputs) != 2:
+        tp.more_inputs(r, inputs[2:] if inputs[1:] else None)
+    return r
+
+
+def _output_row(tp, inputs, o, args, dirty, repeated=False):
+    """The Tensor of the output o, given its row of the node: the forward's
+    own tensor when it is fresh or a dirty argument, else a new one sharing
+    its storage (an argument returned, a tensor with a row). A tensor
+    forward returned already (`return out, out`) is one tensor, as
     PyTorch's, which moves to this output (its output_nr is the last): the
     earlier output's row is left to no tensor, and gets no gradient."""
     value = o._value
@@ -592,8 +566,7 @@ def _output_row(tp, node, k, o, args, dirty, repeated=False):
         value = out._value
         if type(value) is not float:
             o._share_storage(out)
-    r = tp.append(_OUTPUT.code, value, value if type(value) is float else out, node, p=float(k),
-                  flags=RG | HIDDEN)
+    r = _node_row(tp, inputs, value, value if type(value) is float else out)
     out._value, out._rg, out._ep, out._row = value, True, tp.ep, r
     if out._vc is not None:
         out._vc.add_row(tp.ep, r)
