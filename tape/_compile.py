@@ -3,7 +3,7 @@ inputs, while everything the recording read stays the same (Note [Compiled
 replay])."""
 import collections
 import functools
-import inspect
+import gc
 import operator
 import sys
 import threading
@@ -42,8 +42,9 @@ __all__ = ["compile", "CompiledFunction"]
 #     (ops.comparison reports it), not by y's exact value.
 # Outside tensors are held weakly. A replay checks that each is alive, held
 # by something other than its tape, of its recorded shape, dtype and
-# requires_grad, and that fn's closure cells and globals still hold the
-# tensors they held: a rebound parameter records again.
+# requires_grad, and that the dicts, lists and closure cells that held it at
+# the recording (found with gc.get_referrers, once) still do: a parameter
+# rebound through a global, an attribute or a container records again.
 # fn sees its arguments as they are: what it computes from tensors that need
 # no gradient alone is not recorded (eager mode records no row for it), so a
 # recording that uses such a result runs eagerly (below). A call under
@@ -462,8 +463,8 @@ def _inputs_now(program, args):
     for j, kind, outcome in program.input_guards:
         if not _holds(kind, _observe(tensors[j], kind), outcome):
             return None
-    for holder, key, ref in program.bindings:
-        if (holder.cell_contents if key is None else holder.get(key)) is not ref():
+    for holder, key, ref in program.holders:
+        if not _still_held(holder, key, ref):
             return None
     return tensors
 
@@ -703,7 +704,8 @@ class CompiledFunction:
             if rec.wrote or any(tp.m_flags[r] & DIRTY for r in rec.entered):
                 raise _Unsupported("it changes a tensor in place")
             program = _Program(tp, rec, lo, hi, _spec(result), arg_rg, grad_enabled)
-            program.bindings = _bindings(self._fn)
+            program.holders = _holders([v() for kind, v in program.sources if kind == "tensor"],
+                                       (tp.owners, rec.entered, rec.made, tensors))
             _ensure_kernels(program)
         except _Unsupported as e:
             refusal = str(e)
@@ -718,34 +720,49 @@ class CompiledFunction:
         return self._eagerly("a recording did not replay its own inputs", args, kwargs) if out is _FAILED else out
 
 
-def _bindings(fn):
-    """The closure cells and globals of fn's code (nested functions' too) that
-    hold tensors: (cell, None, tensor) or (globals, name, tensor), weakly; a
-    replay checks that each still holds its tensor, so rebinding one (a
-    parameter updated as w = w - lr * w.grad) records again."""
-    fn = inspect.unwrap(getattr(fn, "__func__", fn))
-    code = getattr(fn, "__code__", None)
-    if code is None:
+def _holders(tensors, ignored):
+    """Where the outside tensors a recording read are held: (holder, key,
+    tensor) for each dict entry, list item and closure cell that holds one,
+    the tensor weakly. A replay checks that each still holds its tensor, so
+    rebinding one (self.w = self.w - lr * g, params["w"] = ..., a global, a
+    closure variable) records again, whatever else still holds the old one.
+    `ignored` are containers of tape's own (the tape's owners)."""
+    if not tensors:
         return []
+    wanted = {id(t) for t in tensors}
+    skip = {id(c) for c in ignored} | {id(tensors)}
     found = []
-    for cell in fn.__closure__ or ():
-        try:
-            value = cell.cell_contents
-        except ValueError:  # an empty cell
+    for holder in gc.get_referrers(*tensors):
+        if id(holder) in skip:
             continue
-        if isinstance(value, Tensor):
-            found.append((cell, None, weakref.ref(value)))
-    names = set()
-    codes = [code]
-    while codes:
-        c = codes.pop()
-        names.update(c.co_names)
-        codes.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    for name in sorted(names):
-        value = fn.__globals__.get(name)
-        if isinstance(value, Tensor):
-            found.append((fn.__globals__, name, weakref.ref(value)))
+        if isinstance(holder, dict):
+            items = holder.items()
+        elif isinstance(holder, list):
+            items = enumerate(holder)
+        elif isinstance(holder, types.CellType):
+            items = [(_CELL, holder.cell_contents)]
+        elif isinstance(getattr(holder, "__dict__", None), dict) and not isinstance(holder, (type, Tensor)):
+            # an object whose attributes CPython keeps in the object itself until its __dict__ is asked for
+            holder = holder.__dict__
+            items = holder.items()
+        else:
+            continue
+        found.extend((holder, key, weakref.ref(value)) for key, value in items if id(value) in wanted)
     return found
+
+
+_CELL = object()  # the key of a closure cell's contents in _holders
+
+
+def _still_held(holder, key, ref):
+    """Whether `holder` still holds at `key` the tensor `ref` names."""
+    t = ref()
+    try:
+        if key is _CELL:
+            return holder.cell_contents is t
+        return holder[key] is t
+    except (KeyError, IndexError, ValueError):  # gone, or an emptied cell
+        return False
 
 
 def _caller_level():
