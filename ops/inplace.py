@@ -17,7 +17,7 @@ from tape._grad_mode import no_grad
 from tape._record import _broadcast_input, binary, record
 from tape._node import keep_arguments
 from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop, lookup, native_helper
-from tape._tape import RETAIN, state, where
+from tape._tape import DATA_FIELD, RETAIN, state, where
 from tape._tensor import Tensor, _dead_token, new_tensor, wrap_value
 
 from ops import elementwise, linalg
@@ -112,12 +112,39 @@ def _saves_self(name, other=None):
     return bool(saves_for[0] & SAVES_X or requires_grad(other) and saves_for[1] & SAVES_X)
 
 
-def _original(t):
-    """t's value before an in-place op whose backward reads it, as a hidden
-    copy in t's graph (PyTorch's original self): the write makes t's own row
-    dirty for the consumers that saved it earlier, not for this op."""
-    value = t._value * 1.0 if type(t._value) is float else np.array(t._value, copy=True)
-    return record(lookup("clone"), value, (t,), hidden=True)
+# Note [Original self]
+# ~~~~~~~~~~~~~~~~~~~~~
+# An in-place op on a tensor t owning its storage whose backward reads t's
+# value saves t's value before the write (PyTorch's original self, a clone
+# that is no node). Here the op's row reads t's old row r directly, which
+# from then on reads a private copy of the value (a 0-d float64's is its
+# sval already, which the write leaves): the write makes r dirty, from the
+# op's first row on (dirty_from), so the consumers that saved r earlier
+# raise PyTorch's error, and the op's row, and the rows its backward records
+# under create_graph, read the copy.
+def _on_original(t, compute, args):
+    """compute(t's original self, *args), written into t (Note [Original self])."""
+    tp, r = where(t)
+    value = t._value
+    if type(value) is float:
+        copy = value * 1.0
+    else:
+        copy = tp.keep.get(r)
+        if copy is None or copy is value:  # else the row reads a copy of its own already
+            copy = tp.keep[r] = np.array(value, copy=True, order="C")
+            if copy.ndim:
+                tp.m_ptr[r] = id(copy) + DATA_FIELD
+    original = new_tensor(copy, True)
+    original._ep, original._row = tp.ep, r
+    ep, first = tp.ep, tp.n
+    res = compute(original, *args)
+    _write(t, res)
+    if any(a is t for a in args):
+        return res  # the op saved t's row as its other operand too, which the write changed
+    if ep.remap is not None:  # compacted meanwhile: the rows kept below the op's first
+        first = int(np.count_nonzero(ep.remap[:first] >= 0))
+    tp.m_dirty_from[where(original)[1]] = first
+    return res
 
 
 def _apply(t, compute, *args, saves_self=False, fills=False):
@@ -142,12 +169,12 @@ def _apply(t, compute, *args, saves_self=False, fills=False):
         _write(t, res)  # a leaf leaves its row, dirty for the graphs that saved it
         rebound = None
     elif base is None:
-        if not t._rg:  # a constant's old value must survive the write for the VJP that saved it
-            x = new_tensor(wrap_value(np.array(t._value, copy=True)))
+        if t._rg and saves_self:
+            res = _on_original(t, compute, args)
         else:
-            x = _original(t) if saves_self else t
-        res = compute(x, *args)
-        _write(t, res)
+            # a constant's old value must survive the write for the VJP that saved it
+            res = compute(t if t._rg else new_tensor(wrap_value(np.array(t._value, copy=True))), *args)
+            _write(t, res)
         _rebind(t, res)
         rebound = t
     else:

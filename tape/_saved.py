@@ -322,7 +322,8 @@ def _check_saved(tp, r, source):
         raise RuntimeError(FREED_MESSAGE)
     i = _saved_row(tp, r, source)
     # one detached in place still reads (only a backward refuses it, as PyTorch's)
-    if i >= 0 and tp.m_flags[i] & DIRTY and type(tp.owners[i]) is not DetachedInPlace:
+    if (i >= 0 and tp.m_flags[i] & DIRTY and r < tp.m_dirty_from[i]
+            and type(tp.owners[i]) is not DetachedInPlace):
         from ._engine import raise_modified
         raise_modified(tp, i)
     return True

@@ -66,6 +66,13 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 #                   been freed by a backward; at 0 the value may be released.
 #                   Kept for rows with a tensor value only: a 0-d value is in
 #                   sval, never released, and the sweep does not count it down
+#   dirty_from int64  for a DIRTY row, the first row recorded after the write
+#                   that last made it dirty (NEVER_WRITTEN: every row): a
+#                   consumer below it saved the value that the write changed
+#                   and raises PyTorch's error, one from it on saved the value
+#                   the row reads now (an in-place op's original self, Note
+#                   [Original self] in ops/inplace.py; a tensor that shares
+#                   the written storage and keeps its row and grad_fn)
 #
 # Python side, parallel to the rows: `owners[r]` is a token whose reference
 # count says whether the row's Tensor is alive. For a 0-d result it is the
@@ -82,6 +89,7 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 # live tensors.
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
+NEVER_WRITTEN = np.iinfo(np.int64).max
 
 _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("xs", np.int64, 0), ("nx", np.int64, 0), ("oi", np.int32, 0),
@@ -89,7 +97,7 @@ _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("ptr", np.int64, 0), ("numel", np.int64, 1), ("ndim", np.int64, 0),
             ("shp", np.int64, 0), ("ia", np.int64, 0), ("ian", np.int64, 0),
             ("dt", np.int8, 0), ("flags", np.uint8, RG), ("stamp", np.int64, 0),
-            ("sadj", np.float64, 0.0), ("nuse", np.int64, 0))
+            ("sadj", np.float64, 0.0), ("nuse", np.int64, 0), ("dirty_from", np.int64, NEVER_WRITTEN))
 COLUMN_NAMES = tuple(name for name, _, _ in _COLUMNS)
 
 _FLOAT64 = np.dtype(np.float64)
@@ -544,6 +552,10 @@ class Tape:
             if name not in ("a0", "a1", "xs", "nx", "shp", "ia"):
                 col[:m] = col[kept]
             col[m:n] = default
+        # a boundary between rows becomes the number of kept rows below it
+        dirty_from = self.dirty_from[:m]
+        written = dirty_from != NEVER_WRITTEN
+        dirty_from[written] = np.searchsorted(kept, dirty_from[written])
         self.pool, self.npool = pool, npool
         self.tuple_offsets = {}
         self.tuple_at = {}
@@ -661,6 +673,12 @@ class Tape:
             moved = nuse[o] - before
             nuse[o] -= moved
             nuse[p] += moved
+
+    def mark_dirty(self, r):
+        """Row r's value changed in place: the consumers recorded so far that
+        saved it raise (Note [Tape layout], dirty_from)."""
+        self.m_flags[r] |= DIRTY
+        self.m_dirty_from[r] = self.n
 
     def reachable(self, roots, lo=0, hi=None):
         """The rows among lo..hi-1 (hi: past the highest root) that `roots`

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib import array_utils as _array_utils
 
 from ._dtypes import cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
-from ._tape import DATA_FIELD, DIRTY, RETAIN, current_row, state, where
+from ._tape import DATA_FIELD, RETAIN, current_row, state, where
 from ._registry import LEAF
 from . import _format
 
@@ -583,7 +583,7 @@ class Tensor:
             tp.keep.setdefault(r, self._value)
         if detached:
             if tp.op[r] != LEAF:
-                tp.flags[r] |= DIRTY
+                tp.mark_dirty(r)
             tp.owners[r] = DetachedInPlace()
         elif tp.op[r] == LEAF:
             tp.owners[r] = _LeafRef(self)
@@ -662,11 +662,11 @@ class Tensor:
         vc = self._version_counter()
         tp, r = where(self)
         if tp is not None:
-            tp.flags[r] |= DIRTY
+            tp.mark_dirty(r)
         for ep, r in vc.rows:
             row_tape, r = current_row(ep, r)
             if r >= 0:
-                row_tape.flags[r] |= DIRTY
+                row_tape.mark_dirty(r)
         vc.rows = []
         vc.n += 1
         # a leaf changed through itself or a view (under no_grad) leaves its
