@@ -195,8 +195,9 @@ def _apply(t, compute, *args, saves_self=False, fills=False):
 # hooks on it, are not on the new path, as in PyTorch, where CopySlices runs
 # the op's node itself. Then every live tensor sharing the storage takes a
 # fresh row reading the new value (_rebase_sharers), v among them: a view
-# AsStridedBackward0 of its base's row, a tensor owning its storage a hidden
-# copy, its grad_fn unchanged. PyTorch regenerates a view's grad_fn when it
+# AsStridedBackward0 of its base's row; a tensor owning its storage keeps
+# its row and grad_fn, which reads the new value for the consumers recorded
+# from then on (dirty_from, Note [Tape layout]). PyTorch regenerates a view's grad_fn when it
 # is next read after its version changed; the rows are made at once here.
 def _apply_to_view(t, base, compute, args, saves_self):
     region = view_region(base._value, t._value)
@@ -223,11 +224,12 @@ _UNUSED_REFS = 2
 def _rebase_sharers(vc, rebound):
     """After a write into the storage of version counter vc: each tensor
     sharing it that requires grad, but `rebound` (which has its new row),
-    takes a fresh row reading the new value, so that its uses from now on
-    are not those of a value modified since it was saved (the graphs that
-    saved the old value raise): a view AsStridedBackward0 of its base's row,
-    any other a hidden copy, which leaves its grad_fn as it was. Tensors that
-    only the tape holds (an op's internal views) cannot be used again."""
+    reads the new value in its uses from now on, which are not those of a
+    value modified since it was saved (the graphs that saved the old value
+    raise): a view through a fresh row, AsStridedBackward0 of its base's
+    row; any other through its own row, whose grad_fn stays, and which the
+    next write makes dirty again. Tensors that only the tape holds (an op's
+    internal views) cannot be used again."""
     if vc is None:
         return
     live = []
@@ -240,7 +242,9 @@ def _rebase_sharers(vc, rebound):
             live.append(v)
     for v in live:
         if v._view_of is None and v._rg and not v.is_leaf:
-            _rebind(v, record(lookup("clone"), v._value, (v,), hidden=True))
+            tp, r = where(v)
+            tp.reread(r, v._value)
+            vc.add_row(tp.ep, r)
     for v in live:
         base = v._view_of
         if base is not None and base._rg:

@@ -674,6 +674,16 @@ class Tape:
             nuse[o] -= moved
             nuse[p] += moved
 
+    def reread(self, r, value):
+        """Row r reads `value`, its tensor's after a write into its storage
+        that left the tensor on the row, for the consumers recorded from now
+        on (dirty_from): a value of its own that the row kept is stale."""
+        if type(value) is float or value.ndim == 0:
+            self.m_sval[r] = float(value)
+        self.keep.pop(r, None)
+        if type(value) is not float and value.ndim:
+            self.m_ptr[r] = id(self._keep_float(r, value)) + DATA_FIELD
+
     def mark_dirty(self, r):
         """Row r's value changed in place: the consumers recorded so far that
         saved it raise (Note [Tape layout], dirty_from)."""
