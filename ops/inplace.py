@@ -10,11 +10,12 @@ import numpy as np
 
 from ops._declare import DECLARATIONS, declare, exports
 from tape._batched import BatchedTensor, in_place, in_place_as, levels_of, no_rule, refuse_batched_other, with_levels
+from tape._broadcast import reduce_broadcast
 
 from tape._dtypes import scalar_type_name
 from tape._factories import rand, randn
 from tape._grad_mode import no_grad
-from tape._record import _broadcast_input, binary, record
+from tape._record import binary, record, sum_to
 from tape._node import keep_arguments
 from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop, lookup, native_helper
 from tape._tape import DATA_FIELD, RETAIN, state, where
@@ -210,7 +211,7 @@ def _apply_to_view(t, base, compute, args, saves_self):
     _write(t, res)
     # the op's result is the view's new value in PyTorch, which a later write changes
     base._vc.add_row(res._ep, res._row)
-    ints = region + t.shape if type(region) is tuple else region
+    ints = region + t.shape if type(region) is tuple else _flat_region_ints(region, t.shape)
     copy = record(_VIEW_COPY_SLICES if type(region) is tuple else _VIEW_COPY_SLICES_AT, base._value,
                   (base if base._rg else None, res), ints=ints)
     _rebind(base, copy)
@@ -552,14 +553,15 @@ def masked_fill_(t, mask, value):
     return _apply(t, lambda x, v: masked_fill(x, mask, v), value)
 
 
-# x[key] = v, out of place: x with the region `key` selects replaced by v
-# (broadcast to the region: the hidden expand of binary ops). The region is a
-# strided descriptor for basic indexing (CopySlices, ints = descriptor then
-# the region's shape) or a flat index map for advanced indexing
-# (IndexPutBackward0). x's gradient is g with the region zeroed; v's is g's
-# region.
+# x[key] = v, out of place: x with the region `key` selects replaced by v,
+# which broadcasts to the region. The region is a strided descriptor for
+# basic indexing (CopySlices, ints = descriptor then the region's shape) or a
+# flat index map for advanced indexing (IndexPutBackward0, ints = the map,
+# the region's shape, its length). x's gradient is g with the region zeroed;
+# v's is g's region, summed back over the dims v broadcasts along, as
+# PyTorch's engine sums a gradient to its input's shape.
 @native_helper
-def put_vjp(G, GA, GB, offs):
+def put_vjp(G, GA, GB, offs, region, ysh):
     if GA.size:
         overwritten = np.zeros(G.size, np.bool_)
         for k in range(offs.size):
@@ -567,17 +569,25 @@ def put_vjp(G, GA, GB, offs):
         for i in range(G.size):
             if not overwritten[i]:
                 GA[i] += G[i]
-    for k in range(GB.size):
-        GB[k] += G[offs[k]]
+    if GB.size == offs.size:
+        for k in range(GB.size):
+            GB[k] += G[offs[k]]
+    elif GB.size:
+        FB = np.empty(offs.size)
+        for k in range(offs.size):
+            FB[k] = G[offs[k]]
+        reduce_broadcast(FB, GB, region, ysh, 1.0)
 
 
 def _copy_slices_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     nd = (ints.size - 1) // 2
-    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]))
+    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]), ints[1 + nd:], ysh)
 
 
 def _index_put_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    put_vjp(G, GA, GB, ints)
+    nd = ints[ints.size - 1]
+    end = ints.size - 1 - nd
+    put_vjp(G, GA, GB, ints[:end], ints[end:ints.size - 1], ysh)
 
 
 def _copy_slices_vjp(ctx, g):
@@ -587,17 +597,25 @@ def _copy_slices_vjp(ctx, g):
 
 
 def _index_put_vjp(ctx, g):
-    return _put_vjp(ctx, g, ctx.ints, (len(ctx.ints),))
+    ints = ctx.ints
+    end = len(ints) - 1 - int(ints[-1])
+    return _put_vjp(ctx, g, ints[:end], tuple(ints[end:-1].tolist()))
+
+
+def _flat_region_ints(where_, shape):
+    """The ints of a row putting into a flat region (Note above)."""
+    return np.concatenate((where_, shape, (len(shape),))).astype(np.int64)
 
 
 def _put_vjp(ctx, g, where_, shape):
     gx = _put(g, where_, shape, 0.0) if ctx.needs[0] else None
     if not ctx.needs[1]:
         return (gx, None)
-    # the value's gradient in its own shape: index_put's region is flat
     if isinstance(where_, tuple):
-        return (gx, _strided_gather(_SLICE, g, where_, ctx.y_shape))
-    return (gx, _gather(_INDEX, g, where_, ctx.y_shape))
+        gv = _strided_gather(_SLICE, g, where_, shape)
+    else:
+        gv = _gather(_INDEX, g, where_, shape)
+    return (gx, sum_to(gv, ctx.y_shape))
 
 
 _COPY_SLICES = defop("copy_slices", "CopySlices", 2, vjp=_copy_slices_vjp, native=_copy_slices_native)
@@ -616,7 +634,7 @@ _INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, saves=SAVES_ROW, vjp=_i
 
 def _put(x, where_, shape, v, indices=()):
     """x with the region (a descriptor or a flat index map) set to v (a Tensor
-    of the region's shape, or a number); `indices` those of the advanced
+    that broadcasts to the region's shape, or a number); `indices` those of the advanced
     index that made a flat map, for the node (advanced_indexing_arguments)."""
     value = np.array(x._array(), copy=True, order="C")
     v_value = v._array() if isinstance(v, Tensor) else v
@@ -624,9 +642,8 @@ def _put(x, where_, shape, v, indices=()):
         _strided_view(value, where_, shape)[...] = v_value  # value is C-contiguous: a view into it
         opdef, ints = _COPY_SLICES, where_ + tuple(shape)
     else:
-        # v fits the region by broadcasting (an array that needs no grad is not expanded by _fit)
         value.reshape(-1)[where_] = np.broadcast_to(v_value, shape).reshape(-1)
-        opdef, ints = _INDEX_PUT, where_
+        opdef, ints = _INDEX_PUT, _flat_region_ints(where_, shape)
     rgv = isinstance(v, Tensor) and v._rg
     if not ((x._rg or rgv) and state.tape.grad_enabled):
         return new_tensor(wrap_value(value))
@@ -636,8 +653,8 @@ def _put(x, where_, shape, v, indices=()):
 
 
 def _fit(v, shape):
-    """v broadcast to the region's shape, as NumPy assignment does (leading
-    1-dims of v beyond the region's are dropped), or PyTorch's error."""
+    """v, which broadcasts to the region's shape as NumPy assignment does
+    (leading 1-dims of v beyond the region's are dropped), or PyTorch's error."""
     extra = v.ndim - len(shape)
     fits = extra <= 0 or all(d == 1 for d in v.shape[:extra])
     trimmed = v.shape[extra:] if extra > 0 else v.shape
@@ -651,8 +668,6 @@ def _fit(v, shape):
                            f"to indexing result of shape {list(shape)}")
     if extra > 0:
         v = reshape(v, trimmed)
-    if v._rg and state.tape.grad_enabled:
-        return _broadcast_input(v, tuple(shape))
     return v
 
 
