@@ -119,10 +119,10 @@ def _saves_self(name, other=None):
 # value saves t's value before the write (PyTorch's original self, a clone
 # that is no node). Here the op's row reads t's old row r directly, which
 # from then on reads a private copy of the value (a 0-d float64's is its
-# sval already, which the write leaves): the write makes r dirty, from the
-# op's first row on (dirty_from), so the consumers that saved r earlier
-# raise PyTorch's error, and the op's row, and the rows its backward records
-# under create_graph, read the copy.
+# sval already, which the write leaves). The write makes r dirty, and r is
+# fresh from the op's first row on (fresh_from): the consumers that saved r
+# earlier raise PyTorch's error; the op's row, and the rows its backward
+# records under create_graph, read the copy.
 def _on_original(t, compute, args):
     """compute(t's original self, *args), written into t (Note [Original self])."""
     tp, r = where(t)
@@ -144,7 +144,7 @@ def _on_original(t, compute, args):
         return res  # the op saved t's row as its other operand too, which the write changed
     if ep.remap is not None:  # compacted meanwhile: the rows kept below the op's first
         first = int(np.count_nonzero(ep.remap[:first] >= 0))
-    tp.m_dirty_from[where(original)[1]] = first
+    tp.m_fresh_from[where(original)[1]] = first
     return res
 
 
@@ -198,7 +198,7 @@ def _apply(t, compute, *args, saves_self=False, fills=False):
 # fresh row reading the new value (_rebase_sharers), v among them: a view
 # AsStridedBackward0 of its base's row; a tensor owning its storage keeps
 # its row and grad_fn, which reads the new value for the consumers recorded
-# from then on (dirty_from, Note [Tape layout]). PyTorch regenerates a view's grad_fn when it
+# from then on (fresh_from, Note [Tape layout]). PyTorch regenerates a view's grad_fn when it
 # is next read after its version changed; the rows are made at once here.
 def _apply_to_view(t, base, compute, args, saves_self):
     region = view_region(base._value, t._value)

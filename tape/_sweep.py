@@ -18,7 +18,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, in_trig_range, sin as vsin
 
-REGISTRY_DIGEST = "6cd70600c6fa6d5f"
+REGISTRY_DIGEST = "1e96f24864684d55"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -600,7 +600,7 @@ def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
 
 
 @_jit
-def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, dirty_from, stamp,
+def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
           sadj, nuse, pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
           scan_to, release_now):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
@@ -718,16 +718,16 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
                 status, bad = ERR_FREED, r
                 break
             # a dirty input raises where this row saved the value before the write
-            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0 and r < dirty_from[a]:
+            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0 and r < fresh_from[a]:
                 status, bad = ERR_DIRTY, a
                 break
-            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0 and r < dirty_from[b]:
+            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0 and r < fresh_from[b]:
                 status, bad = ERR_DIRTY, b
                 break
             if (sv & 4) != 0 and (flags[r] & DIRTY) != 0:
                 status, bad = ERR_DIRTY, r
                 break
-            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0 and r < dirty_from[z]:
+            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0 and r < fresh_from[z]:
                 status, bad = ERR_DIRTY, z
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)
@@ -850,7 +850,7 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
 
 
 @_jit
-def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, dirty_from, stamp,
+def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
           sadj, nuse, pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
           scan_to, release_now):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
@@ -950,16 +950,16 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
                 status, bad = ERR_FREED, r
                 break
             # a dirty input raises where this row saved the value before the write
-            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0 and r < dirty_from[a]:
+            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0 and r < fresh_from[a]:
                 status, bad = ERR_DIRTY, a
                 break
-            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0 and r < dirty_from[b]:
+            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0 and r < fresh_from[b]:
                 status, bad = ERR_DIRTY, b
                 break
             if (sv & 4) != 0 and (flags[r] & DIRTY) != 0:
                 status, bad = ERR_DIRTY, r
                 break
-            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0 and r < dirty_from[z]:
+            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0 and r < fresh_from[z]:
                 status, bad = ERR_DIRTY, z
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)

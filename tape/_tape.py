@@ -66,13 +66,14 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 #                   been freed by a backward; at 0 the value may be released.
 #                   Kept for rows with a tensor value only: a 0-d value is in
 #                   sval, never released, and the sweep does not count it down
-#   dirty_from int64  for a DIRTY row, the first row recorded after the write
-#                   that last made it dirty (NEVER_WRITTEN: every row): a
-#                   consumer below it saved the value that the write changed
-#                   and raises PyTorch's error, one from it on saved the value
-#                   the row reads now (an in-place op's original self, Note
-#                   [Original self] in ops/inplace.py; a tensor that shares
-#                   the written storage and keeps its row and grad_fn)
+#   fresh_from  int64  for a DIRTY row that reads a value made after the
+#                   write (an in-place op's original self, Note [Original
+#                   self] in ops/inplace.py; a tensor sharing the written
+#                   storage, which keeps its row and grad_fn), the first row
+#                   recorded after that: a consumer below it saved the value
+#                   the write changed and raises PyTorch's error, one from it
+#                   on saved the value the row reads. NEVER for the other
+#                   rows, whose every consumer raises once they are dirty
 #
 # Python side, parallel to the rows: `owners[r]` is a token whose reference
 # count says whether the row's Tensor is alive. For a 0-d result it is the
@@ -89,7 +90,7 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 # live tensors.
 
 RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
-NEVER_WRITTEN = np.iinfo(np.int64).max
+NEVER = np.iinfo(np.int64).max
 
 _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("xs", np.int64, 0), ("nx", np.int64, 0), ("oi", np.int32, 0),
@@ -97,7 +98,7 @@ _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("ptr", np.int64, 0), ("numel", np.int64, 1), ("ndim", np.int64, 0),
             ("shp", np.int64, 0), ("ia", np.int64, 0), ("ian", np.int64, 0),
             ("dt", np.int8, 0), ("flags", np.uint8, RG), ("stamp", np.int64, 0),
-            ("sadj", np.float64, 0.0), ("nuse", np.int64, 0), ("dirty_from", np.int64, NEVER_WRITTEN))
+            ("sadj", np.float64, 0.0), ("nuse", np.int64, 0), ("fresh_from", np.int64, NEVER))
 COLUMN_NAMES = tuple(name for name, _, _ in _COLUMNS)
 
 _FLOAT64 = np.dtype(np.float64)
@@ -553,9 +554,9 @@ class Tape:
                 col[:m] = col[kept]
             col[m:n] = default
         # a boundary between rows becomes the number of kept rows below it
-        dirty_from = self.dirty_from[:m]
-        written = dirty_from != NEVER_WRITTEN
-        dirty_from[written] = np.searchsorted(kept, dirty_from[written])
+        fresh_from = self.fresh_from[:m]
+        fresh = fresh_from != NEVER
+        fresh_from[fresh] = np.searchsorted(kept, fresh_from[fresh])
         self.pool, self.npool = pool, npool
         self.tuple_offsets = {}
         self.tuple_at = {}
@@ -676,8 +677,10 @@ class Tape:
 
     def reread(self, r, value):
         """Row r reads `value`, its tensor's after a write into its storage
-        that left the tensor on the row, for the consumers recorded from now
-        on (dirty_from): a value of its own that the row kept is stale."""
+        (or `.data`) that left the tensor on the row, for the consumers
+        recorded from now on (fresh_from): a value of its own that the row
+        kept is stale."""
+        self.m_fresh_from[r] = self.n
         if type(value) is float or value.ndim == 0:
             self.m_sval[r] = float(value)
         self.keep.pop(r, None)
@@ -685,10 +688,11 @@ class Tape:
             self.m_ptr[r] = id(self._keep_float(r, value)) + DATA_FIELD
 
     def mark_dirty(self, r):
-        """Row r's value changed in place: the consumers recorded so far that
-        saved it raise (Note [Tape layout], dirty_from)."""
+        """Row r's value changed in place: every consumer that saved it
+        raises, until the row reads a value made after the write (Note [Tape
+        layout], fresh_from)."""
         self.m_flags[r] |= DIRTY
-        self.m_dirty_from[r] = self.n
+        self.m_fresh_from[r] = NEVER
 
     def reachable(self, roots, lo=0, hi=None):
         """The rows among lo..hi-1 (hi: past the highest root) that `roots`
