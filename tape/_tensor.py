@@ -655,7 +655,7 @@ class Tensor:
         elif self._ep is not None and type(value) is type(old) and (
                 type(value) is float or value.shape == old.shape and value.dtype == old.dtype):
             tp, r = where(self)
-            if type(value) is float:
+            if type(value) is float and tp.owners[r] is old:
                 value = value * 1.0  # a float of its own: it is the row's liveness token
                 tp.owners[r] = value
             if not row_saves(tp, r) & SAVES_OUT:
