@@ -198,8 +198,9 @@ def _apply(t, compute, *args, saves_self=False, fills=False):
 # fresh row reading the new value (_rebase_sharers), v among them: a view
 # AsStridedBackward0 of its base's row; a tensor owning its storage keeps
 # its row and grad_fn, which reads the new value for the consumers recorded
-# from then on (fresh_from, Note [Tape layout]). PyTorch regenerates a view's grad_fn when it
-# is next read after its version changed; the rows are made at once here.
+# from then on (fresh_from, Note [Tape layout]). PyTorch regenerates a
+# view's grad_fn when it is next read after its version changed; the rows
+# are made at once here.
 def _apply_to_view(t, base, compute, args, saves_self):
     region = view_region(base._value, t._value)
     if base._rg:
