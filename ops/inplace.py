@@ -10,14 +10,15 @@ import numpy as np
 
 from ops._declare import DECLARATIONS, declare, exports
 from tape._batched import BatchedTensor, in_place, in_place_as, levels_of, no_rule, refuse_batched_other, with_levels
+from tape._broadcast import reduce_broadcast
 
 from tape._dtypes import scalar_type_name
 from tape._factories import rand, randn
 from tape._grad_mode import no_grad
-from tape._record import _broadcast_input, binary, record
+from tape._record import binary, record, sum_to
 from tape._node import keep_arguments
 from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop, lookup, native_helper
-from tape._tape import RETAIN, state, where
+from tape._tape import DATA_FIELD, RETAIN, state, where
 from tape._tensor import Tensor, _dead_token, new_tensor, wrap_value
 
 from ops import elementwise, linalg
@@ -112,12 +113,39 @@ def _saves_self(name, other=None):
     return bool(saves_for[0] & SAVES_X or requires_grad(other) and saves_for[1] & SAVES_X)
 
 
-def _original(t):
-    """t's value before an in-place op whose backward reads it, as a hidden
-    copy in t's graph (PyTorch's original self): the write makes t's own row
-    dirty for the consumers that saved it earlier, not for this op."""
-    value = t._value * 1.0 if type(t._value) is float else np.array(t._value, copy=True)
-    return record(lookup("clone"), value, (t,), hidden=True)
+# Note [Original self]
+# ~~~~~~~~~~~~~~~~~~~~~
+# An in-place op on a tensor t owning its storage whose backward reads t's
+# value saves t's value before the write (PyTorch's original self, a clone
+# that is no node). Here the op's row reads t's old row r directly, which
+# from then on reads a private copy of the value (a 0-d float64's is its
+# sval already, which the write leaves). The write makes r dirty, and r is
+# fresh from the op's first row on (fresh_from): the consumers that saved r
+# earlier raise PyTorch's error; the op's row, and the rows its backward
+# records under create_graph, read the copy.
+def _on_original(t, compute, args):
+    """compute(t's original self, *args), written into t (Note [Original self])."""
+    tp, r = where(t)
+    value = t._value
+    if type(value) is float:
+        copy = value * 1.0
+    else:
+        copy = tp.keep.get(r)
+        if copy is None or copy is value:  # else the row reads a copy of its own already
+            copy = tp.keep[r] = np.array(value, copy=True, order="C")
+            if copy.ndim:
+                tp.m_ptr[r] = id(copy) + DATA_FIELD
+    original = new_tensor(copy, True)
+    original._ep, original._row = tp.ep, r
+    ep, first = tp.ep, tp.n
+    res = compute(original, *args)
+    _write(t, res)
+    if any(a is t for a in args):
+        return res  # the op saved t's row as its other operand too, which the write changed
+    if ep.remap is not None:  # compacted meanwhile: the rows kept below the op's first
+        first = int(np.count_nonzero(ep.remap[:first] >= 0))
+    tp.m_fresh_from[where(original)[1]] = first
+    return res
 
 
 def _apply(t, compute, *args, saves_self=False, fills=False):
@@ -142,12 +170,12 @@ def _apply(t, compute, *args, saves_self=False, fills=False):
         _write(t, res)  # a leaf leaves its row, dirty for the graphs that saved it
         rebound = None
     elif base is None:
-        if not t._rg:  # a constant's old value must survive the write for the VJP that saved it
-            x = new_tensor(wrap_value(np.array(t._value, copy=True)))
+        if t._rg and saves_self:
+            res = _on_original(t, compute, args)
         else:
-            x = _original(t) if saves_self else t
-        res = compute(x, *args)
-        _write(t, res)
+            # a constant's old value must survive the write for the VJP that saved it
+            res = compute(t if t._rg else new_tensor(wrap_value(np.array(t._value, copy=True))), *args)
+            _write(t, res)
         _rebind(t, res)
         rebound = t
     else:
@@ -168,9 +196,11 @@ def _apply(t, compute, *args, saves_self=False, fills=False):
 # hooks on it, are not on the new path, as in PyTorch, where CopySlices runs
 # the op's node itself. Then every live tensor sharing the storage takes a
 # fresh row reading the new value (_rebase_sharers), v among them: a view
-# AsStridedBackward0 of its base's row, a tensor owning its storage a hidden
-# copy, its grad_fn unchanged. PyTorch regenerates a view's grad_fn when it
-# is next read after its version changed; the rows are made at once here.
+# AsStridedBackward0 of its base's row; a tensor owning its storage keeps
+# its row and grad_fn, which reads the new value for the consumers recorded
+# from then on (fresh_from, Note [Tape layout]). PyTorch regenerates a
+# view's grad_fn when it is next read after its version changed; the rows
+# are made at once here.
 def _apply_to_view(t, base, compute, args, saves_self):
     region = view_region(base._value, t._value)
     if base._rg:
@@ -182,7 +212,7 @@ def _apply_to_view(t, base, compute, args, saves_self):
     _write(t, res)
     # the op's result is the view's new value in PyTorch, which a later write changes
     base._vc.add_row(res._ep, res._row)
-    ints = region + t.shape if type(region) is tuple else region
+    ints = region + t.shape if type(region) is tuple else _flat_region_ints(region, t.shape)
     copy = record(_VIEW_COPY_SLICES if type(region) is tuple else _VIEW_COPY_SLICES_AT, base._value,
                   (base if base._rg else None, res), ints=ints)
     _rebind(base, copy)
@@ -196,11 +226,12 @@ _UNUSED_REFS = 2
 def _rebase_sharers(vc, rebound):
     """After a write into the storage of version counter vc: each tensor
     sharing it that requires grad, but `rebound` (which has its new row),
-    takes a fresh row reading the new value, so that its uses from now on
-    are not those of a value modified since it was saved (the graphs that
-    saved the old value raise): a view AsStridedBackward0 of its base's row,
-    any other a hidden copy, which leaves its grad_fn as it was. Tensors that
-    only the tape holds (an op's internal views) cannot be used again."""
+    reads the new value in its uses from now on, which are not those of a
+    value modified since it was saved (the graphs that saved the old value
+    raise): a view through a fresh row, AsStridedBackward0 of its base's
+    row; any other through its own row, whose grad_fn stays, and which the
+    next write makes dirty again. Tensors that only the tape holds (an op's
+    internal views) cannot be used again."""
     if vc is None:
         return
     live = []
@@ -213,7 +244,9 @@ def _rebase_sharers(vc, rebound):
             live.append(v)
     for v in live:
         if v._view_of is None and v._rg and not v.is_leaf:
-            _rebind(v, record(lookup("clone"), v._value, (v,), hidden=True))
+            tp, r = where(v)
+            tp.reread(r, v._value)
+            vc.add_row(tp.ep, r)
     for v in live:
         base = v._view_of
         if base is not None and base._rg:
@@ -521,14 +554,15 @@ def masked_fill_(t, mask, value):
     return _apply(t, lambda x, v: masked_fill(x, mask, v), value)
 
 
-# x[key] = v, out of place: x with the region `key` selects replaced by v
-# (broadcast to the region: the hidden expand of binary ops). The region is a
-# strided descriptor for basic indexing (CopySlices, ints = descriptor then
-# the region's shape) or a flat index map for advanced indexing
-# (IndexPutBackward0). x's gradient is g with the region zeroed; v's is g's
-# region.
+# x[key] = v, out of place: x with the region `key` selects replaced by v,
+# which broadcasts to the region. The region is a strided descriptor for
+# basic indexing (CopySlices, ints = descriptor then the region's shape) or a
+# flat index map for advanced indexing (IndexPutBackward0, ints = the map,
+# the region's shape, its length). x's gradient is g with the region zeroed;
+# v's is g's region, summed back over the dims v broadcasts along, as
+# PyTorch's engine sums a gradient to its input's shape.
 @native_helper
-def put_vjp(G, GA, GB, offs):
+def put_vjp(G, GA, GB, offs, region, ysh):
     if GA.size:
         overwritten = np.zeros(G.size, np.bool_)
         for k in range(offs.size):
@@ -536,17 +570,25 @@ def put_vjp(G, GA, GB, offs):
         for i in range(G.size):
             if not overwritten[i]:
                 GA[i] += G[i]
-    for k in range(GB.size):
-        GB[k] += G[offs[k]]
+    if GB.size == offs.size:
+        for k in range(GB.size):
+            GB[k] += G[offs[k]]
+    elif GB.size:
+        FB = np.empty(offs.size)
+        for k in range(offs.size):
+            FB[k] = G[offs[k]]
+        reduce_broadcast(FB, GB, region, ysh, 1.0)
 
 
 def _copy_slices_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     nd = (ints.size - 1) // 2
-    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]))
+    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]), ints[1 + nd:], ysh)
 
 
 def _index_put_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    put_vjp(G, GA, GB, ints)
+    nd = ints[ints.size - 1]
+    end = ints.size - 1 - nd
+    put_vjp(G, GA, GB, ints[:end], ints[end:ints.size - 1], ysh)
 
 
 def _copy_slices_vjp(ctx, g):
@@ -556,17 +598,25 @@ def _copy_slices_vjp(ctx, g):
 
 
 def _index_put_vjp(ctx, g):
-    return _put_vjp(ctx, g, ctx.ints, (len(ctx.ints),))
+    ints = ctx.ints
+    end = len(ints) - 1 - int(ints[-1])
+    return _put_vjp(ctx, g, ints[:end], tuple(ints[end:-1].tolist()))
+
+
+def _flat_region_ints(where_, shape):
+    """The ints of a row putting into a flat region (Note above)."""
+    return np.concatenate((where_, shape, (len(shape),))).astype(np.int64)
 
 
 def _put_vjp(ctx, g, where_, shape):
     gx = _put(g, where_, shape, 0.0) if ctx.needs[0] else None
     if not ctx.needs[1]:
         return (gx, None)
-    # the value's gradient in its own shape: index_put's region is flat
     if isinstance(where_, tuple):
-        return (gx, _strided_gather(_SLICE, g, where_, ctx.y_shape))
-    return (gx, _gather(_INDEX, g, where_, ctx.y_shape))
+        gv = _strided_gather(_SLICE, g, where_, shape)
+    else:
+        gv = _gather(_INDEX, g, where_, shape)
+    return (gx, sum_to(gv, ctx.y_shape))
 
 
 _COPY_SLICES = defop("copy_slices", "CopySlices", 2, vjp=_copy_slices_vjp, native=_copy_slices_native)
@@ -585,7 +635,7 @@ _INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, saves=SAVES_ROW, vjp=_i
 
 def _put(x, where_, shape, v, indices=()):
     """x with the region (a descriptor or a flat index map) set to v (a Tensor
-    of the region's shape, or a number); `indices` those of the advanced
+    that broadcasts to the region's shape, or a number); `indices` those of the advanced
     index that made a flat map, for the node (advanced_indexing_arguments)."""
     value = np.array(x._array(), copy=True, order="C")
     v_value = v._array() if isinstance(v, Tensor) else v
@@ -593,9 +643,8 @@ def _put(x, where_, shape, v, indices=()):
         _strided_view(value, where_, shape)[...] = v_value  # value is C-contiguous: a view into it
         opdef, ints = _COPY_SLICES, where_ + tuple(shape)
     else:
-        # v fits the region by broadcasting (an array that needs no grad is not expanded by _fit)
         value.reshape(-1)[where_] = np.broadcast_to(v_value, shape).reshape(-1)
-        opdef, ints = _INDEX_PUT, where_
+        opdef, ints = _INDEX_PUT, _flat_region_ints(where_, shape)
     rgv = isinstance(v, Tensor) and v._rg
     if not ((x._rg or rgv) and state.tape.grad_enabled):
         return new_tensor(wrap_value(value))
@@ -605,8 +654,8 @@ def _put(x, where_, shape, v, indices=()):
 
 
 def _fit(v, shape):
-    """v broadcast to the region's shape, as NumPy assignment does (leading
-    1-dims of v beyond the region's are dropped), or PyTorch's error."""
+    """v, which broadcasts to the region's shape as NumPy assignment does
+    (leading 1-dims of v beyond the region's are dropped), or PyTorch's error."""
     extra = v.ndim - len(shape)
     fits = extra <= 0 or all(d == 1 for d in v.shape[:extra])
     trimmed = v.shape[extra:] if extra > 0 else v.shape
@@ -620,8 +669,6 @@ def _fit(v, shape):
                            f"to indexing result of shape {list(shape)}")
     if extra > 0:
         v = reshape(v, trimmed)
-    if v._rg and state.tape.grad_enabled:
-        return _broadcast_input(v, tuple(shape))
     return v
 
 

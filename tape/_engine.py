@@ -461,7 +461,7 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
     while True:
         n = tp.n
         result = sweep(tp.op, tp.a0, tp.a1, tp.xs, tp.nx, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
-                       tp.ia, tp.ian, tp.dt, flags, tp.stamp, tp.sadj, nuse, tp.pool,
+                       tp.ia, tp.ian, tp.dt, flags, tp.fresh_from, tp.stamp, tp.sadj, nuse, tp.pool,
                        tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
                        _NO_SCRATCH if scratch is None else scratch, _kernels.ADDRESSES,
                        tp.kernels_scanned, n, tp.release_address if compute else 0)
@@ -995,8 +995,9 @@ def _failed_row(tp, roots, status, bad):
         saves_for = REGISTRY[tp.op[r]].saves_for
         saves = saves_for[0] | saves_for[1] | saves_for[2]
         inputs = tp.inputs(r)
-        if (r == bad and saves & SAVES_OUT or inputs[0] == bad and saves & SAVES_X
-                or inputs[1:2] == (bad,) and saves & SAVES_Y or inputs[2:3] == (bad,) and saves & SAVES_Z):
+        if r == bad and saves & SAVES_OUT or r < tp.fresh_from[bad] and (
+                inputs[0] == bad and saves & SAVES_X or inputs[1:2] == (bad,) and saves & SAVES_Y
+                or inputs[2:3] == (bad,) and saves & SAVES_Z):
             return r
     return -1
 

@@ -55,8 +55,8 @@ from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, 
 
 _SWEEP = '''
 @_jit
-def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
+def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
+          sadj, nuse, pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
           scan_to, release_now):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
@@ -153,16 +153,17 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
                 break
-            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
+            # a dirty input raises where this row saved the value before the write
+            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0 and r < fresh_from[a]:
                 status, bad = ERR_DIRTY, a
                 break
-            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0:
+            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0 and r < fresh_from[b]:
                 status, bad = ERR_DIRTY, b
                 break
             if (sv & 4) != 0 and (flags[r] & DIRTY) != 0:
                 status, bad = ERR_DIRTY, r
                 break
-            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0:
+            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0 and r < fresh_from[z]:
                 status, bad = ERR_DIRTY, z
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)

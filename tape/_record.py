@@ -211,19 +211,6 @@ def _operand(t, read):
     return new_tensor(value), 0.0
 
 
-def _broadcast_input(t, shape):
-    """An input requiring grad, broadcast to `shape` through a hidden expand
-    row, for an op whose VJP does not broadcast (index_put's value)."""
-    if t.shape == shape:
-        return t
-    # a contiguous copy made here: np.broadcast_to's view would be copied by
-    # the tape anyway, after costing more than the copy itself
-    value = t._array()
-    expanded = np.empty(shape, value.dtype)
-    expanded[...] = value
-    return record(lookup("expand"), expanded, (t,), ints=shape, hidden=True)
-
-
 def _scalar_row(tp, code, out, x, y, c):
     """The hot path: append a row for a 0-d float64 result of x and y
     (Tensors, or None for the constant c) and return its Tensor."""

@@ -324,7 +324,7 @@ def row_tensor(tp, r):
     """A Tensor naming row r, for a VJP to compute with (its value, its graph)."""
     owner = tp.tensor_at(r)
     if tp.ndim[r] == 0 and tp.dt[r] == 0:
-        value = owner if type(owner) is float else float(tp.sval[r])
+        value = float(tp.sval[r])  # not the owner, a float: `.data` may have replaced it (Tensor._set_storage)
     elif r in tp.keep:
         value = tp.keep[r]
     elif owner is not None:
@@ -357,7 +357,8 @@ def _check_saved(tp, r, source):
         raise RuntimeError(FREED_MESSAGE)
     i = _saved_row(tp, r, source)
     # one detached in place still reads (only a backward refuses it, as PyTorch's)
-    if i >= 0 and tp.m_flags[i] & DIRTY and type(tp.owners[i]) is not DetachedInPlace:
+    if (i >= 0 and tp.m_flags[i] & DIRTY and r < tp.m_fresh_from[i]
+            and type(tp.owners[i]) is not DetachedInPlace):
         from ._engine import raise_modified
         raise_modified(tp, i)
     return True

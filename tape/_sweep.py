@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "531ddbe5efd95964"
+REGISTRY_DIGEST = "13584e0fd910d434"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -603,8 +603,8 @@ def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
 
 
 @_jit
-def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
+def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
+          sadj, nuse, pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
           scan_to, release_now):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
@@ -720,16 +720,17 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
                 break
-            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
+            # a dirty input raises where this row saved the value before the write
+            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0 and r < fresh_from[a]:
                 status, bad = ERR_DIRTY, a
                 break
-            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0:
+            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0 and r < fresh_from[b]:
                 status, bad = ERR_DIRTY, b
                 break
             if (sv & 4) != 0 and (flags[r] & DIRTY) != 0:
                 status, bad = ERR_DIRTY, r
                 break
-            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0:
+            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0 and r < fresh_from[z]:
                 status, bad = ERR_DIRTY, z
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)
@@ -852,8 +853,8 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
 
 
 @_jit
-def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, stamp, sadj, nuse,
-          pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
+def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
+          sadj, nuse, pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
           scan_to, release_now):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
@@ -951,16 +952,17 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
             if (flags[r] & FREED) != 0:
                 status, bad = ERR_FREED, r
                 break
-            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0:
+            # a dirty input raises where this row saved the value before the write
+            if (sv & 1) != 0 and a >= 0 and (flags[a] & DIRTY) != 0 and r < fresh_from[a]:
                 status, bad = ERR_DIRTY, a
                 break
-            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0:
+            if (sv & 2) != 0 and b >= 0 and (flags[b] & DIRTY) != 0 and r < fresh_from[b]:
                 status, bad = ERR_DIRTY, b
                 break
             if (sv & 4) != 0 and (flags[r] & DIRTY) != 0:
                 status, bad = ERR_DIRTY, r
                 break
-            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0:
+            if (sv & 8) != 0 and z >= 0 and (flags[z] & DIRTY) != 0 and r < fresh_from[z]:
                 status, bad = ERR_DIRTY, z
                 break
         # reach the inputs (written out twice: a loop over (a, b) is slower)
@@ -1334,7 +1336,7 @@ def full_size(X, xsh, osh):
 
 
 @_jit
-def put_vjp(G, GA, GB, offs):
+def put_vjp(G, GA, GB, offs, region, ysh):
     if GA.size:
         overwritten = np.zeros(G.size, np.bool_)
         for k in range(offs.size):
@@ -1342,8 +1344,14 @@ def put_vjp(G, GA, GB, offs):
         for i in range(G.size):
             if not overwritten[i]:
                 GA[i] += G[i]
-    for k in range(GB.size):
-        GB[k] += G[offs[k]]
+    if GB.size == offs.size:
+        for k in range(GB.size):
+            GB[k] += G[offs[k]]
+    elif GB.size:
+        FB = np.empty(offs.size)
+        for k in range(offs.size):
+            FB[k] = G[offs[k]]
+        reduce_broadcast(FB, GB, region, ysh, 1.0)
 
 
 @_jit
@@ -5657,7 +5665,7 @@ def _k_copy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
 @_jit
 def _vjp_copy_slices(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     nd = (ints.size - 1) // 2
-    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]))
+    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]), ints[1 + nd:], ysh)
 
 
 def _k_copy_slices(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, GC_p, GC_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, zsh_p, zsh_n, ints_p, ints_n, pp, cc):
@@ -5666,7 +5674,9 @@ def _k_copy_slices(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n,
 
 @_jit
 def _vjp_index_put_(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    put_vjp(G, GA, GB, ints)
+    nd = ints[ints.size - 1]
+    end = ints.size - 1 - nd
+    put_vjp(G, GA, GB, ints[:end], ints[end:ints.size - 1], ysh)
 
 
 def _k_index_put_(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, GC_p, GC_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, zsh_p, zsh_n, ints_p, ints_n, pp, cc):

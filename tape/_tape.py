@@ -69,6 +69,14 @@ __all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where"
 #                   been freed by a backward; at 0 the value may be released.
 #                   Kept for rows with a tensor value only: a 0-d value is in
 #                   sval, never released, and the sweep does not count it down
+#   fresh_from  int64  for a DIRTY row that reads a value made after the
+#                   write (an in-place op's original self, Note [Original
+#                   self] in ops/inplace.py; a tensor sharing the written
+#                   storage, which keeps its row and grad_fn), the first row
+#                   recorded after that: a consumer below it saved the value
+#                   the write changed and raises PyTorch's error, one from it
+#                   on saved the value the row reads. NEVER for the other
+#                   rows, whose every consumer raises once they are dirty
 #
 # Python side, parallel to the rows: `owners[r]` is a token whose reference
 # count says whether the row's Tensor is alive. For a 0-d result it is the
@@ -88,6 +96,7 @@ RG, RETAIN, DIRTY, FREED, HIDDEN, TARGET, MORE = 1, 2, 4, 8, 16, 32, 64
 # a row no Tensor ever owns (its owner is None): a compiled replay's 0-d
 # intermediate (tape._compile); compaction need not ask its owner
 OWNERLESS = 128
+NEVER = np.iinfo(np.int64).max
 
 _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("xs", np.int64, 0), ("nx", np.int64, 0), ("oi", np.int32, 0),
@@ -95,7 +104,7 @@ _COLUMNS = (("op", np.int32, 0), ("a0", np.int64, -1), ("a1", np.int64, -1),
             ("ptr", np.int64, 0), ("numel", np.int64, 1), ("ndim", np.int64, 0),
             ("shp", np.int64, 0), ("ia", np.int64, 0), ("ian", np.int64, 0),
             ("dt", np.int8, 0), ("flags", np.uint8, RG), ("stamp", np.int64, 0),
-            ("sadj", np.float64, 0.0), ("nuse", np.int64, 0))
+            ("sadj", np.float64, 0.0), ("nuse", np.int64, 0), ("fresh_from", np.int64, NEVER))
 COLUMN_NAMES = tuple(name for name, _, _ in _COLUMNS)
 
 _FLOAT64 = np.dtype(np.float64)
@@ -560,6 +569,10 @@ class Tape:
             if name not in ("a0", "a1", "xs", "nx", "shp", "ia"):
                 col[:m] = col[kept]
             col[m:n] = default
+        # a boundary between rows becomes the number of kept rows below it
+        fresh_from = self.fresh_from[:m]
+        fresh = fresh_from != NEVER
+        fresh_from[fresh] = np.searchsorted(kept, fresh_from[fresh])
         self.pool, self.npool = pool, npool
         self.tuple_offsets = {}
         self.tuple_at = {}
@@ -705,6 +718,25 @@ class Tape:
             moved = nuse[o] - before
             nuse[o] -= moved
             nuse[p] += moved
+
+    def reread(self, r, value):
+        """Row r reads `value`, its tensor's after a write into its storage
+        (or `.data`) that left the tensor on the row, for the consumers
+        recorded from now on (fresh_from): a value of its own that the row
+        kept is stale."""
+        self.m_fresh_from[r] = self.n
+        if type(value) is float or value.ndim == 0:
+            self.m_sval[r] = float(value)
+        self.keep.pop(r, None)
+        if type(value) is not float and value.ndim:
+            self.m_ptr[r] = id(self._keep_float(r, value)) + DATA_FIELD
+
+    def mark_dirty(self, r):
+        """Row r's value changed in place: every consumer that saved it
+        raises, until the row reads a value made after the write (Note [Tape
+        layout], fresh_from)."""
+        self.m_flags[r] |= DIRTY
+        self.m_fresh_from[r] = NEVER
 
     def reachable(self, roots, lo=0, hi=None):
         """The rows among lo..hi-1 (hi: past the highest root) that `roots`

@@ -10,8 +10,8 @@ import numpy as np
 from numpy.lib import array_utils as _array_utils
 
 from ._dtypes import cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
-from ._tape import DATA_FIELD, DIRTY, RETAIN, current_row, state, where
-from ._registry import LEAF
+from ._tape import DATA_FIELD, RETAIN, current_row, state, where
+from ._registry import LEAF, SAVES_OUT
 from . import _format
 
 __all__ = ["Tensor", "device", "check_device", "is_tensor", "numel", "is_floating_point",
@@ -594,7 +594,7 @@ class Tensor:
             tp.keep.setdefault(r, self._value)
         if detached:
             if tp.op[r] != LEAF:
-                tp.flags[r] |= DIRTY
+                tp.mark_dirty(r)
             tp.owners[r] = DetachedInPlace()
         elif tp.op[r] == LEAF:
             tp.owners[r] = _LeafRef(self)
@@ -651,21 +651,36 @@ class Tensor:
     def _set_storage(self, value):
         """Replace the value without history (`.data = ...`).
 
-        A registered leaf row keeps the old value; the next use registers afresh.
+        A registered leaf row keeps the old value; the next use registers
+        afresh. A non-leaf's row reads a new value of its layout, so the
+        backward of its uses, earlier and later, reads it, as PyTorch's
+        saved inputs share the storage that .data replaces; unless its own
+        backward reads it (a saved result, which PyTorch's keeps as it was):
+        one row holds one value, so there the row keeps the old one, and a
+        0-d tensor's later uses read a hidden copy of the new one.
         """
+        from ._saved import row_saves
         self.keep_recorded_value()
+        old = self._value
         if self.is_leaf:
             self._drop_row()
-        elif type(value) is float and type(self._value) is float:
-            # a 0-d non-leaf's value is its row's (sval), which the rows that
-            # use it read: later uses go through a hidden copy of the new
-            # value into the row, so their backward reads it, as PyTorch's do
-            # (its saved tensors share the storage that .data replaces)
-            from ._record import record
-            from ._registry import lookup
-            value = value * 1.0  # a float of its own: it is the copy's liveness token
-            copy = record(lookup("clone"), value, (self,), hidden=True)
-            self._ep, self._row = copy._ep, copy._row
+        elif self._ep is not None and type(value) is type(old) and (
+                type(value) is float or value.shape == old.shape and value.dtype == old.dtype):
+            tp, r = where(self)
+            saves_out = row_saves(tp, r) & SAVES_OUT
+            if type(value) is float and saves_out:
+                # its row's backward reads the old value and later uses the
+                # new one: they go through a hidden copy of the new value
+                from ._record import record
+                from ._registry import lookup
+                copy = record(lookup("clone"), value * 1.0, (self,), hidden=True)
+                self._ep, self._row, value = copy._ep, copy._row, copy._value
+            else:
+                if type(value) is float and tp.owners[r] is old:
+                    value = value * 1.0  # a float of its own: it is the row's liveness token
+                    tp.owners[r] = value
+                if not saves_out:
+                    tp.reread(r, value)
         self._value = value
 
     def bump_version(self):
@@ -675,11 +690,11 @@ class Tensor:
         vc = self._version_counter()
         tp, r = where(self)
         if tp is not None:
-            tp.flags[r] |= DIRTY
+            tp.mark_dirty(r)
         for ep, r in vc.rows:
             row_tape, r = current_row(ep, r)
             if r >= 0:
-                row_tape.flags[r] |= DIRTY
+                row_tape.mark_dirty(r)
         vc.rows = []
         vc.n += 1
         # a leaf changed through itself or a view (under no_grad) leaves its
