@@ -380,8 +380,6 @@ def test_a_compiled_method_whose_parameters_are_updated_in_place():
     assert Model.compiled_loss.recordings == 4  # each model with x that requires grad, and not
 
 
-
-
 def _model():
     """A model whose parameters fn reads from its closure."""
     w = leaf([0.5, -0.3, 0.8])
@@ -754,7 +752,7 @@ def _native_after_eager_scope(reason):
     pytest.param(_random, (), marks=_native_after_eager_scope("a random op")),
     pytest.param(_with_a_function, (), marks=_native_after_eager_scope("a custom Function")),
     pytest.param(_hooked([]), (), marks=_native_after_eager_scope("a tensor hook")),
-])
+], ids=["chain", "chain-array", "branch", "comparison", "in-place", "sum", "matmul", "random", "function", "hook"])
 def test_replays_without_running_eagerly(fn, shape):
     """The issue's scope: ops without a native forward run in Python at their
     place inside the replay, never making the whole call eager (which warns)."""
