@@ -1102,6 +1102,32 @@ def test_an_elementwise_chain_on_arrays_with_a_bias(fn, bias_shape):
     assert compiled.recordings == 1
 
 
+EDGE_VALUES = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, np.inf, -np.inf, np.nan]
+
+
+def _at_edges(fn, columns, rows):
+    """fn compiled against eager on arrays of `columns`, and on 0-d `rows` in turn."""
+    compiled = tape.compile(fn)
+    for _ in range(2):
+        check(compiled, fn, lambda: [leaf(c) for c in columns])
+    compiled = tape.compile(fn)
+    for row in rows:
+        check(compiled, fn, lambda: [leaf(v) for v in row])
+
+
+@pytest.mark.parametrize("record", ELEMENTWISE_UNARY, ids=[r[0] for r in ELEMENTWISE_UNARY])
+@MAY_RUN_EAGERLY
+def test_unary_ops_at_edge_values(record):
+    _at_edges(record[1], [np.array(EDGE_VALUES)], [(v,) for v in EDGE_VALUES])
+
+
+@pytest.mark.parametrize("record", ELEMENTWISE_BINARY, ids=[r[0] for r in ELEMENTWISE_BINARY])
+@MAY_RUN_EAGERLY
+def test_binary_ops_at_edge_values(record):
+    x, y = np.meshgrid(EDGE_VALUES, EDGE_VALUES)
+    _at_edges(record[1], [x.ravel(), y.ravel()], zip(EDGE_VALUES, EDGE_VALUES[3:] + EDGE_VALUES[:3]))
+
+
 # -- a property test over random elementwise programs
 
 SHAPES = [(), (3,), (2, 3)]  # any two broadcast as a trailing block
