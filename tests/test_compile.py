@@ -3,11 +3,15 @@ the same function eagerly on equal inputs and checks that the results, and
 their first- and second-order gradients, are eager mode's, and counts the
 recordings (`CompiledFunction.recordings`) to check what re-records: value
 reads (a branch, a loop bound), a change of an argument's shape, dtype or
-requires_grad, Python arguments, grad modes. Then closures updated between
-calls, in-place ops, several outputs, random ops, custom Functions, hooks,
-exceptions, nesting, threads, the tape.func transforms, the issue's scalar
-chain, arrays with a bias, and a property test over random elementwise
-programs from the op table of tests/test_ops.py."""
+requires_grad, Python arguments, grad modes. Then closures and parameters
+updated or rebound between calls, in-place ops, several outputs, random ops,
+custom Functions, hooks, exceptions, nesting, threads, the tape.func
+transforms in both orders, the issue's scalar chain, arrays with a bias, the
+elementwise ops of the op table of tests/test_ops.py at edge values, and a
+property test over random programs of them.
+
+Strict xfails mark what fails today: wrong answers with their reasons, and
+(`scope`) what issue 21 says replays natively but runs eagerly."""
 import collections
 import threading
 import types
@@ -833,6 +837,9 @@ def _checked(x):
 
 def test_an_exception_raised_inside_fn_on_a_later_call():
     compiled = tape.compile(_checked)
+    with pytest.raises(ValueError, match="too large"):
+        compiled(leaf(1.4))
+    before = leaf(0.3).exp()  # an eager graph recorded before the calls that raise works after them
     for _ in range(2):
         check(compiled, _checked, lambda: [leaf(0.5)])
         check(compiled, _checked, lambda: [leaf(0.6)])
@@ -841,6 +848,7 @@ def test_an_exception_raised_inside_fn_on_a_later_call():
         check(compiled, _checked, lambda: [leaf(0.5)])
         y = leaf(0.25).sin() * 2.0  # and eager mode after it
         y.backward()
+    before.backward()
     assert compiled.recordings == 2
 
 
@@ -1060,23 +1068,16 @@ def test_the_scalar_chain_in_an_optimisation_loop():
     assert compiled.recordings == 1
 
 
-@pytest.mark.parametrize("fn", [lambda x: x + 2.0, lambda x: x - 2.0, lambda x: -2.0 + x,
-                                lambda x: x + tape.tensor(2.0)], ids=["x+2", "x-2", "-2+x", "x+tensor(2)"])
-def test_a_python_number_added_to_an_array(fn):
-    compiled = tape.compile(fn)
-    for value in [[1.0, 2.0], [3.0, -4.0]]:
-        check(compiled, fn, lambda: [leaf(value)])
-
-
 @pytest.mark.parametrize("fn", [lambda x: x + 2.0, lambda x: x - 2.0, lambda x: -2.0 + x, lambda x: 2.0 - x,
                                 lambda x: x * 2.0, lambda x: x / 2.0, lambda x: 2.0 / x, lambda x: x ** 3,
                                 lambda x: 2.0 ** x, lambda x: x + tape.tensor(2.0), lambda x: x * tape.tensor(2.0)],
                          ids=["x+2", "x-2", "-2+x", "2-x", "x*2", "x/2", "2/x", "x**3", "2**x", "x+tensor(2)",
                               "x*tensor(2)"])
-def test_a_python_number_with_a_scalar(fn):
+@pytest.mark.parametrize("shape", [(), (2,)])
+def test_a_python_number_in_an_op(fn, shape):
     compiled = tape.compile(fn)
     for value in [1.5, -0.5, 3.0]:
-        check(compiled, fn, lambda: [leaf(value)])
+        check(compiled, fn, lambda: [leaf(np.full(shape, value))])
     assert compiled.recordings == 1
 
 
