@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import tape
 from tape import autograd, func
 from test_ops import ELEMENTWISE_BINARY, ELEMENTWISE_UNARY
+from test_threads import _in_threads
 
 # what a recording that cannot replay natively warns, once (Note [Compiled replay])
 EAGERLY = "runs eagerly on every call"
@@ -905,26 +906,6 @@ def _branches_of(w):
         return y * w - x
 
     return fn
-
-
-def _in_threads(work, n):
-    """work(k) in n threads started together; the exceptions they raised."""
-    errors = []
-    start = threading.Barrier(n)
-
-    def target(k):
-        try:
-            start.wait()
-            work(k)
-        except BaseException as e:  # reported by the calling thread
-            errors.append(e)
-
-    workers = [threading.Thread(target=target, args=(k,)) for k in range(n)]
-    for t in workers:
-        t.start()
-    for t in workers:
-        t.join()
-    return errors
 
 
 @pytest.mark.parametrize("make", [_chain_of, _branches_of])
