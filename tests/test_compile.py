@@ -10,8 +10,8 @@ transforms in both orders, the issue's scalar chain, arrays with a bias, the
 elementwise ops of the op table of tests/test_ops.py at edge values, and a
 property test over random programs of them.
 
-Strict xfails mark what fails today: wrong answers with their reasons, and
-(`scope`) what issue 21 says replays natively but runs eagerly."""
+Strict xfails (`scope`) mark what issue 21 says replays natively but today
+makes the recording an eager one."""
 import collections
 import threading
 import types
@@ -213,19 +213,12 @@ def _unrolled_from_a_value(x, n):
     return y
 
 
-GUARDS_OF_NO_ROWS_SKIPPED = pytest.mark.xfail(strict=True, reason=(
-    "a recording that appends no rows (fn returns an argument as it is: range(int(n)) empty) does not check "
-    "its guards: a later call with the same key and another value of n replays it and returns x unchanged"))
-
-
 @pytest.mark.parametrize("fn, dtype, bounds", [
     (_unrolled, tape.float64, [3, 5, 3, 5, 1, 3]),
     pytest.param(_unrolled_from_a_value, tape.float64, [3, 5, 3, 5, 0, 3], marks=[MAY_RUN_EAGERLY, scope(
         "a value read of a tensor fn computes from arguments that need no grad alone (int(n * 2.0))")]),
-    pytest.param(_unrolled, tape.float64, [3, 0, 3, 0], marks=GUARDS_OF_NO_ROWS_SKIPPED),
-    pytest.param(_unrolled, tape.int64, [3, 5, 3, 5, 1, 3], marks=[MAY_RUN_EAGERLY, scope(
-        "a loop bound read from an int64 tensor argument, int(n) ('it reads the value of a tensor that is not "
-        "float64'; the read is of an argument, not of a row)")]),
+    (_unrolled, tape.float64, [3, 0, 3, 0]),
+    (_unrolled, tape.int64, [3, 5, 3, 5, 1, 3]),
 ])
 def test_a_loop_bound_read_from_a_tensor(fn, dtype, bounds):
     compiled = tape.compile(fn)
@@ -234,7 +227,6 @@ def test_a_loop_bound_read_from_a_tensor(fn, dtype, bounds):
     assert compiled.recordings == len(set(bounds))
 
 
-@GUARDS_OF_NO_ROWS_SKIPPED
 def test_a_recording_without_rows_checks_its_guards():
     def fn(x, n):
         return x * 2.0 if n.item() > 0 else x
@@ -462,14 +454,7 @@ def _reading_a_parameter(path):
     return (lambda x: (x * holder["w"]).sin()), lambda w: holder.__setitem__("w", w)
 
 
-STALE_PARAMETER = pytest.mark.xfail(strict=True, reason=(
-    "a parameter fn reaches through an attribute or a dict (self.w, module.w, params['w']) and that is "
-    "rebound to another tensor between calls is not seen: closure cells and globals are guarded, but the "
-    "replay reads the tensor the recording found, a stale answer"))
-
-
-@pytest.mark.parametrize("path", ["global", "closure", pytest.param("attribute", marks=STALE_PARAMETER),
-                                  pytest.param("dict", marks=STALE_PARAMETER)])
+@pytest.mark.parametrize("path", ["global", "closure", "attribute", "dict"])
 @pytest.mark.parametrize("shapes", [[(), (), ()], [(), (2,), ()]], ids=["same-shape", "new-shape"])
 def test_a_parameter_rebound_to_a_new_tensor_between_calls(path, shapes):
     """The functional update `w = (w - lr * g).detach().requires_grad_()`."""
@@ -513,9 +498,7 @@ def test_value_reads_of_an_argument_are_guarded(read):
     lambda x, n: x * 2.0 if n.requires_grad else x * 3.0,
     lambda x, n: x * float(n.numpy()[1]),
     lambda x, n: x * float(n[1]),
-    pytest.param(lambda x, n: x * n.mul_(2.0), marks=pytest.mark.xfail(strict=True, reason=(
-        "an in-place op inside fn on an argument that needs no grad is lost in a replay: the argument is not "
-        "changed and the result is computed from its old value, a stale answer"))),
+    lambda x, n: x * n.mul_(2.0),
 ], ids=["requires_grad", "numpy", "float", "in-place"])
 @MAY_RUN_EAGERLY
 def test_an_argument_that_needs_no_grad_looks_as_in_eager_mode_inside_fn(fn):
@@ -538,10 +521,7 @@ def _normalising(running):
     return fn
 
 
-@pytest.mark.parametrize("shape", [(), pytest.param((3,), marks=pytest.mark.xfail(strict=True, reason=(
-    "an array buffer from fn's closure updated in place inside fn under no_grad (running.mul_(0.9).add_(...)) "
-    "is neither updated by a replay nor read at its new value: the replay computes with the buffer as the "
-    "recording left it, a stale answer (a 0-d buffer makes the recording eager)")))])
+@pytest.mark.parametrize("shape", [(), (3,)])
 @MAY_RUN_EAGERLY
 def test_a_buffer_updated_in_place_inside_fn(shape):
     running, eager_running = tape.zeros(shape), tape.zeros(shape)
@@ -936,10 +916,6 @@ def test_threads_calling_one_compiled_function(make, shared):
     assert 1 <= compiled.recordings <= 8
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "two threads recording at once, both reading one leaf from fn's closure: the check 'it changes a tensor "
-    "in place' (where(t) != (tp, r) for an entered tensor) sees the leaf adopted by the other thread's tape, so "
-    "the key's recording is an eager one, with a warning naming a wrong reason"))
 def test_two_threads_recording_at_once_with_a_shared_leaf():
     w = leaf(0.7)
     both_recording = threading.Barrier(2, timeout=10)
@@ -981,25 +957,20 @@ def _jvp(f):
     return lambda x, a: func.jvp(f, (x, a), (tape.ones_like(x), tape.full_like(a, 0.5)))
 
 
-VMAP_OF_COMPILED = pytest.mark.xfail(strict=True, reason=(
-    "vmap of a compiled function raises BatchedArgumentError ('this operation has no batching rule for a "
-    "batched tensor'): CompiledFunction.__call__'s _flatten reads obj._rg of the batched argument for the key"))
-
-def _transforms(vmap_marks=()):
-    """(transform, the shape of x) for _scalar_loss(x, a), a 0-d."""
-    return [
-        pytest.param(lambda f: func.grad(f), (), id="grad"),
-        pytest.param(lambda f: func.grad(f, argnums=(0, 1)), (), id="grad-argnums"),
-        pytest.param(lambda f: func.grad(func.grad(f)), (), id="grad-grad"),
-        pytest.param(lambda f: func.grad_and_value(f), (), id="grad_and_value"),
-        pytest.param(lambda f: func.hessian(f, argnums=(0, 1)), (), id="hessian"),
-        pytest.param(lambda f: func.jacrev(f), (3,), id="jacrev"),
-        pytest.param(lambda f: func.jacfwd(f), (3,), id="jacfwd"),
-        pytest.param(_vjp, (3,), id="vjp"),
-        pytest.param(_jvp, (3,), id="jvp"),
-        pytest.param(lambda f: func.vmap(f, in_dims=(0, None)), (3,), id="vmap", marks=vmap_marks),
-        pytest.param(lambda f: func.vmap(func.grad(f), in_dims=(0, None)), (3,), id="vmap-grad", marks=vmap_marks),
-    ]
+# (transform, the shape of x) for _scalar_loss(x, a), a 0-d
+TRANSFORMS = [
+    pytest.param(lambda f: func.grad(f), (), id="grad"),
+    pytest.param(lambda f: func.grad(f, argnums=(0, 1)), (), id="grad-argnums"),
+    pytest.param(lambda f: func.grad(func.grad(f)), (), id="grad-grad"),
+    pytest.param(lambda f: func.grad_and_value(f), (), id="grad_and_value"),
+    pytest.param(lambda f: func.hessian(f, argnums=(0, 1)), (), id="hessian"),
+    pytest.param(lambda f: func.jacrev(f), (3,), id="jacrev"),
+    pytest.param(lambda f: func.jacfwd(f), (3,), id="jacfwd"),
+    pytest.param(_vjp, (3,), id="vjp"),
+    pytest.param(_jvp, (3,), id="jvp"),
+    pytest.param(lambda f: func.vmap(f, in_dims=(0, None)), (3,), id="vmap"),
+    pytest.param(lambda f: func.vmap(func.grad(f), in_dims=(0, None)), (3,), id="vmap-grad"),
+]
 
 
 def _same_results(got, expected, shape):
@@ -1010,12 +981,12 @@ def _same_results(got, expected, shape):
         assert_same(numbers(flat(got(*args()))), numbers(flat(expected(*args()))))
 
 
-@pytest.mark.parametrize("transform, shape", _transforms(vmap_marks=VMAP_OF_COMPILED))
+@pytest.mark.parametrize("transform, shape", TRANSFORMS)
 def test_a_func_transform_of_a_compiled_function(transform, shape):
     _same_results(transform(tape.compile(_scalar_loss)), transform(_scalar_loss), shape)
 
 
-@pytest.mark.parametrize("transform, shape", _transforms())
+@pytest.mark.parametrize("transform, shape", TRANSFORMS)
 @MAY_RUN_EAGERLY
 def test_compile_of_a_func_transform(transform, shape):
     _same_results(tape.compile(transform(_scalar_loss)), transform(_scalar_loss), shape)
