@@ -107,11 +107,29 @@ def check(compiled, fn, make_args, order=2, closure=(), **tolerance):
 # -- the API
 
 def test_compile_checks_its_arguments():
-    with pytest.raises(TypeError, match="tape.compile expects a callable, got int"):
+    with pytest.raises(RuntimeError, match=r"compile\(\) can only be applied to callables"):
         tape.compile(3)
     for size in [0, -1, 1.5, None]:
         with pytest.raises(ValueError, match="cache_size must be a positive int"):
             tape.compile(_scaled, cache_size=size)
+    with pytest.raises(TypeError, match=r"compile\(\) got an unexpected keyword argument 'fusion'"):
+        tape.compile(_scaled, fusion=True)
+
+
+def test_torch_compile_options():
+    """torch.compile's signature: fullgraph=True raises where fn would run
+    eagerly, disable=True gives fn itself, recompile_limit sets cache_size,
+    the other options change nothing."""
+    assert tape.compile(_scaled, disable=True) is _scaled
+    assert tape.compile(_scaled, recompile_limit=3).cache_size == 3
+    compiled = tape.compile(_scaled, backend="inductor", mode="max-autotune", dynamic=False, fullgraph=True)
+    for value in [0.5, -1.0]:
+        check(compiled, _scaled, lambda: [leaf(value), leaf(1.5)])
+    strict = tape.compile(fullgraph=True)(_random)
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match=r"tape.compile\(fullgraph=True\): _random cannot be replayed natively: "
+                                               "it draws random numbers"):
+            strict(leaf(0.5), leaf(1.5))
 
 
 def test_decorator_forms_and_the_wrapped_function():
