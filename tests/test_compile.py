@@ -504,42 +504,35 @@ def _dict_entries_swapped():
     return (lambda x: x * params["a"] + params["b"]), change, lambda: list(params.values())
 
 
-def _list_reordered():
-    layers = [leaf(0.5), leaf(2.0)]
-
+def _layers(layers):
+    """fn applying the layers it reads through `layers()` at each call."""
     def fn(x):
-        for w in layers:
+        for w in layers():
             x = (x * w).tanh()
         return x
 
-    return fn, layers.reverse, lambda: list(layers)
+    return fn
+
+
+def _list_reordered():
+    layers = [leaf(0.5), leaf(2.0)]
+    return _layers(lambda: layers), layers.reverse, lambda: list(layers)
 
 
 def _list_appended():
     layers = [leaf(0.5), leaf(2.0)]
-
-    def fn(x):
-        for w in layers:
-            x = (x * w).tanh()
-        return x
-
-    return fn, lambda: layers.append(leaf(3.0)), lambda: list(layers)
+    return _layers(lambda: layers), lambda: layers.append(leaf(3.0)), lambda: list(layers)
 
 
 def _list_attribute_replaced_old_kept():
     model = types.SimpleNamespace(layers=[leaf(0.5), leaf(2.0)])
-    history = [list(model.layers)]
-
-    def fn(x):
-        for w in model.layers:
-            x = (x * w).tanh()
-        return x
+    history = [model.layers]
 
     def change():
         model.layers = [leaf(3.0), leaf(0.25)]
         history.append(model.layers)
 
-    return fn, change, lambda: list(model.layers)
+    return _layers(lambda: model.layers), change, lambda: list(model.layers)
 
 
 def _nested_object_replaced_old_kept():
