@@ -919,6 +919,10 @@ def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, 
     the second go to _more_vjps)."""
     if ndim[r] > 0 and r not in adj:
         return  # no gradient reached this row
+    if not (need_a or need_b or need_z):
+        # a row autograd.grad captures (a TARGET) whose inputs lead to no
+        # other: its kernel would write the gradients of inputs that have none
+        return
     cbuf[0] = c[r]
     G = _adjoint(r, adj, numel, ndim, sadj)
     X = (_value(a, ptr, numel, ndim, dt, sval) if a >= 0 else cbuf) if (sv & 1) != 0 else empty

@@ -12,6 +12,7 @@ error.
 import json
 import pathlib
 
+import numpy as np
 import pytest
 
 import tape
@@ -447,3 +448,16 @@ def test_a_fill_of_an_overlapping_expanded_tensor_writes_its_base(fill, value, r
     assert (b.tolist(), e.tolist(), b._version) == ([[value] * 3], [[[value] * 3] * 2] * 2, 1)
     assert (type(e.grad_fn).__name__, type(b.grad_fn).__name__) == (
         ("AsStridedBackward0", "CopySlices") if requires_grad else ("NoneType", "NoneType"))
+
+
+@pytest.mark.parametrize("view", [lambda b: b.t(), lambda b: b[:, ::2], lambda b: b.permute(1, 0)])
+def test_grad_with_respect_to_a_view_runs_no_kernel_of_the_view_itself(view):
+    # autograd.grad captures the view; its own node passes nothing on (its
+    # input leads to no other input), so its kernel must not run: it wrote
+    # into the gradient of an input that has none (heap corruption)
+    base = tape.tensor(np.arange(12.).reshape(4, 3), requires_grad=True)
+    x = view(base)
+    for _ in range(50):
+        (g,) = tape.autograd.grad((x * x).sum(), [x])
+        assert np.array_equal(g.numpy(), 2 * x.detach().numpy())
+    assert base.grad is None
