@@ -699,8 +699,14 @@ class CompiledFunction:
                 raise _Unsupported("it draws random numbers")
             if tp.sweep_id != sweeps:
                 raise _Unsupported("it runs a backward")
-            if any(lo <= r < hi for table in (tp.hooks, tp.python_rows, tp.retained, tp.node_data) for r in table):
-                raise _Unsupported("it registers hooks, retains gradients or runs a custom Function")
+            for table, why in ((tp.python_rows, "it runs a custom Function"), (tp.hooks, "it registers hooks"),
+                               (tp.retained, "it retains gradients")):
+                if any(lo <= r < hi for r in table):
+                    raise _Unsupported(why)
+            kept = [r for r in tp.node_data if lo <= r < hi]
+            if kept:  # a node whose arguments are kept on it (its _saved_* names), which a replay does not keep
+                raise _Unsupported(f"it uses {REGISTRY[tp.m_op[min(kept)]].name}, whose node a replay cannot "
+                                   "make yet")
             if rec.wrote or any(tp.m_flags[r] & DIRTY for r in rec.entered):
                 raise _Unsupported("it changes a tensor in place")
             program = _Program(tp, rec, lo, hi, _spec(result), arg_rg, grad_enabled)
