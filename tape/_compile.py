@@ -232,9 +232,6 @@ class _Program:
             ints.extend(tp.ints(r).tolist())
         self.ints = np.array(ints, np.int64)
         self.shapes = list(shapes)
-        self.array_rows = array_rows
-        self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
-        self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
         # 0-d elementwise rows only: the replay variant that compiles without the tensor path
         self.replay = _sweep.replay_scalar if not array_rows and elementwise.all() else _sweep.replay
         self.tensor_rows = int(np.count_nonzero(~elementwise | (self.pndim > 0)))  # as Tape.tensor_rows counts
@@ -243,6 +240,13 @@ class _Program:
         self.needs_kernels = sorted(set(zip(kinds.tolist(), pop.tolist())))
         self._guards(tp, rec, input_of)
         self.out_spec = self._outputs(out_spec, input_of, rec)
+        operand_numel = [np.where((q >= 0) & (tp.ndim[np.maximum(q, 0)] > 0), tp.numel[np.maximum(q, 0)], 1)
+                         for q in (tp.a0[rows], tp.a1[rows])]
+        stored = self._fuse(elementwise, operand_numel)
+        self.pflags |= np.where(stored, 0, OWNERLESS).astype(np.uint8)
+        self.array_rows = array_rows = np.flatnonzero(stored & (self.pndim > 0)).tolist()
+        self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
+        self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
         # what a replay reads each input from: an argument by number, an outside tensor through a weak
         # reference (a tensor the caller dropped, a global rebound, records again), or a constant fn made
         self.sources = [("arg", v) if kind == "arg" else ("constant", v) if id(v) in rec.static
@@ -252,6 +256,60 @@ class _Program:
         self.all_arguments = (operator.itemgetter(*(v for _, v in self.sources))
                               if self.sources and all(kind == "arg" for kind, _ in self.sources) else None)
         self.inputs = None
+
+    def _fuse(self, elementwise, operand_numel):
+        """Group the runs of two or more elementwise array rows of one size
+        into chains (Note [Fused chains]): pchain, pslot and chains for the
+        replay. Returns which rows are stored: all but the rows of a chain
+        that only its own rows read and that nothing saves."""
+        m = self.m
+        pa0, pa1, psaves, numel = self.pa0, self.pa1, self.psaves, self.pnumel
+        fusable = elementwise & (self.pndim > 0)
+        joins = np.zeros(m + 1, np.bool_)  # row k continues row k - 1's run
+        joins[1:m] = fusable[1:] & fusable[:-1] & (numel[1:] == numel[:-1])
+        starts = np.flatnonzero(fusable & ~joins[:m])
+        stops = np.flatnonzero(fusable & ~joins[1:]) + 1
+        long = stops - starts >= 2
+        starts, stops = starts[long], stops[long]
+        self.pchain = pchain = np.full(m, -1, np.int64)
+        self.pslot = pslot = np.full(m, -1, np.int64)
+        if not starts.size:
+            self.chains = np.zeros((0, 4), np.int64)
+            return np.ones(m, np.bool_)
+        for c, (start, stop) in enumerate(zip(starts.tolist(), stops.tolist())):
+            pchain[start:stop] = c
+        # stored: a row whose value backward reads (its own consumer saves
+        # it), that a row outside its chain reads, or that fn returns
+        stored = (pchain < 0) | ((psaves & 4) != 0)
+        last = np.arange(m)  # each row's last reader in its chain
+        for col, bit in ((pa0, 1), (pa1, 2)):
+            readers = np.flatnonzero(col >= 0)
+            read = col[readers]
+            stored[read[(psaves[readers] & bit) != 0]] = True
+            stored[read[(pchain[read] != pchain[readers]) | (pchain[readers] < 0)]] = True
+            np.maximum.at(last, read, readers)
+        stored[[ref for ref in _output_refs(self.out_spec) if ref >= 0]] = True
+        chains = []
+        for start, stop in zip(starts.tolist(), stops.tolist()):
+            # a slot per row kept in the buffer, free again after its last reader
+            free, frees, nslots = [], {}, 0
+            for k in range(start, stop):
+                if not stored[k]:
+                    if free:
+                        pslot[k] = free.pop()
+                    else:
+                        pslot[k] = nslots
+                        nslots += 1
+                    frees.setdefault(int(last[k]), []).append(int(pslot[k]))
+                free.extend(frees.pop(k, ()))
+            n = int(numel[start])
+            # a tile holds whole repeats of every bias the chain reads
+            blocks = np.concatenate([b[start:stop] for b in operand_numel])
+            period = int(np.lcm.reduce(blocks[(blocks > 1) & (blocks < n)].astype(np.int64), initial=1))
+            tile = n if period >= n else period * max(1, _TILE // period)
+            chains.append((start, stop, max(tile, 1), nslots))
+        self.chains = np.array(chains, np.int64)
+        return stored
 
     def _local(self, r):
         """The program row of tape row r, or -1."""
@@ -341,6 +399,15 @@ class _Program:
         return spec[0], spec[1], [self._outputs(s, input_of, rec) for s in spec[2]]
 
 
+def _output_refs(spec):
+    """The refs of the tensors in a result's spec (Program._outputs)."""
+    if spec[0] == "tensor":
+        return [spec[1]]
+    if spec[0] == "value":
+        return []
+    return [ref for s in spec[2] for ref in _output_refs(s)]
+
+
 def _has_forward():
     """Whether each opcode has a native forward (Note [Compiled replay])."""
     if not _HAS_FORWARD:
@@ -350,6 +417,9 @@ def _has_forward():
 
 
 _HAS_FORWARD = []
+# the elements of a fused chain's tile (Note [Fused chains]): a few tiles of
+# float64 stay in the L1 and L2 caches
+_TILE = 2048
 # guard kinds (tape/_gen.py's _REPLAY: TRUTH, VALUE, LT, LE, GT, GE, EQ, NE)
 _GUARD_KINDS = {"truth": 0, "value": 1, "list": 1, "array": 1, "lt": 2, "le": 3, "gt": 4, "ge": 5, "eq": 6, "ne": 7}
 _MIRRORED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
@@ -407,7 +477,8 @@ _called = set()  # the replay variants called once in this process
 
 def _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base):
     return replay(program.pop, program.pa0, program.pa1, program.pc, program.pp, program.pflags, program.pnumel,
-                  program.pndim, program.pshape, program.pia, program.pian, program.psaves, bptr, erows,
+                  program.pndim, program.pshape, program.pia, program.pian, program.psaves, program.pchain,
+                  program.pslot, program.chains, bptr, erows,
                   shape_offsets, ints_offset, program.gk, program.gkind, program.ga, program.gb, program.gval,
                   program.gtruth, base, tp.op, tp.a0, tp.a1,
                   tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp, tp.ia, tp.ian, tp.dt, tp.flags, tp.nuse,

@@ -420,6 +420,55 @@ def _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, in
         Y = cy
     O = carray(_f64_at(_i64_at(bptr[k])[0]), (pnumel[k],))
     _call_elementwise(kernels[FORWARD_TENSOR, o], empty, X, Y, O, empty, empty, pp[k], 0)
+
+
+@_jit
+def _replay_chain(start, stop, tile, nslots, base, pop, pa0, pa1, pc, pp, pnumel, pslot, bptr, erows, sval, ptr,
+                  numel, ndim, kernels, empty):
+    """Rows start..stop-1 of a replay, a chain of elementwise rows of n
+    elements each (Note [Fused chains] in tape/_compile.py), `tile` elements
+    at a time: every row's forward runs on a tile while its operands are in
+    cache. A row with a slot (pslot[k] >= 0) is not stored: its tile lives
+    in the slot's part of a buffer of `nslots` tiles; the others write
+    their arrays."""
+    n = pnumel[start]
+    buf = np.empty(nslots * tile)
+    cx = np.empty(1)
+    cy = np.empty(1)
+    for lo in range(0, n, tile):
+        t = min(tile, n - lo)
+        for k in range(start, stop):
+            cx[0] = pc[k]
+            cy[0] = pc[k]
+            X = _chain_operand(pa0[k], cx, start, lo, t, n, tile, buf, base, pslot, bptr, erows, sval, ptr, numel,
+                               ndim)
+            Y = _chain_operand(pa1[k], cy, start, lo, t, n, tile, buf, base, pslot, bptr, erows, sval, ptr, numel,
+                               ndim)
+            s = pslot[k]
+            O = buf[s * tile:s * tile + t] if s >= 0 else carray(_f64_at(_i64_at(bptr[k])[0] + 8 * lo), (t,))
+            _call_elementwise(kernels[FORWARD_TENSOR, pop[k]], empty, X, Y, O, empty, empty, pp[k], 0)
+
+
+@_jit_inline
+def _chain_operand(q, const, start, lo, t, n, tile, buf, base, pslot, bptr, erows, sval, ptr, numel, ndim):
+    """Elements lo..lo+t of the operand at ref q (a ref as pa0's) of a row
+    of the chain from row `start` on: the constant, a row of the chain (its
+    slot's tile or its array's), or a value from before the chain: 0-d, of
+    n elements, or a bias, whole (a tile holds whole repeats of it)."""
+    if q == -1:
+        return const
+    if q >= start:
+        s = pslot[q]
+        if s >= 0:
+            return buf[s * tile:s * tile + t]
+        return carray(_f64_at(_i64_at(bptr[q])[0] + 8 * lo), (t,))
+    a = base + q if q >= 0 else erows[-2 - q]
+    if ndim[a] == 0:
+        return sval[a:a + 1]
+    data = _i64_at(ptr[a])[0]
+    if numel[a] == n:
+        return carray(_f64_at(data + 8 * lo), (t,))
+    return carray(_f64_at(data), (numel[a],))
 '''
 
 # The replay of a recording (Note [Replay interpreter]); %(name)s and
@@ -427,9 +476,9 @@ def _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, in
 # 0-d elementwise rows only, compiles without the tensor path, as sweep_scalar
 _REPLAY_VARIANT = '''
 @_jit
-def %(name)s(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, bptr, erows, shape_offsets,
-           ints_offset, gk, gkind, ga, gb, gval, gtruth, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp,
-           ia, ian, dt, flags, nuse, pool, kernels):
+def %(name)s(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, pchain, pslot, chains, bptr,
+           erows, shape_offsets, ints_offset, gk, gkind, ga, gb, gval, gtruth, base, op, a0, a1, c, param, sval, ptr,
+           numel, ndim, shp, ia, ian, dt, flags, nuse, pool, kernels):
     """Append the rows of a prepared recording at rows base.. of the tape,
     computing their values with their ops' native forwards (kernels of kind
     FORWARD_SCALAR, FORWARD_TENSOR and FORWARD_STRUCTURAL). Row k of the
@@ -440,9 +489,12 @@ def %(name)s(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, ps
     shape_offsets[pshape[k]] in the pool, and a structural row's int
     attributes are at ints_offset + pia[k]. Once row gk[g] is done, guard g
     checks the 0-d value u at ref ga[g] (a ref as pa0's) against v, gval[g]
-    or the value at ref gb[g] (_holds). Returns the number of rows appended,
-    or -1 - g when guard g failed: then the saved-value counts it added are
-    taken back and the caller clears the rows."""
+    or the value at ref gb[g] (_holds). A row of chain pchain[k] >= 0 is
+    computed with its chain once the chain's last row is written (chains[c]:
+    its first row, its end, tile and slots, for _replay_chain); bptr[k] is 0
+    for a row of a chain that is not stored. Returns the number of rows
+    appended, or -1 - g when guard g failed: then the saved-value counts it
+    added are taken back and the caller clears the rows."""
     m = pop.size
     empty = np.empty(0)
     no_ints = np.empty(0, np.int64)
@@ -492,9 +544,15 @@ def %(name)s(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, ps
     return m
 '''
 _REPLAY_VARIANTS = {
-    "replay": ("            _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, "
-               "sval, ptr, numel,\n"
-               "                               ndim, shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy)"),
+    "replay": ("            if pchain[k] < 0:\n"
+               "                _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, "
+               "sval, ptr,\n"
+               "                                   numel, ndim, shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy)\n"
+               "            elif k + 1 == chains[pchain[k], 1]:\n"
+               "                ch = chains[pchain[k]]\n"
+               "                _replay_chain(ch[0], ch[1], ch[2], ch[3], base, pop, pa0, pa1, pc, pp, pnumel, pslot, "
+               "bptr, erows,\n"
+               "                              sval, ptr, numel, ndim, kernels, empty)"),
     "replay_scalar": "            return -1 - gk.size  # a tensor row: never sent here",
 }
 

@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "65f22e171e0c5ffb"
+REGISTRY_DIGEST = "60aa5ece802effb4"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -1178,11 +1178,60 @@ def _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, in
     _call_elementwise(kernels[FORWARD_TENSOR, o], empty, X, Y, O, empty, empty, pp[k], 0)
 
 
+@_jit
+def _replay_chain(start, stop, tile, nslots, base, pop, pa0, pa1, pc, pp, pnumel, pslot, bptr, erows, sval, ptr,
+                  numel, ndim, kernels, empty):
+    """Rows start..stop-1 of a replay, a chain of elementwise rows of n
+    elements each (Note [Fused chains] in tape/_compile.py), `tile` elements
+    at a time: every row's forward runs on a tile while its operands are in
+    cache. A row with a slot (pslot[k] >= 0) is not stored: its tile lives
+    in the slot's part of a buffer of `nslots` tiles; the others write
+    their arrays."""
+    n = pnumel[start]
+    buf = np.empty(nslots * tile)
+    cx = np.empty(1)
+    cy = np.empty(1)
+    for lo in range(0, n, tile):
+        t = min(tile, n - lo)
+        for k in range(start, stop):
+            cx[0] = pc[k]
+            cy[0] = pc[k]
+            X = _chain_operand(pa0[k], cx, start, lo, t, n, tile, buf, base, pslot, bptr, erows, sval, ptr, numel,
+                               ndim)
+            Y = _chain_operand(pa1[k], cy, start, lo, t, n, tile, buf, base, pslot, bptr, erows, sval, ptr, numel,
+                               ndim)
+            s = pslot[k]
+            O = buf[s * tile:s * tile + t] if s >= 0 else carray(_f64_at(_i64_at(bptr[k])[0] + 8 * lo), (t,))
+            _call_elementwise(kernels[FORWARD_TENSOR, pop[k]], empty, X, Y, O, empty, empty, pp[k], 0)
+
+
+@_jit_inline
+def _chain_operand(q, const, start, lo, t, n, tile, buf, base, pslot, bptr, erows, sval, ptr, numel, ndim):
+    """Elements lo..lo+t of the operand at ref q (a ref as pa0's) of a row
+    of the chain from row `start` on: the constant, a row of the chain (its
+    slot's tile or its array's), or a value from before the chain: 0-d, of
+    n elements, or a bias, whole (a tile holds whole repeats of it)."""
+    if q == -1:
+        return const
+    if q >= start:
+        s = pslot[q]
+        if s >= 0:
+            return buf[s * tile:s * tile + t]
+        return carray(_f64_at(_i64_at(bptr[q])[0] + 8 * lo), (t,))
+    a = base + q if q >= 0 else erows[-2 - q]
+    if ndim[a] == 0:
+        return sval[a:a + 1]
+    data = _i64_at(ptr[a])[0]
+    if numel[a] == n:
+        return carray(_f64_at(data + 8 * lo), (t,))
+    return carray(_f64_at(data), (numel[a],))
+
+
 
 @_jit
-def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, bptr, erows, shape_offsets,
-           ints_offset, gk, gkind, ga, gb, gval, gtruth, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp,
-           ia, ian, dt, flags, nuse, pool, kernels):
+def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, pchain, pslot, chains, bptr,
+           erows, shape_offsets, ints_offset, gk, gkind, ga, gb, gval, gtruth, base, op, a0, a1, c, param, sval, ptr,
+           numel, ndim, shp, ia, ian, dt, flags, nuse, pool, kernels):
     """Append the rows of a prepared recording at rows base.. of the tape,
     computing their values with their ops' native forwards (kernels of kind
     FORWARD_SCALAR, FORWARD_TENSOR and FORWARD_STRUCTURAL). Row k of the
@@ -1193,9 +1242,12 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
     shape_offsets[pshape[k]] in the pool, and a structural row's int
     attributes are at ints_offset + pia[k]. Once row gk[g] is done, guard g
     checks the 0-d value u at ref ga[g] (a ref as pa0's) against v, gval[g]
-    or the value at ref gb[g] (_holds). Returns the number of rows appended,
-    or -1 - g when guard g failed: then the saved-value counts it added are
-    taken back and the caller clears the rows."""
+    or the value at ref gb[g] (_holds). A row of chain pchain[k] >= 0 is
+    computed with its chain once the chain's last row is written (chains[c]:
+    its first row, its end, tile and slots, for _replay_chain); bptr[k] is 0
+    for a row of a chain that is not stored. Returns the number of rows
+    appended, or -1 - g when guard g failed: then the saved-value counts it
+    added are taken back and the caller clears the rows."""
     m = pop.size
     empty = np.empty(0)
     no_ints = np.empty(0, np.int64)
@@ -1225,8 +1277,13 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
             y = sval[b] if b >= 0 else pc[k]
             sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
         else:
-            _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, sval, ptr, numel,
-                               ndim, shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy)
+            if pchain[k] < 0:
+                _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, sval, ptr,
+                                   numel, ndim, shp, ia, ian, dt, pool, kernels, empty, no_ints, cx, cy)
+            elif k + 1 == chains[pchain[k], 1]:
+                ch = chains[pchain[k]]
+                _replay_chain(ch[0], ch[1], ch[2], ch[3], base, pop, pa0, pa1, pc, pp, pnumel, pslot, bptr, erows,
+                              sval, ptr, numel, ndim, kernels, empty)
         sv = psaves[k]
         if (sv & 1) != 0:
             nuse[a] += 1
@@ -1248,9 +1305,9 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
 
 
 @_jit
-def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, bptr, erows, shape_offsets,
-           ints_offset, gk, gkind, ga, gb, gval, gtruth, base, op, a0, a1, c, param, sval, ptr, numel, ndim, shp,
-           ia, ian, dt, flags, nuse, pool, kernels):
+def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psaves, pchain, pslot, chains, bptr,
+           erows, shape_offsets, ints_offset, gk, gkind, ga, gb, gval, gtruth, base, op, a0, a1, c, param, sval, ptr,
+           numel, ndim, shp, ia, ian, dt, flags, nuse, pool, kernels):
     """Append the rows of a prepared recording at rows base.. of the tape,
     computing their values with their ops' native forwards (kernels of kind
     FORWARD_SCALAR, FORWARD_TENSOR and FORWARD_STRUCTURAL). Row k of the
@@ -1261,9 +1318,12 @@ def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pia
     shape_offsets[pshape[k]] in the pool, and a structural row's int
     attributes are at ints_offset + pia[k]. Once row gk[g] is done, guard g
     checks the 0-d value u at ref ga[g] (a ref as pa0's) against v, gval[g]
-    or the value at ref gb[g] (_holds). Returns the number of rows appended,
-    or -1 - g when guard g failed: then the saved-value counts it added are
-    taken back and the caller clears the rows."""
+    or the value at ref gb[g] (_holds). A row of chain pchain[k] >= 0 is
+    computed with its chain once the chain's last row is written (chains[c]:
+    its first row, its end, tile and slots, for _replay_chain); bptr[k] is 0
+    for a row of a chain that is not stored. Returns the number of rows
+    appended, or -1 - g when guard g failed: then the saved-value counts it
+    added are taken back and the caller clears the rows."""
     m = pop.size
     empty = np.empty(0)
     no_ints = np.empty(0, np.int64)
