@@ -1157,6 +1157,88 @@ def test_an_elementwise_chain_on_arrays_with_a_bias(fn, bias_shape):
     assert compiled.recordings == 1
 
 
+def _w4_chain(x, b):
+    """W4's cycle of ops with a bias: a replay runs it as one fused chain,
+    whose rows that backward does not read are not stored."""
+    y = x
+    for i in range(14):
+        y = [y.sin, y.exp, y.tanh, y.square, lambda: y * x, lambda: y + b][i % 6]()
+    return y.sum()
+
+
+@pytest.mark.parametrize("shape, bias_shape", [
+    ((5000,), (5000,)), ((70, 61), (61,)), ((300, 7), (1, 7)), ((3, 2), ()), ((3,), (3,)), ((0, 4), (4,)),
+], ids=["tiles", "bias-tiles", "small-bias", "0-d-bias", "one-tile", "empty"])
+def test_a_fused_elementwise_chain(shape, bias_shape):
+    rng = np.random.default_rng(5)
+    compiled = tape.compile(_w4_chain, fullgraph=True)
+    for _ in range(3):
+        x, b = rng.uniform(-1, 1, size=shape), rng.uniform(-1, 1, size=bias_shape)
+        check(compiled, _w4_chain, lambda: [leaf(x), leaf(b)], rtol=1e-11)
+    assert compiled.recordings == 1
+
+
+def _read_twice(x):
+    y = x.sin() * 2.0  # read by two rows of the chain and by sum, outside it
+    z = (y.exp() + y.cos()).tanh()
+    return z.sum() + y.sum()
+
+
+def _intermediate_returned(x):
+    y = x.sin() + 1.0  # not saved by any op, but returned
+    return (y.exp() * 3.0).sum(), y
+
+
+@pytest.mark.parametrize("fn", [_read_twice, _intermediate_returned])
+def test_values_a_fused_chain_shares_with_other_rows_and_its_results(fn):
+    rng = np.random.default_rng(6)
+    compiled = tape.compile(fn, fullgraph=True)
+    for _ in range(3):
+        x = rng.uniform(-1, 1, size=(3000,))
+        check(compiled, fn, lambda: [leaf(x)], rtol=1e-11)
+    assert compiled.recordings == 1
+
+
+def test_hooks_and_retain_grad_on_an_intermediate_a_fused_chain_returns():
+    compiled = tape.compile(_intermediate_returned, fullgraph=True)
+    x = np.linspace(-1, 1, 2500)
+    seen = []
+    for f in [compiled, compiled, _intermediate_returned]:
+        total, y = f(leaf(x))
+        y.retain_grad()
+        hooked = []
+        y.register_hook(lambda g: hooked.append(g.numpy().copy()))
+        total.backward()
+        seen.append((y.detach().numpy().copy(), y.grad.numpy().copy(), hooked[0]))
+    for replayed, eager in zip(seen[1], seen[2]):
+        np.testing.assert_allclose(replayed, eager, rtol=1e-12, atol=1e-12)
+    assert compiled.recordings == 1
+
+
+def test_graphs_of_two_replays_of_a_fused_chain_are_independent():
+    compiled = tape.compile(_w4_chain, fullgraph=True)
+    x1, x2, b = (leaf(np.linspace(lo, lo + 1, 3000)) for lo in (-1.0, -0.5, 0.0))
+    compiled(x1, b)  # records
+    first, second = compiled(x1, b), compiled(x2, b)
+    second.backward()
+    first.backward()
+    replayed = [x1.grad.numpy().copy(), x2.grad.numpy().copy(), b.grad.numpy().copy()]
+    x1.grad = x2.grad = b.grad = None
+    first, second = _w4_chain(x1, b), _w4_chain(x2, b)
+    second.backward()
+    first.backward()
+    for c, e in zip(replayed, [x1.grad.numpy(), x2.grad.numpy(), b.grad.numpy()]):
+        np.testing.assert_allclose(c, e, rtol=1e-11, atol=1e-12)
+
+
+def test_a_fused_chain_under_no_grad():
+    compiled = tape.compile(_read_twice)
+    x = np.linspace(-1, 1, 4100)
+    with tape.no_grad():
+        for _ in range(2):
+            check(compiled, _read_twice, lambda: [leaf(x)], rtol=1e-11)
+
+
 EDGE_VALUES = [0.0, -0.0, 1.0, -1.0, 0.5, 2.0, np.inf, -np.inf, np.nan]
 
 
