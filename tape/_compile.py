@@ -68,6 +68,24 @@ __all__ = ["compile", "CompiledFunction"]
 # comparison's mask), backward inside fn, and tensor values other than
 # float64. Python numbers and other objects fn reads are part of the
 # recording, as in jax.jit: pass them as arguments to vary them.
+#
+# Note [Fused chains]
+# ~~~~~~~~~~~~~~~~~~~
+# A run of two or more consecutive elementwise rows on arrays of one size
+# (W4's sin, exp, tanh, ...) is a chain, which the replay runs tile by tile
+# (_replay_chain in tape/_gen.py's _REPLAY): every row's native forward on
+# _TILE elements, then the next tile, so a value is read again while it is
+# in cache instead of after a pass over the whole array. A row of a chain
+# that only rows of its chain read, whose value no consumer saves (psaves,
+# from the ops' declarations, as eager mode counts it) and that fn does not
+# return, is not stored: its tile lives in a slot of a buffer of a few
+# tiles (slots are reused after the row's last reader), and its tape row
+# is the one eager mode leaves once the Tensor has died and the value is
+# released (ptr 0, no owner: OWNERLESS). Backward, create_graph, hooks and
+# retain_grad on fn's results read only stored values. A bias a chain reads
+# is read whole: the tile is a multiple of every bias's size. The grouping
+# is data (pchain, pslot, chains), made in _Program._fuse; the replay
+# interpreter, compiled once per machine, runs every recording's chains.
 
 
 class _Recorder:
