@@ -555,6 +555,11 @@ class _Outer:
         self.out_of = {}  # id of a step's result tensor -> its number in a replay's results of steps
         self.outs = []  # those tensors as recorded
         self.outside = []  # the outside tensors steps read
+        self.read_rows = set()  # the rows that later parts read
+
+    def row(self, r):
+        self.read_rows.add(r)
+        return "row", r
 
     def row_source(self, r):
         """The source of tape row r, which a segment reads from before it."""
@@ -562,7 +567,7 @@ class _Outer:
         if t is not None:
             return self.tensor_source(t)
         if self.lo <= r < self.hi and self.tp.op[r] > CONST:
-            return "row", r
+            return self.row(r)
         raise _Unsupported("it reads a row tape could not trace")
 
     def tensor_source(self, t):
@@ -574,7 +579,7 @@ class _Outer:
             return "out", k
         tp, r = where(t)
         if tp is self.tp and self.lo <= r < self.hi and self.native[r - self.lo]:
-            return "row", r
+            return self.row(r)
         if id(t) in self.rec.made and id(t) not in self.rec.static:
             raise _Unsupported("it uses a tensor computed inside it that tape could not trace (one no call of "
                                "tape's functions or methods returned)")
@@ -758,6 +763,10 @@ class _Steps:
         self.draws = any(c.changed for c in steps)
         self.holders = _holders(outer.outside, (tp.owners, rec.entered, rec.made, outer.outside))
         self.segments = [p for p in self.parts if type(p) is _Program]
+        for segment in self.segments:  # Note [Early release] in tape/_record.py, once a segment is done
+            arrays = np.array(segment.array_rows, np.int64)
+            unread = [r not in outer.read_rows for r in (segment.rows_off[arrays] + lo).tolist()]
+            segment.unread = arrays[np.array(unread, np.bool_)] if arrays.size else arrays
 
 
 def _plan_steps(tp, rec, lo, hi):
@@ -828,7 +837,8 @@ def _replay_steps(program, tp, args):
     env = _Env(tp, args, program)
     generator = _factories._rng[0]
     drawn = generator.bit_generator.state if program.draws else None
-    tp.sweeping += 1  # rows keep their numbers until the replay is done
+    tp.reserve(program.size + 3)  # compacting now, if due: no compaction runs until the replay is done
+    tp.sweeping += 1  # so that rows keep their numbers
     try:
         for part in program.parts:
             if not (part.run(tp, env) if type(part) is _Step else _run_segment(part, tp, env)):
@@ -857,6 +867,8 @@ def _run_segment(segment, tp, env):
     if base < 0:
         return False
     rowmap[segment.rows_off] = base + segment.local
+    if segment.unread.size:
+        tp.release((base + segment.unread).tolist())
     return True
 
 
