@@ -61,13 +61,15 @@ __all__ = ["compile", "CompiledFunction"]
 # and the next recording for the key is tried, then a new one is made (at
 # most `cache_size` per key, the least recently used dropped).
 #
-# What a recording cannot replay natively makes it an eager one, each call
-# running fn as it is (a warning once names the reason): ops without a
-# native forward (structural ops, custom Functions), in-place ops, hooks,
-# random numbers, tensors computed inside fn without gradient tracking (a
-# comparison's mask), backward inside fn, and tensor values other than
-# float64. Python numbers and other objects fn reads are part of the
-# recording, as in jax.jit: pass them as arguments to vary them.
+# What a native segment cannot compute (an op without a native forward, a
+# custom Function, hooks, random numbers, a backward inside fn, a tensor
+# computed without gradient tracking, values other than float64) replays as
+# Python steps between native segments (Note [Python steps]). What makes a
+# recording an eager one, each call running fn as it is (a warning once names
+# the reason): in-place ops, steps under no_grad, and what needs Python but
+# was not made by a call of tape's public functions and methods. Python
+# numbers and other objects fn reads are part of the recording, as in
+# jax.jit: pass them as arguments to vary them.
 
 
 class _Recorder:
@@ -154,7 +156,8 @@ class _Call:
     __slots__ = ("fn", "args", "kwargs", "out", "n0", "n1", "changed")
 
     def __init__(self, fn, args, kwargs, out, n0, n1, changed):
-        self.fn, self.args, self.kwargs, self.out, self.n0, self.n1, self.changed = fn, args, kwargs, out, n0, n1, changed
+        self.fn, self.args, self.kwargs, self.out = fn, args, kwargs, out
+        self.n0, self.n1, self.changed = n0, n1, changed
 
 
 def _events(tp):
@@ -1098,6 +1101,7 @@ class CompiledFunction:
         self._cache = collections.OrderedDict()  # guard key -> [_Recording], most recent last
         self._lock = threading.Lock()
         self._warned = set()
+        self.captures = False  # whether its recordings capture Python steps (once one needed them)
         # how many recordings were made (one that finds it needs Python steps and the next call's capturing
         # one count as one, Note [Python steps]): a test of the guards reads it
         self.recordings = 0
@@ -1137,7 +1141,7 @@ class CompiledFunction:
             result = recording.replay(recording.program, tp, tensors)
             if result is not _FAILED:
                 return result
-        return self._record(key, tp, tensors, args, kwargs, capture=self.fullgraph)
+        return self._record(key, tp, tensors, args, kwargs, capture=self.fullgraph or self.captures)
 
     def _store(self, key, recording):
         """Keep `recording` for `key`: the last cache_size of each key, for the
@@ -1246,6 +1250,7 @@ class CompiledFunction:
             refusal = str(e)
             again = not capture and grad_enabled and not in_place
         if again:  # no warning: the next call captures, and the two count as one recording
+            self.captures = True
             self._store(key, _Recording(None, refusal, capture=True))
             return result
         self._store(key, _Recording(program, refusal))

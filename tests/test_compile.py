@@ -4,8 +4,10 @@ their first- and second-order gradients, are eager mode's, and counts the
 recordings (`CompiledFunction.recordings`) to check what re-records: value
 reads (a branch, a loop bound), a change of an argument's shape, dtype or
 requires_grad, Python arguments, grad modes. Then closures and parameters
-updated or rebound between calls, in-place ops, several outputs, random ops,
-custom Functions, hooks, exceptions, nesting, threads, the tape.func
+updated or rebound between calls, in-place ops, several outputs, and the
+Python steps of a replay: structural ops, random ops, custom Functions, hooks,
+autograd.grad and backward inside fn, a step whose rows change; exceptions,
+nesting, threads, the tape.func
 transforms in both orders, the issue's scalar chain, arrays with a bias, the
 elementwise ops of the op table of tests/test_ops.py at edge values, and a
 property test over random programs of them.
@@ -965,6 +967,35 @@ def test_a_step_that_appends_other_rows_records_again():
     for k, value in enumerate([[1.0, -1.0, 2.0], [3.0, -2.0, 1.0], [1.0, 1.0, 1.0], [2.0, -1.0, 0.5]]):
         check(compiled, _masked, lambda: [leaf(value)])
         assert compiled.recordings == [1, 1, 2, 2][k]
+
+
+def _branch_after_a_step(x):
+    y = x[::2].sum()
+    if y > 0:
+        return y * x
+    return (y - x).exp()
+
+
+def test_a_branch_on_a_value_computed_by_a_step():
+    compiled = tape.compile(_branch_after_a_step)
+    for k, value in enumerate([1.0, -1.0, 0.5, -0.5, 2.0]):
+        check(compiled, _branch_after_a_step, lambda: [leaf([value, 3.0, value])])
+        assert compiled.recordings == [1, 1, 2, 2, 2][k]  # the second call records the other branch
+
+
+def test_threads_calling_a_compiled_function_with_steps():
+    compiled = tape.compile(_strided)
+    points = {k: [np.linspace(-1.0, 0.2 * k + 0.1 * i, 6) for i in range(4)] for k in range(4)}
+    results = {}
+
+    def work(k):
+        results[k] = [evaluate(compiled, [leaf(v), leaf(1.5)]) for v in points[k]]
+
+    errors = _in_threads(work, 4)
+    assert not errors, errors
+    for k in range(4):
+        for v, got in zip(points[k], results[k]):
+            assert_same(got, evaluate(_strided, [leaf(v), leaf(1.5)]))
 
 
 def test_fullgraph_accepts_python_steps():
