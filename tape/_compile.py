@@ -19,7 +19,7 @@ from ._dtypes import get_default_dtype
 from ._grad_mode import enable_grad
 from ._native import compiling
 from ._registry import CONST, REGISTRY
-from ._tape import DATA_FIELD, DIRTY, OWNERLESS, RG, anomaly, state, where
+from ._tape import DATA_FIELD, DIRTY, FREED, OWNERLESS, RG, anomaly, state, where
 from ._tensor import Tensor, new_tensor
 
 __all__ = ["compile", "CompiledFunction"]
@@ -277,7 +277,9 @@ class _Program:
         missing = np.flatnonzero(~_has_forward()[pop])
         if missing.size:
             raise _Unsupported(f"it uses {REGISTRY[pop[missing[0]]].name}, which has no native forward yet")
-        odd = np.flatnonzero((tp.dt[rows] != 0) | (tp.nx[rows] != 0) | (tp.oi[rows] != 0) | (tp.flags[rows] != RG))
+        # FREED: a backward inside fn (a step) freed the value after the row was made; it does so again
+        odd = np.flatnonzero((tp.dt[rows] != 0) | (tp.nx[rows] != 0) | (tp.oi[rows] != 0)
+                             | ((tp.flags[rows] | FREED) != RG | FREED))
         if odd.size:
             raise _Unsupported(f"its {REGISTRY[pop[odd[0]]].name} is not a plain float64 op (an in-place op, a hook, "
                                "a retained or freed value)")
@@ -778,7 +780,7 @@ def _plan_steps(tp, rec, lo, hi):
     ops = tp.op[lo:hi]
     op_row = ops > CONST
     native = (op_row & _has_forward()[ops] & (tp.dt[lo:hi] == 0) & (tp.nx[lo:hi] == 0) & (tp.oi[lo:hi] == 0)
-              & (tp.flags[lo:hi] == RG))
+              & ((tp.flags[lo:hi] | FREED) == RG | FREED))
     for col in (tp.a0, tp.a1):
         q = col[lo:hi]
         native &= (q < 0) | (tp.dt[np.maximum(q, 0)] == 0)
