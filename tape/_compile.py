@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _factories, _kernels, _sweep, _tensor
 from ._dtypes import get_default_dtype
-from ._grad_mode import enable_grad
+from ._grad_mode import enable_grad, set_grad_enabled
 from ._native import compiling
 from ._registry import CONST, REGISTRY
 from ._tape import DATA_FIELD, DIRTY, FREED, OWNERLESS, RG, anomaly, state, where
@@ -62,12 +62,12 @@ __all__ = ["compile", "CompiledFunction"]
 # most `cache_size` per key, the least recently used dropped).
 #
 # What a native segment cannot compute (an op without a native forward, a
-# custom Function, hooks, random numbers, a backward inside fn, a tensor
-# computed without gradient tracking, values other than float64) replays as
-# Python steps between native segments (Note [Python steps]). What makes a
-# recording an eager one, each call running fn as it is (a warning once names
-# the reason): in-place ops, steps under no_grad, and what needs Python but
-# was not made by a call of tape's public functions and methods. Python
+# custom Function, hooks, random numbers, a backward inside fn, an in-place
+# op, a tensor computed without gradient tracking, values other than
+# float64) replays as Python steps between native segments (Note [Python
+# steps]). What makes a recording an eager one, each call running fn as it
+# is (a warning once names the reason): steps under no_grad, and what needs
+# Python but was not made by a call of tape's public functions and methods. Python
 # numbers and other objects fn reads are part of the recording, as in
 # jax.jit: pass them as arguments to vary them.
 
@@ -85,7 +85,7 @@ class _Recorder:
         self.made = {}  # id -> tensor made while recording (new_tensor), kept alive
         self.compared = {}  # id of a comparison's result -> (its op's name, its operands)
         self.static = set()  # ids of those made by a factory from Python data
-        self.wrote = False  # whether fn changed a tensor in place
+        self.wrote = 0  # how many times fn changed a tensor in place
 
     def adopted(self, t, r):
         self.entered.setdefault(r, t)
@@ -121,7 +121,7 @@ def _wrote(t):
     """An in-place change's report (Tensor.bump_version)."""
     rec = state.tape.recorder
     if rec is not None:
-        rec.wrote = True
+        rec.wrote += 1
 
 
 def note_read(t, kind, outcome):
@@ -151,13 +151,14 @@ def _install(on):
 class _Call:
     """One outermost call of a tape function or Tensor method while a
     recording captures (Note [Python steps]): fn(*args, **kwargs) gave `out`
-    and appended rows n0..n1-1; `changed` when it also drew random numbers,
-    ran a backward or registered a retained gradient."""
-    __slots__ = ("fn", "args", "kwargs", "out", "n0", "n1", "changed")
+    and appended rows n0..n1-1 under grad mode `grad`; `changed` when it also
+    drew random numbers, ran a backward, retained a gradient or changed a
+    tensor in place."""
+    __slots__ = ("fn", "args", "kwargs", "out", "n0", "n1", "changed", "grad")
 
-    def __init__(self, fn, args, kwargs, out, n0, n1, changed):
+    def __init__(self, fn, args, kwargs, out, n0, n1, changed, grad):
         self.fn, self.args, self.kwargs, self.out = fn, args, kwargs, out
-        self.n0, self.n1, self.changed = n0, n1, changed
+        self.n0, self.n1, self.changed, self.grad = n0, n1, changed, grad
 
 
 def _events(tp):
@@ -173,14 +174,15 @@ def _captured(fn):
         rec = tp.recorder
         if rec is None or rec.calls is None or rec.depth:
             return fn(*args, **kwargs)
-        before = _events(tp)
+        before, wrote = _events(tp), rec.wrote
         n0 = tp.n
         rec.depth = 1
         try:
             out = fn(*args, **kwargs)
         finally:
             rec.depth = 0
-        rec.calls.append(_Call(fn, args, kwargs, out, n0, tp.n, _events(tp) != before))
+        rec.calls.append(_Call(fn, args, kwargs, out, n0, tp.n, _events(tp) != before or rec.wrote != wrote,
+                               tp.grad_enabled))
         return out
 
     captured.__wrapped__ = fn
@@ -507,25 +509,27 @@ def _spec(obj):
 # ~~~~~~~~~~~~~~~~~~~
 # Rows a native segment cannot compute (an op without a native forward: a
 # view, indexing, cat, a matmul of vectors; a custom Function's row, a
-# hooked or retained row, a node that keeps its arguments, a row reading a
-# tensor that is not float64) and what is not rows at all (random numbers, a
-# backward or autograd.grad inside fn, a hook's registration, a tensor
-# computed without gradient tracking) replay as Python steps: the outermost
-# call of a tape function or Tensor method that made them, run again at its
-# place in the program on the replay's tensors. A replay is then native
-# segments of rows and steps in turn.
+# hooked, retained or in-place row, a node that keeps its arguments, a row
+# reading a tensor that is not float64) and what is not rows at all (random
+# numbers, a backward or autograd.grad inside fn, a hook's registration, an
+# in-place change, a tensor computed without gradient tracking) replay as
+# Python steps: the outermost call of a tape function or Tensor method that
+# made them, run again at its place in the program on the replay's tensors,
+# under the grad mode it was called under. A replay is then native segments
+# of rows and steps in turn.
 #   - Capturing: while a recording captures, tape's public functions,
 #     autograd.grad/backward, Function.apply and Tensor's methods and
 #     properties are wrapped (other threads' calls pass through; calls
 #     inside a captured one are part of it). Each outermost call notes fn,
 #     its arguments and result and the rows it appended. A wrapper costs
 #     more than a 0-d op, so a first recording does not capture: when it
-#     finds what needs Python, the next call records again, capturing.
+#     finds what needs Python, the next call records again, capturing, and
+#     so do the function's later recordings.
 #   - Planning: a call is a step when one of its rows cannot be native, it
-#     drew random numbers, ran a sweep or retained a gradient, or its result
-#     is not its own rows (a random tensor, a mask, a hook's handle, a
-#     gradient). Other calls' rows, and rows made outside any call, are
-#     native. A step's tensors are refs: an argument, an outside tensor, a
+#     drew random numbers, ran a sweep, retained a gradient or changed a
+#     tensor in place, or its result is not its own rows (a random tensor,
+#     a mask, a hook's handle, a gradient). Other calls' rows, and rows made
+#     outside any call, are native. A step's tensors are refs: an argument, an outside tensor, a
 #     native row or an earlier step's result; a segment's inputs also name
 #     rows of earlier parts, which a replay maps to where they are now.
 #   - Replaying: a step runs fn eagerly, appending its rows as eager mode
@@ -538,7 +542,8 @@ def _spec(obj):
 #     reads outside steps are guards of the segment after them; reads inside
 #     a step need none: the step computes what eager mode computes, and the
 #     check above catches a different program. No compaction runs during a
-#     replay of steps (tp.sweeping), so rows keep their numbers.
+#     replay of steps (tp.sweeping), so rows keep their numbers; a segment's
+#     array values that no later part reads are released once it is done.
 # Under no_grad a step would append no rows: such a recording runs eagerly.
 
 
@@ -696,7 +701,7 @@ class _Step:
 
     def __init__(self, call, outer):
         tp, lo = outer.tp, outer.lo
-        self.fn = call.fn
+        self.fn, self.grad = call.fn, call.grad
         self.args = outer.refs(call.args)
         self.kwargs = outer.refs(call.kwargs)
         rows = np.flatnonzero(tp.op[call.n0:call.n1] > CONST) + call.n0
@@ -720,7 +725,11 @@ class _Step:
         """Call fn again; whether it did what the recording saw."""
         args, kwargs = env.values(self.args), env.values(self.kwargs)
         n0 = tp.n
-        out = self.fn(*args, **kwargs)
+        if tp.grad_enabled == self.grad:
+            out = self.fn(*args, **kwargs)
+        else:  # the grad mode fn set around the call (with no_grad(): ...)
+            with set_grad_enabled(self.grad):
+                out = self.fn(*args, **kwargs)
         rows = np.flatnonzero(tp.op[n0:tp.n] > CONST) + n0
         if (rows.size != self.ops.size or (tp.op[rows] != self.ops).any() or ((tp.flags[rows] & RG) != self.rg).any()
                 or (tp.ndim[rows] != self.ndim).any()
@@ -1224,16 +1233,16 @@ class CompiledFunction:
         in_place = rec.wrote or any(tp.m_flags[r] & DIRTY for r in rec.entered)
         again = False  # whether the next call records again, capturing (Note [Python steps])
         try:
-            if in_place:
-                raise _Unsupported("it changes a tensor in place")
             steps = None
             if capture:
                 steps, native = _plan_steps(tp, rec, lo, hi)
                 if steps and not grad_enabled:
                     raise _Unsupported("it needs Python steps, which replay under grad mode only")
-                if _events(tp) != events and not any(c.changed for c in steps):
-                    raise _Unsupported("it draws random numbers or runs a backward outside the calls of tape's "
-                                       "functions and methods")
+                if (_events(tp) != events or in_place) and not any(c.changed for c in steps):
+                    raise _Unsupported("it draws random numbers, runs a backward or changes a tensor in place "
+                                       "outside the calls of tape's functions and methods")
+            elif in_place:
+                raise _Unsupported("it changes a tensor in place, which replays under grad mode only")
             elif _events(tp) != events or any(lo <= r < hi for table in (tp.python_rows, tp.hooks, tp.retained,
                                                                           tp.node_data) for r in table):
                 raise _Unsupported("it draws random numbers, runs a backward, a custom Function or hooks, which "
@@ -1250,7 +1259,7 @@ class CompiledFunction:
                 _ensure_kernels(segment)
         except _Unsupported as e:
             refusal = str(e)
-            again = not capture and grad_enabled and not in_place
+            again = not capture and grad_enabled
         if again:  # no warning: the next call captures, and the two count as one recording
             self.captures = True
             self._store(key, _Recording(None, refusal, capture=True))

@@ -10,10 +10,7 @@ autograd.grad and backward inside fn, a step whose rows change; exceptions,
 nesting, threads, the tape.func
 transforms in both orders, the issue's scalar chain, arrays with a bias, the
 elementwise ops of the op table of tests/test_ops.py at edge values, and a
-property test over random programs of them.
-
-Strict xfails (`scope`) mark what issue 21 says replays natively but today
-makes the recording an eager one."""
+property test over random programs of them."""
 import collections
 import threading
 import types
@@ -31,11 +28,6 @@ from test_threads import _in_threads
 # what a recording that cannot replay natively warns, once (Note [Compiled replay])
 EAGERLY = "runs eagerly on every call"
 MAY_RUN_EAGERLY = pytest.mark.filterwarnings(f"ignore:tape.compile.*{EAGERLY}:UserWarning")
-
-
-def scope(what):
-    """A case issue 21 says replays natively, which today makes the recording an eager one."""
-    return pytest.mark.xfail(strict=True, reason=f"issue 21 scope: {what} makes the recording eager")
 
 
 def leaf(value, requires_grad=True, dtype=tape.float64):
@@ -127,11 +119,12 @@ def test_torch_compile_options():
     compiled = tape.compile(_scaled, backend="inductor", mode="max-autotune", dynamic=False, fullgraph=True)
     for value in [0.5, -1.0]:
         check(compiled, _scaled, lambda: [leaf(value), leaf(1.5)])
-    strict = tape.compile(fullgraph=True)(_in_place_intermediate)
+    strict = tape.compile(fullgraph=True)(_strided)
     for _ in range(2):
-        with pytest.raises(RuntimeError, match=r"tape.compile\(fullgraph=True\): _in_place_intermediate cannot be "
-                                               "replayed natively: it changes a tensor in place"):
-            strict(leaf(0.5), leaf(1.5))
+        with pytest.raises(RuntimeError, match=r"tape.compile\(fullgraph=True\): _strided cannot be replayed "
+                                               "natively: it needs Python steps, which replay under grad mode only"):
+            with tape.no_grad():
+                strict(leaf(np.ones(6)), leaf(1.5))
 
 
 def test_decorator_forms_and_the_wrapped_function():
@@ -625,7 +618,6 @@ def _normalising(running):
 
 
 @pytest.mark.parametrize("shape", [(), (3,)])
-@MAY_RUN_EAGERLY
 def test_a_buffer_updated_in_place_inside_fn(shape):
     running, eager_running = tape.zeros(shape), tape.zeros(shape)
     fn, eager = _normalising(running), _normalising(eager_running)
@@ -633,6 +625,7 @@ def test_a_buffer_updated_in_place_inside_fn(shape):
     for step in range(4):
         check(compiled, eager, lambda: [leaf(np.full(shape, 0.5 * step - 0.25))])
         assert_same([running.numpy()], [eager_running.numpy()])
+    assert compiled.recordings == 1
 
 
 def _accumulate(acc, x):
@@ -641,7 +634,6 @@ def _accumulate(acc, x):
 
 
 @pytest.mark.parametrize("requires_grad", [False, True])
-@MAY_RUN_EAGERLY
 def test_an_in_place_op_on_an_argument(requires_grad):
     """acc is a plain tensor, or a non-leaf computed from a leaf that requires grad."""
     compiled = tape.compile(_accumulate)
@@ -655,6 +647,7 @@ def test_an_in_place_op_on_an_argument(requires_grad):
             runs.append([acc.detach().numpy().copy(), out.detach().numpy(), x.grad.numpy(),
                          *([root.grad.numpy()] if requires_grad else [])])
         assert_same(*runs)
+    assert compiled.recordings == 1
 
 
 @MAY_RUN_EAGERLY
@@ -1033,7 +1026,7 @@ def _random(x, a):
     (_replayable_chain, (), False),
     (_branch_on_truth, (), True),
     (_branch_on_comparison, (), True),
-    pytest.param(_in_place_intermediate, (), True, marks=scope("an in-place op")),
+    (_in_place_intermediate, (), True),
     (_a_sum, (4,), True),
     (_a_matmul, (4,), True),
     (_random, (), True),
