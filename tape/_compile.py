@@ -358,7 +358,7 @@ class _Program:
         self.input_meta = [(j, v.shape, v.dtype, v._rg) for j, (kind, v) in enumerate(self.inputs) if kind == "tensor"]
         self.all_arguments = (operator.itemgetter(*(v for _, v in self.sources))
                               if self.sources and all(kind == "arg" for kind, _ in self.sources) else None)
-        self.inputs = None
+        self.inputs = self.outer = None  # the recording's tensors are not kept
 
     def _local(self, r):
         """The program row of tape row r, or -1."""
