@@ -16,10 +16,10 @@ import numpy as np
 
 from . import _factories, _kernels, _sweep, _tensor
 from ._dtypes import get_default_dtype
-from ._grad_mode import enable_grad
+from ._grad_mode import enable_grad, set_grad_enabled
 from ._native import compiling
 from ._registry import CONST, REGISTRY
-from ._tape import DATA_FIELD, DIRTY, OWNERLESS, RG, anomaly, state, where
+from ._tape import DATA_FIELD, DIRTY, FREED, OWNERLESS, RG, anomaly, state, where
 from ._tensor import Tensor, new_tensor
 
 __all__ = ["compile", "CompiledFunction"]
@@ -61,13 +61,15 @@ __all__ = ["compile", "CompiledFunction"]
 # and the next recording for the key is tried, then a new one is made (at
 # most `cache_size` per key, the least recently used dropped).
 #
-# What a recording cannot replay natively makes it an eager one, each call
-# running fn as it is (a warning once names the reason): ops without a
-# native forward (structural ops, custom Functions), in-place ops, hooks,
-# random numbers, tensors computed inside fn without gradient tracking (a
-# comparison's mask), backward inside fn, and tensor values other than
-# float64. Python numbers and other objects fn reads are part of the
-# recording, as in jax.jit: pass them as arguments to vary them.
+# What a native segment cannot compute (an op without a native forward, a
+# custom Function, hooks, random numbers, a backward inside fn, an in-place
+# op, a tensor computed without gradient tracking, values other than
+# float64) replays as Python steps between native segments (Note [Python
+# steps]). What makes a recording an eager one, each call running fn as it
+# is (a warning once names the reason): steps under no_grad, and what needs
+# Python but was not made by a call of tape's public functions and methods. Python
+# numbers and other objects fn reads are part of the recording, as in
+# jax.jit: pass them as arguments to vary them.
 #
 # Note [Fused chains]
 # ~~~~~~~~~~~~~~~~~~~
@@ -91,20 +93,25 @@ __all__ = ["compile", "CompiledFunction"]
 class _Recorder:
     """What a recording notes while fn runs (Note [Compiled replay])."""
 
-    def __init__(self, slots):
+    def __init__(self, slots, capture=False):
         self.slots = slots  # id of an argument tensor -> its argument number
+        self.calls = [] if capture else None  # the outermost calls of tape's functions and methods (_Call)
+        self.depth = 0  # > 0 inside a captured call
+        self.read_at = []  # (calls made before it, depth) of each value read, while capturing
         self.entered = {}  # row -> the tensor from outside the program that adopt gave it
         self.reads = []  # (tensor, kind, outcome) of each value read
         self.made = {}  # id -> tensor made while recording (new_tensor), kept alive
         self.compared = {}  # id of a comparison's result -> (its op's name, its operands)
         self.static = set()  # ids of those made by a factory from Python data
-        self.wrote = False  # whether fn changed a tensor in place
+        self.wrote = 0  # how many times fn changed a tensor in place
 
     def adopted(self, t, r):
         self.entered.setdefault(r, t)
 
     def read(self, t, kind, outcome):
         self.reads.append((t, kind, outcome))
+        if self.calls is not None:
+            self.read_at.append((len(self.calls), self.depth))
 
 
 def _made(t):
@@ -132,7 +139,7 @@ def _wrote(t):
     """An in-place change's report (Tensor.bump_version)."""
     rec = state.tape.recorder
     if rec is not None:
-        rec.wrote = True
+        rec.wrote += 1
 
 
 def note_read(t, kind, outcome):
@@ -159,6 +166,94 @@ def _install(on):
         _factories.static_hooks[:] = [_made_static] if running else []
 
 
+class _Call:
+    """One outermost call of a tape function or Tensor method while a
+    recording captures (Note [Python steps]): fn(*args, **kwargs) gave `out`
+    and appended rows n0..n1-1 under grad mode `grad`; `changed` when it also
+    drew random numbers, ran a backward, retained a gradient or changed a
+    tensor in place."""
+    __slots__ = ("fn", "args", "kwargs", "out", "n0", "n1", "changed", "grad")
+
+    def __init__(self, fn, args, kwargs, out, n0, n1, changed, grad):
+        self.fn, self.args, self.kwargs, self.out = fn, args, kwargs, out
+        self.n0, self.n1, self.changed, self.grad = n0, n1, changed, grad
+
+
+def _events(tp):
+    """What a call may change besides the rows it appends: the generator's
+    state, the sweeps run, the retained gradients."""
+    return tp.sweep_id, len(tp.retained), _factories._rng[0].bit_generator.state
+
+
+def _captured(fn):
+    """fn, noting its outermost calls in the calling thread's recording while it captures."""
+    def captured(*args, **kwargs):
+        tp = state.tape
+        rec = tp.recorder
+        if rec is None or rec.calls is None or rec.depth:
+            return fn(*args, **kwargs)
+        before, wrote = _events(tp), rec.wrote
+        n0 = tp.n
+        rec.depth = 1
+        try:
+            out = fn(*args, **kwargs)
+        finally:
+            rec.depth = 0
+        rec.calls.append(_Call(fn, args, kwargs, out, n0, tp.n, _events(tp) != before or rec.wrote != wrote,
+                               tp.grad_enabled))
+        return out
+
+    captured.__wrapped__ = fn
+    return captured
+
+
+# Tensor's attributes that compute no tensor and need no step: the object's
+# protocol, and the value reads, which are guards (Note [Python steps])
+_NOT_CAPTURED = {"__init__", "__hash__", "__repr__", "__reduce__", "__format__", "__array__", "__iter__", "__len__",
+                 "__bool__", "__float__", "__int__", "__index__", "item", "tolist", "numpy", "shape", "dtype",
+                 "ndim", "device", "requires_grad", "is_leaf", "size", "dim", "numel", "stride"}
+
+
+def _capture_targets():
+    """(owner, name, original, captured) for each public function and Tensor
+    method that a capturing recording wraps (Note [Python steps])."""
+    if not _TARGETS:
+        face = sys.modules["tape"]
+        from . import autograd
+        from .autograd import functional
+        targets = []
+        for name, v in list(vars(Tensor).items()):
+            if name in _NOT_CAPTURED or name.startswith("_") and not name.endswith("__"):
+                continue
+            if isinstance(v, property) and v.fget is not None:
+                targets.append((Tensor, name, v, property(_captured(v.fget), v.fset, v.fdel, v.__doc__)))
+            elif isinstance(v, types.FunctionType):
+                targets.append((Tensor, name, v, _captured(v)))
+        for module in (face, face.linalg, autograd, functional):
+            for name in module.__all__:
+                v = getattr(module, name, None)
+                if isinstance(v, types.FunctionType) and v is not compile:
+                    targets.append((module, name, v, _captured(v)))
+        apply = vars(autograd.Function)["apply"]
+        targets.append((autograd.Function, "apply", apply, classmethod(_captured(apply.__func__))))
+        _TARGETS.extend(targets)
+    return _TARGETS
+
+
+_TARGETS = []
+_capturing = [0]
+
+
+def _capture(on):
+    """Wrap tape's functions and Tensor's methods while any thread's recording
+    captures its calls; other threads' calls pass through."""
+    with _hooks_lock:
+        _capturing[0] += 1 if on else -1
+        if _capturing[0] == (1 if on else 0):
+            for owner, name, original, captured in _capture_targets():
+                setattr(owner, name, captured if on else original)
+
+
 class _Unsupported(Exception):
     """A recording that cannot be replayed natively, and why."""
 
@@ -170,19 +265,28 @@ class _Eager(Exception):
 class _Program:
     """A prepared recording: its rows as arrays the replay interpreter reads."""
 
-    def __init__(self, tp, rec, lo, hi, out_spec, arg_rg, grad_enabled):
-        # inputs: the tensors that entered the program, arguments (by number) and outside tensors
-        inputs = []  # ("arg", k) or ("tensor", t)
+    def __init__(self, tp, rec, lo, hi, out_spec, arg_rg, grad_enabled, outer=None, reads=None):
+        # inputs: the tensors that entered the program, arguments (by number) and outside tensors; a
+        # segment's (Note [Python steps]) also rows before it and the steps' results (`outer` says which)
+        inputs = []  # ("arg", k) or ("tensor", t); in a segment also ("row", tape row) and ("out", k)
         input_of = {}  # tape row -> input number
+        self.outer = outer
         ops = tp.op[lo:hi]
         entries = np.flatnonzero(ops <= CONST) + lo
         for r in entries.tolist():
             if r not in rec.entered:
                 raise _Unsupported("it uses a tensor tape could not trace")
             self._input(rec, rec.entered[r], r, inputs, input_of)
-        for r, t in rec.entered.items():
-            if r < lo:
-                self._input(rec, t, r, inputs, input_of)
+        if outer is None:
+            for r, t in rec.entered.items():
+                if r < lo:
+                    self._input(rec, t, r, inputs, input_of)
+        else:
+            for col in (tp.a0, tp.a1):
+                q = col[lo:hi][ops > CONST]
+                for r in np.unique(q[(q >= 0) & (q < lo)]).tolist():
+                    if r not in input_of:
+                        _add_input(outer.row_source(r), r, inputs, input_of)
         self.inputs = inputs
         rows = np.flatnonzero(ops > CONST) + lo
         self.lo = lo
@@ -193,7 +297,9 @@ class _Program:
         missing = np.flatnonzero(~_has_forward()[pop])
         if missing.size:
             raise _Unsupported(f"it uses {REGISTRY[pop[missing[0]]].name}, which has no native forward yet")
-        odd = np.flatnonzero((tp.dt[rows] != 0) | (tp.nx[rows] != 0) | (tp.oi[rows] != 0) | (tp.flags[rows] != RG))
+        # FREED: a backward inside fn (a step) freed the value after the row was made; it does so again
+        odd = np.flatnonzero((tp.dt[rows] != 0) | (tp.nx[rows] != 0) | (tp.oi[rows] != 0)
+                             | ((tp.flags[rows] | FREED) != RG | FREED))
         if odd.size:
             raise _Unsupported(f"its {REGISTRY[pop[odd[0]]].name} is not a plain float64 op (an in-place op, a hook, "
                                "a retained or freed value)")
@@ -220,13 +326,12 @@ class _Program:
         self.pndim = tp.ndim[rows]
         self.pnumel = np.where(self.pndim > 0, tp.numel[rows], 1)
         # which inputs require grad in the call: an argument's flag under grad mode, an outside tensor's own
-        input_rg = [bool(arg_rg[src[1]]) if src[0] == "arg" else src[1]._rg for src in inputs]
+        input_rg = [bool(arg_rg[src[1]]) if src[0] == "arg" else src[1]._rg if src[0] == "tensor" else outer.rg(src)
+                    for src in inputs]
         self.rg = np.zeros(m, np.bool_)
         self.psaves = np.zeros(m, np.int64)
         _sweep.prepare_replay(pop, self.pa0, self.pa1, np.array(input_rg + [False], np.bool_), grad_enabled,
                               self.rg, self.psaves)
-        # owned by a Tensor: an array row's, and a 0-d result's once fn's result is built (_build)
-        self.pflags = (np.where(self.rg, RG, 0) | np.where(self.pndim > 0, 0, OWNERLESS)).astype(np.uint8)
         elementwise = _sweep.ELEMENTWISE[pop]
         # the array rows' shapes, and the structural rows' int attributes in one block
         self.pshape = np.zeros(m, np.int64)
@@ -256,24 +361,30 @@ class _Program:
         kinds = np.where(~elementwise, _sweep.FORWARD_STRUCTURAL,
                          np.where(self.pndim > 0, _sweep.FORWARD_TENSOR, _sweep.FORWARD_SCALAR))
         self.needs_kernels = sorted(set(zip(kinds.tolist(), pop.tolist())))
-        self._guards(tp, rec, input_of)
+        self._guards(tp, rec, input_of, rec.reads if reads is None else reads)
         self.out_spec = self._outputs(out_spec, input_of, rec)
         operand_numel = [np.where((q >= 0) & (tp.ndim[np.maximum(q, 0)] > 0), tp.numel[np.maximum(q, 0)], 1)
                          for q in (tp.a0[rows], tp.a1[rows])]
-        stored = self._fuse(elementwise, operand_numel)
-        self.pflags |= np.where(stored, 0, OWNERLESS).astype(np.uint8)
-        self.array_rows = array_rows = np.flatnonzero(stored & (self.pndim > 0)).tolist()
-        self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
-        self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
+        self._store(self._fuse(elementwise, operand_numel))
         # what a replay reads each input from: an argument by number, an outside tensor through a weak
         # reference (a tensor the caller dropped, a global rebound, records again), or a constant fn made
-        self.sources = [("arg", v) if kind == "arg" else ("constant", v) if id(v) in rec.static
+        self.sources = [(kind, v) if kind != "tensor" else ("constant", v) if id(v) in rec.static
                         else ("tensor", weakref.ref(v)) for kind, v in self.inputs]
         # the outside tensors' shapes, dtypes and flags, which the guard key does not hold
         self.input_meta = [(j, v.shape, v.dtype, v._rg) for j, (kind, v) in enumerate(self.inputs) if kind == "tensor"]
         self.all_arguments = (operator.itemgetter(*(v for _, v in self.sources))
                               if self.sources and all(kind == "arg" for kind, _ in self.sources) else None)
-        self.inputs = None
+        self.inputs = self.outer = None  # the recording's tensors are not kept
+
+    def _store(self, stored):
+        """Which rows' values are stored: the others are a fused chain's rows
+        that live in its tile buffer only (Note [Fused chains])."""
+        self.pslot[stored] = -1
+        # owned by a Tensor: a stored array row's, and a 0-d result's once fn's result is built (_build)
+        self.pflags = (np.where(self.rg, RG, 0) | np.where(stored & (self.pndim > 0), 0, OWNERLESS)).astype(np.uint8)
+        self.array_rows = array_rows = np.flatnonzero(stored & (self.pndim > 0)).tolist()
+        self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
+        self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
 
     def _fuse(self, elementwise, operand_numel):
         """Group the runs of two or more elementwise array rows of one size
@@ -334,8 +445,10 @@ class _Program:
         k = r - self.lo
         return int(self.local_of[k]) if 0 <= k < self.local_of.size else -1
 
-    @staticmethod
-    def _input(rec, t, r, inputs, input_of):
+    def _input(self, rec, t, r, inputs, input_of):
+        if self.outer is not None:
+            _add_input(self.outer.tensor_source(t), r, inputs, input_of)
+            return
         slot = rec.slots.get(id(t))
         if slot is not None:
             source = ("arg", slot)
@@ -346,12 +459,7 @@ class _Program:
             raise _Unsupported("it makes a tensor that requires grad")
         else:
             source = ("tensor", t)
-        for j, (kind, value) in enumerate(inputs):
-            if kind == source[0] and (value is source[1] if kind == "tensor" else value == source[1]):
-                input_of[r] = j
-                return
-        input_of[r] = len(inputs)
-        inputs.append(source)
+        _add_input(source, r, inputs, input_of)
 
     def _ref(self, t, input_of, rec, what):
         tp, r = where(t)
@@ -359,6 +467,8 @@ class _Program:
             return self._local(r)
         if tp is state.tape and r in input_of:
             return -2 - input_of[r]
+        if self.outer is not None:
+            return -2 - _add_input(self.outer.tensor_source(t), None, self.inputs, {})
         slot = rec.slots.get(id(t))
         if slot is not None:
             for j, s in enumerate(self.inputs):
@@ -371,13 +481,13 @@ class _Program:
             return -2 - (len(self.inputs) - 1)
         raise _Unsupported(f"it {what} a tensor computed inside it without gradient tracking")
 
-    def _guards(self, tp, rec, input_of):
+    def _guards(self, tp, rec, input_of, reads):
         """The recorded value reads as guards: natively checked for 0-d values
         (a read of a comparison's result checks the comparison), in Python
         for the arrays of inputs."""
         guards = []  # (after row, kind, ref u, ref v or -1, value, truth)
         self.input_guards = []  # (input number, kind, outcome)
-        for t, kind, outcome in rec.reads:
+        for t, kind, outcome in reads:
             compared = rec.compared.get(id(t))
             if compared is not None and kind in ("truth", "value"):
                 name, x, y = compared
@@ -389,6 +499,8 @@ class _Program:
                 continue
             ref = self._ref(t, input_of, rec, "reads the value of")
             if ref < 0 and (t.ndim != 0 or type(t._value) is not float):  # checked in Python
+                if self.inputs[-2 - ref][0] == "row":
+                    raise _Unsupported("it reads the value of a tensor tape could not trace")
                 self.input_guards.append((-2 - ref, kind, outcome))
                 continue
             u = self._scalar_ref(t, input_of, rec)
@@ -424,6 +536,20 @@ def _output_refs(spec):
     if spec[0] == "value":
         return []
     return [ref for s in spec[2] for ref in _output_refs(s)]
+
+
+def _add_input(source, r, inputs, input_of):
+    """The number of input `source` (a new one, or the same one already
+    there), which tape row r (or None) reads."""
+    for j, (kind, value) in enumerate(inputs):
+        if kind == source[0] and (value is source[1] if kind == "tensor" else value == source[1]):
+            break
+    else:
+        j = len(inputs)
+        inputs.append(source)
+    if r is not None:
+        input_of[r] = j
+    return j
 
 
 def _has_forward():
@@ -471,13 +597,399 @@ def _spec(obj):
     raise _Unsupported(f"it returns a {type(obj).__name__}, which may hold tensors a replay would not renew")
 
 
-class _Recording:
-    """One recording of fn for a guard key: a prepared program, or the reason
-    it runs eagerly."""
+# Note [Python steps]
+# ~~~~~~~~~~~~~~~~~~~
+# Rows a native segment cannot compute (an op without a native forward: a
+# view, indexing, cat, a matmul of vectors; a custom Function's row, a
+# hooked, retained or in-place row, a node that keeps its arguments, a row
+# reading a tensor that is not float64) and what is not rows at all (random
+# numbers, a backward or autograd.grad inside fn, a hook's registration, an
+# in-place change, a tensor computed without gradient tracking) replay as
+# Python steps: the outermost call of a tape function or Tensor method that
+# made them, run again at its place in the program on the replay's tensors,
+# under the grad mode it was called under. A replay is then native segments
+# of rows and steps in turn.
+#   - Capturing: while a recording captures, tape's public functions,
+#     autograd.grad/backward, Function.apply and Tensor's methods and
+#     properties are wrapped (other threads' calls pass through; calls
+#     inside a captured one are part of it). Each outermost call notes fn,
+#     its arguments and result and the rows it appended. A wrapper costs
+#     more than a 0-d op, so a first recording does not capture: when it
+#     finds what needs Python, the next call records again, capturing, and
+#     so do the function's later recordings.
+#   - Planning: a call is a step when one of its rows cannot be native, it
+#     drew random numbers, ran a sweep, retained a gradient or changed a
+#     tensor in place, or its result is not its own rows (a random tensor,
+#     a mask, a hook's handle, a gradient). Other calls' rows, and rows made
+#     outside any call, are native. A step's tensors are refs: an argument, an outside tensor, a
+#     native row or an earlier step's result; a segment's inputs also name
+#     rows of earlier parts, which a replay maps to where they are now.
+#   - Replaying: a step runs fn eagerly, appending its rows as eager mode
+#     does (random numbers come from tape's generator in eager mode's order,
+#     hooks and custom Functions run). It must append the rows the recording
+#     did (same ops, shapes, requires_grad) and give results of the recorded
+#     shapes and rows, else the replay fails as a guard does: the rows it
+#     appended stay as an abandoned eager call's do (unreachable garbage),
+#     the generator is set back, and the next recording is tried. Value
+#     reads outside steps are guards of the segment after them; reads inside
+#     a step need none: the step computes what eager mode computes, and the
+#     check above catches a different program. No compaction runs during a
+#     replay of steps (tp.sweeping), so rows keep their numbers; a segment's
+#     array values that no later part reads are released once it is done.
+# Under no_grad a step would append no rows: such a recording runs eagerly.
 
-    def __init__(self, program=None, refusal=None):
+
+class _Ref:
+    """A tensor in a step's arguments or fn's result: where a replay finds it."""
+    __slots__ = ("source",)
+
+    def __init__(self, source):
+        self.source = source
+
+
+class _Outer:
+    """What a recording with steps says about where tensors come from (Note [Python steps])."""
+
+    def __init__(self, tp, rec, lo, hi, native):
+        self.tp, self.rec, self.lo, self.hi = tp, rec, lo, hi
+        self.native = native  # the op rows lo..hi-1 that segments compute
+        self.rg_of_row = (tp.flags[lo:hi] & RG) != 0
+        self.out_of = {}  # id of a step's result tensor -> its number in a replay's results of steps
+        self.outs = []  # those tensors as recorded
+        self.outside = []  # the outside tensors steps read
+        self.read_rows = set()  # the rows that later parts read
+
+    def row(self, r):
+        self.read_rows.add(r)
+        return "row", r
+
+    def row_source(self, r):
+        """The source of tape row r, which a segment reads from before it."""
+        t = self.rec.entered.get(r)
+        if t is not None:
+            return self.tensor_source(t)
+        if self.lo <= r < self.hi and self.tp.op[r] > CONST:
+            return self.row(r)
+        raise _Unsupported("it reads a row tape could not trace")
+
+    def tensor_source(self, t):
+        slot = self.rec.slots.get(id(t))
+        if slot is not None:
+            return "arg", slot
+        k = self.out_of.get(id(t))
+        if k is not None:
+            return "out", k
+        tp, r = where(t)
+        if tp is self.tp and self.lo <= r < self.hi and self.native[r - self.lo]:
+            return self.row(r)
+        if id(t) in self.rec.made and id(t) not in self.rec.static:
+            raise _Unsupported("it uses a tensor computed inside it that tape could not trace (one no call of "
+                               "tape's functions or methods returned)")
+        return "tensor", t
+
+    def rg(self, source):
+        kind, v = source
+        return bool(self.rg_of_row[v - self.lo]) if kind == "row" else self.outs[v]._rg
+
+    def refs(self, obj):
+        """obj with each tensor in it a _Ref (tuples, lists, dicts walked)."""
+        if isinstance(obj, Tensor):
+            kind, v = source = self.tensor_source(obj)
+            if kind == "tensor":
+                self.outside.append(v)
+                source = ("constant", v) if id(v) in self.rec.static else ("tensor", weakref.ref(v))
+            return _Ref(source)
+        if type(obj) in (tuple, list):
+            return type(obj)(self.refs(v) for v in obj)
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return type(obj)(*(self.refs(v) for v in obj))
+        if type(obj) is dict:
+            return {k: self.refs(v) for k, v in obj.items()}
+        return obj
+
+
+class _Stale(Exception):
+    """An outside tensor a step reads is gone."""
+
+
+class _Env:
+    """A replay's tensors: fn's arguments, the tape rows where the recorded
+    rows are now, and the steps' results."""
+    __slots__ = ("tp", "args", "lo", "rowmap", "outs", "built")
+
+    def __init__(self, tp, args, program):
+        self.tp, self.args, self.lo = tp, args, program.lo
+        self.rowmap = np.empty(program.size, np.int64)
+        self.outs = [None] * program.nouts
+        self.built = {}
+
+    def tensor(self, source):
+        kind, v = source
+        if kind == "arg":
+            return self.args[v]
+        if kind == "out":
+            return self.outs[v]
+        if kind == "constant":
+            return v
+        if kind == "tensor":
+            t = v()
+            if t is None:
+                raise _Stale
+            return t
+        r = int(self.rowmap[v - self.lo])
+        t = self.built.get(r)
+        if t is None:
+            t = self.tp.owners[r]
+            if not isinstance(t, Tensor):
+                t = _scalar_tensor(self.tp, r, self.tp.m_flags[r] & RG)
+            self.built[r] = t
+        return t
+
+    def values(self, obj):
+        """obj with each _Ref the tensor it names now."""
+        if type(obj) is _Ref:
+            return self.tensor(obj.source)
+        if type(obj) in (tuple, list):
+            return type(obj)(self.values(v) for v in obj)
+        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+            return type(obj)(*(self.values(v) for v in obj))
+        if type(obj) is dict:
+            return {k: self.values(v) for k, v in obj.items()}
+        return obj
+
+
+def _result_spec(obj, tensors):
+    """The structure of a step's result, its tensors appended to `tensors`:
+    plain values are compared at a replay, other objects (a hook's handle) not."""
+    if isinstance(obj, Tensor):
+        tensors.append(obj)
+        return ("tensor",)
+    if isinstance(obj, (tuple, list)):
+        return "seq", type(obj), len(obj), [_result_spec(v, tensors) for v in obj]
+    if type(obj) is dict:
+        return "dict", list(obj), len(obj), [_result_spec(v, tensors) for v in obj.values()]
+    if isinstance(obj, _PLAIN):
+        return "value", obj
+    return ("object",)
+
+
+def _result_matches(spec, obj, tensors):
+    kind = spec[0]
+    if kind == "tensor":
+        tensors.append(obj)
+        return isinstance(obj, Tensor)
+    if kind == "value":
+        return type(obj) is type(spec[1]) and (obj == spec[1] or obj != obj)
+    if kind == "object":
+        return True
+    if type(obj) is not spec[1] if kind == "seq" else type(obj) is not dict or list(obj) != spec[1]:
+        return False
+    items = obj if kind == "seq" else obj.values()
+    return len(obj) == spec[2] and all(_result_matches(s, v, tensors) for s, v in zip(spec[3], items))
+
+
+class _Step:
+    """A captured call that a replay runs in Python (Note [Python steps])."""
+
+    def __init__(self, call, outer):
+        tp, lo = outer.tp, outer.lo
+        self.fn, self.grad = call.fn, call.grad
+        self.args = outer.refs(call.args)
+        self.kwargs = outer.refs(call.kwargs)
+        rows = np.flatnonzero(tp.op[call.n0:call.n1] > CONST) + call.n0
+        self.rows_off = rows - lo
+        self.ops = tp.op[rows]
+        self.rg = tp.flags[rows] & RG
+        self.ndim = tp.ndim[rows]
+        self.shapes = [(k, tp.shape(r)) for k, r in enumerate(rows.tolist()) if tp.ndim[r] > 0]
+        tensors = []
+        self.spec = _result_spec(call.out, tensors)
+        self.first = len(outer.outs)
+        self.out_meta = []  # shape, dtype and requires_grad of each tensor of the result, and its row - lo or -1
+        for t in tensors:
+            t_tp, r = where(t)
+            own = t_tp is tp and call.n0 <= r < call.n1 and tp.op[r] > CONST
+            self.out_meta.append((t.shape, t.dtype, t._rg, r - lo if own else -1))
+            outer.out_of[id(t)] = len(outer.outs)
+            outer.outs.append(t)
+
+    def run(self, tp, env):
+        """Call fn again; whether it did what the recording saw."""
+        args, kwargs = env.values(self.args), env.values(self.kwargs)
+        n0 = tp.n
+        if tp.grad_enabled == self.grad:
+            out = self.fn(*args, **kwargs)
+        else:  # the grad mode fn set around the call (with no_grad(): ...)
+            with set_grad_enabled(self.grad):
+                out = self.fn(*args, **kwargs)
+        rows = np.flatnonzero(tp.op[n0:tp.n] > CONST) + n0
+        if (rows.size != self.ops.size or (tp.op[rows] != self.ops).any() or ((tp.flags[rows] & RG) != self.rg).any()
+                or (tp.ndim[rows] != self.ndim).any()
+                or any(tp.shape(int(rows[k])) != shape for k, shape in self.shapes)):
+            return False
+        env.rowmap[self.rows_off] = rows
+        tensors = []
+        if not _result_matches(self.spec, out, tensors):
+            return False
+        for k, (t, (shape, dtype, rg, r)) in enumerate(zip(tensors, self.out_meta)):
+            if t.shape != shape or t.dtype != dtype or t._rg != rg or r >= 0 and where(t)[1] != env.rowmap[r]:
+                return False
+            env.outs[self.first + k] = t
+        return True
+
+
+class _Steps:
+    """A recording replayed as native segments (_Program) and Python steps
+    (_Step) in turn (Note [Python steps])."""
+
+    def __init__(self, tp, rec, lo, hi, result, arg_rg, grad_enabled, steps, native):
+        outer = _Outer(tp, rec, lo, hi, native)
+        self.lo, self.size = lo, hi - lo
+        calls = rec.calls
+        is_step = {id(c) for c in steps}
+        before = np.cumsum([0] + [id(c) in is_step for c in calls])  # steps among the first k calls
+        reads = [[] for _ in range(len(steps) + 1)]  # the value reads that guard each segment
+        for read, (k, depth) in zip(rec.reads, rec.read_at):
+            if not (depth and id(calls[k]) in is_step):
+                reads[before[k]].append(read)
+        self.parts = []
+        start = lo
+        for j, end in enumerate([c.n0 for c in steps] + [hi]):
+            if np.any(native[start - lo:end - lo]) or reads[j]:
+                segment = _Program(tp, rec, start, end, ("value", None), arg_rg, grad_enabled, outer, reads[j])
+                segment.rows_off = np.flatnonzero(tp.op[start:end] > CONST) + (start - lo)
+                segment.local = np.arange(segment.m)
+                self.parts.append(segment)
+            if j < len(steps):
+                self.parts.append(_Step(steps[j], outer))
+                start = steps[j].n1
+        _spec(result)  # what fn may return
+        self.out_spec = outer.refs(result)
+        self.nouts = len(outer.outs)
+        self.draws = any(c.changed for c in steps)
+        self.holders = _holders(outer.outside, (tp.owners, rec.entered, rec.made, outer.outside))
+        self.segments = [p for p in self.parts if type(p) is _Program]
+        for segment in self.segments:  # a fused row that a later part reads is stored
+            segment._store((segment.pslot < 0) | np.isin(segment.rows_off + lo, list(outer.read_rows)))
+        for segment in self.segments:  # Note [Early release] in tape/_record.py, once a segment is done
+            arrays = np.array(segment.array_rows, np.int64)
+            unread = [r not in outer.read_rows for r in (segment.rows_off[arrays] + lo).tolist()]
+            segment.unread = arrays[np.array(unread, np.bool_)] if arrays.size else arrays
+
+
+def _plan_steps(tp, rec, lo, hi):
+    """The captured calls that must be Python steps, and which op rows of
+    lo..hi the segments compute (Note [Python steps])."""
+    ops = tp.op[lo:hi]
+    op_row = ops > CONST
+    native = (op_row & _has_forward()[ops] & (tp.dt[lo:hi] == 0) & (tp.nx[lo:hi] == 0) & (tp.oi[lo:hi] == 0)
+              & ((tp.flags[lo:hi] | FREED) == RG | FREED))
+    for col in (tp.a0, tp.a1):
+        q = col[lo:hi]
+        native &= (q < 0) | (tp.dt[np.maximum(q, 0)] == 0)
+    for table in (tp.python_rows, tp.hooks, tp.retained, tp.node_data):
+        for r in table:
+            if lo <= r < hi:
+                native[r - lo] = False
+    for k in np.flatnonzero(native & _sweep.ELEMENTWISE[ops] & (tp.ndim[lo:hi] > 0)).tolist():
+        r = lo + k
+        for q in (int(tp.m_a0[r]), int(tp.m_a1[r])):
+            if q >= 0 and tp.m_ndim[q] > 0 and not _trailing(tp.shape(q), tp.shape(r)):
+                native[k] = False
+    steps = [c for c in rec.calls
+             if c.changed or not native[c.n0 - lo:c.n1 - lo][op_row[c.n0 - lo:c.n1 - lo]].all()
+             or not _gives_its_rows(c, tp)]
+    for c in steps:
+        native[c.n0 - lo:c.n1 - lo] = False
+        op_row[c.n0 - lo:c.n1 - lo] = False
+    loose = np.flatnonzero(op_row & ~native)
+    if loose.size:
+        raise _Unsupported(f"it uses {REGISTRY[ops[loose[0]]].name} outside the calls of tape's functions and "
+                           "methods, where a replay cannot run it")
+    return steps, native
+
+
+def _gives_its_rows(call, tp):
+    """Whether a call's result is rows it appended, its own arguments and plain values."""
+    own = {id(t) for t in _tensors_in((call.args, call.kwargs))}
+    for v in _tensors_in(call.out, strict=True):
+        if v is None:
+            return False
+        t_tp, r = where(v)
+        if id(v) not in own and not (t_tp is tp and call.n0 <= r < call.n1 and tp.op[r] > CONST):
+            return False
+    return True
+
+
+def _tensors_in(obj, strict=False):
+    """The tensors in obj (tuples, lists, dicts walked); with `strict`, None
+    for anything but them and plain values."""
+    if isinstance(obj, Tensor):
+        yield obj if type(obj) is Tensor or not strict else None
+    elif isinstance(obj, (tuple, list)):
+        for v in obj:
+            yield from _tensors_in(v, strict)
+    elif type(obj) is dict:
+        for v in obj.values():
+            yield from _tensors_in(v, strict)
+    elif strict and not isinstance(obj, _PLAIN):
+        yield None
+
+
+def _replay_steps(program, tp, args):
+    """Run a recording of segments and steps for the tensors `args` on tape
+    tp: the result, or _FAILED when a guard or a step's check fails."""
+    for holder, key, ref in program.holders:
+        if not _still_held(holder, key, ref):
+            return _FAILED
+    env = _Env(tp, args, program)
+    generator = _factories._rng[0]
+    drawn = generator.bit_generator.state if program.draws else None
+    tp.reserve(program.size + 3)  # compacting now, if due: no compaction runs until the replay is done
+    tp.sweeping += 1  # so that rows keep their numbers
+    try:
+        for part in program.parts:
+            if not (part.run(tp, env) if type(part) is _Step else _run_segment(part, tp, env)):
+                break
+        else:
+            return env.values(program.out_spec)
+    except _Stale:
+        pass
+    finally:
+        tp.sweeping -= 1
+    if drawn is not None:
+        _factories._rng[0] = generator
+        generator.bit_generator.state = drawn
+    return _FAILED
+
+
+def _run_segment(segment, tp, env):
+    inputs = _inputs_now(segment, env.args, env.outs)
+    if inputs is None:
+        return False
+    tp.reserve(segment.m + len(inputs) + 3)
+    ep, rowmap, lo = tp.ep, env.rowmap, env.lo
+    erows = np.array([int(rowmap[t - lo]) if kind == "row" else t._row if t._ep is ep else tp.adopt(t)
+                      for (kind, _), t in zip(segment.sources, inputs)], np.int64)
+    base = _run(segment, tp, erows)
+    if base < 0:
+        return False
+    rowmap[segment.rows_off] = base + segment.local
+    if segment.unread.size:
+        tp.release((base + segment.unread).tolist())
+    return True
+
+
+class _Recording:
+    """One recording of fn for a guard key: a prepared program and how it
+    replays, or the reason it runs eagerly; `capture` when the next call
+    records again, capturing Python steps (Note [Python steps])."""
+
+    def __init__(self, program=None, refusal=None, capture=False):
         self.program = program
         self.refusal = refusal
+        self.capture = capture
+        self.replay = _replay_steps if type(program) is _Steps else _replay
 
 
 _FAILED = object()
@@ -533,15 +1045,18 @@ def _held_by_tape_alone(t):
 _REFS_HERE = 3
 
 
-def _inputs_now(program, args):
+def _inputs_now(program, args, outs=None):
     """The tensors a replay of `program` reads for its inputs, or None when
-    one is gone or no longer what the recording read."""
+    one is gone or no longer what the recording read; a segment's
+    (Note [Python steps]) also the steps' results `outs` and, for a row
+    before it, the recorded row."""
     if program.all_arguments:  # the common case, in C: every input is an argument
         tensors = list(program.all_arguments(args)) if len(program.sources) > 1 else [program.all_arguments(args)]
     else:
         tensors = []
         for kind, value in program.sources:
-            t = args[value] if kind == "arg" else value() if kind == "tensor" else value
+            t = (args[value] if kind == "arg" else value() if kind == "tensor" else outs[value] if kind == "out"
+                 else value)
             if t is None or kind == "tensor" and _held_by_tape_alone(t):
                 return None
             tensors.append(t)
@@ -564,10 +1079,17 @@ def _replay(program, tp, args):
     inputs = _inputs_now(program, args)
     if inputs is None:
         return _FAILED
-    m = program.m
-    tp.reserve(m + len(inputs) + 3)
+    tp.reserve(program.m + len(inputs) + 3)
     ep = tp.ep
-    erows = np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64)
+    base = _run(program, tp, np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64))
+    return _FAILED if base < 0 else _build(program.out_spec, program, tp, base, inputs, {})
+
+
+def _run(program, tp, erows):
+    """Append `program`'s rows to tp, its inputs at tape rows `erows` (room
+    reserved): the row of its first, or -1 when a guard does not hold
+    (nothing appended then)."""
+    m = program.m
     shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
     ints_offset = tp._push(program.ints) if program.ints.size else 0
     arrays = [np.empty(s) for s in program.array_shapes]
@@ -584,7 +1106,7 @@ def _replay(program, tp, args):
         status = _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base)
     if status < 0:
         tp.clear_rows(base, base + m)
-        return _FAILED
+        return -1
     tp.n = base + m
     owners = tp.owners
     owners.extend(repeat(None, m))
@@ -599,7 +1121,21 @@ def _replay(program, tp, args):
             owners[r] = t
             tp.held_rows.append(r)
         arrays = None
-    return _build(program.out_spec, program, tp, base, inputs, {})
+    return base
+
+
+def _scalar_tensor(tp, r, rg):
+    """The Tensor of replayed 0-d row r, which no Tensor owns yet: the row's
+    when it requires grad (`rg`), else a plain tensor of its value."""
+    if not rg:  # eager mode records no row for it
+        return new_tensor(float(tp.sval[r]))
+    t = Tensor.__new__(Tensor)
+    t._value = v = float(tp.sval[r])
+    t._rg = True
+    t._ep, t._row = tp.ep, r
+    tp.owners[r] = v  # the row's liveness token (Note [Tape layout])
+    tp.m_flags[r] &= ~OWNERLESS
+    return t
 
 
 def _build(spec, program, tp, base, inputs, built):
@@ -616,15 +1152,7 @@ def _build(spec, program, tp, base, inputs, built):
         r = base + ref
         t = tp.owners[r]
         if not isinstance(t, Tensor):
-            if program.rg[ref]:
-                t = Tensor.__new__(Tensor)
-                t._value = v = float(tp.sval[r])
-                t._rg = True
-                t._ep, t._row = tp.ep, r
-                tp.owners[r] = v  # the row's liveness token (Note [Tape layout])
-                tp.m_flags[r] &= ~OWNERLESS
-            else:  # eager mode records no row for it: a plain tensor
-                t = new_tensor(float(tp.sval[r]))
+            t = _scalar_tensor(tp, r, program.rg[ref])
         built[ref] = t
         return t
     if kind == "value":
@@ -679,7 +1207,10 @@ class CompiledFunction:
         self._cache = collections.OrderedDict()  # guard key -> [_Recording], most recent last
         self._lock = threading.Lock()
         self._warned = set()
-        self.recordings = 0  # how many recordings were made: a test of the guards reads it
+        self.captures = False  # whether its recordings capture Python steps (once one needed them)
+        # how many recordings were made (one that finds it needs Python steps and the next call's capturing
+        # one count as one, Note [Python steps]): a test of the guards reads it
+        self.recordings = 0
 
     def __get__(self, obj, objtype=None):
         return self if obj is None else functools.partial(self, obj)
@@ -707,11 +1238,16 @@ class CompiledFunction:
             recordings = list(self._cache.get(key, ()))
         for recording in reversed(recordings):
             if recording.program is None:
+                if recording.capture:  # Note [Python steps]
+                    with self._lock:
+                        if recording in self._cache.get(key, ()):
+                            self._cache[key].remove(recording)
+                    return self._record(key, tp, tensors, args, kwargs, capture=True, counted=True)
                 return self._eagerly(recording.refusal, args, kwargs)
-            result = _replay(recording.program, tp, tensors)
+            result = recording.replay(recording.program, tp, tensors)
             if result is not _FAILED:
                 return result
-        return self._record(key, tp, tensors, args, kwargs)
+        return self._record(key, tp, tensors, args, kwargs, capture=self.fullgraph or self.captures)
 
     def _store(self, key, recording):
         """Keep `recording` for `key`: the last cache_size of each key, for the
@@ -749,21 +1285,25 @@ class CompiledFunction:
             warnings.warn(f"tape.compile: {getattr(self._fn, '__qualname__', self._fn)} {what}{why}", UserWarning,
                           stacklevel=_caller_level())
 
-    def _record(self, key, tp, tensors, args, kwargs):
+    def _record(self, key, tp, tensors, args, kwargs, capture=False, counted=False):
+        """Record fn; with `capture`, its calls of tape's functions and methods
+        too, for Python steps (Note [Python steps]); `counted` when it
+        completes the recording before, which found it needs them."""
         grad_enabled = tp.grad_enabled
         arg_rg = [grad_enabled and t._rg for t in tensors]
         slots = {}
         for k, t in enumerate(tensors):
             slots.setdefault(id(t), k)
-        rec = _Recorder(slots)
-        rng_state = _factories._rng[0].bit_generator.state
-        sweeps = tp.sweep_id
+        rec = _Recorder(slots, capture)
+        events = _events(tp)
         tp.reserve(1)
         tp.new_epoch()
         lo = tp.n
         tp.sweeping += 1  # no compaction while the recording's rows are numbered
         tp.recorder = rec
         _install(True)
+        if capture:
+            _capture(True)
         try:
             with enable_grad():
                 result = self._fn(*args, **kwargs)
@@ -776,34 +1316,49 @@ class CompiledFunction:
             self._store(key, _Recording(None, failure))
             return self._eagerly(failure, args, kwargs)
         finally:
+            if capture:
+                _capture(False)
             _install(False)
             tp.recorder = None
             tp.sweeping -= 1
         hi = tp.n
-        self.recordings += 1
+        self.recordings += not counted
         refusal = None
         program = None
+        in_place = rec.wrote or any(tp.m_flags[r] & DIRTY for r in rec.entered)
+        again = False  # whether the next call records again, capturing (Note [Python steps])
         try:
-            if _factories._rng[0].bit_generator.state != rng_state:
-                raise _Unsupported("it draws random numbers")
-            if tp.sweep_id != sweeps:
-                raise _Unsupported("it runs a backward")
-            for table, why in ((tp.python_rows, "it runs a custom Function"), (tp.hooks, "it registers hooks"),
-                               (tp.retained, "it retains gradients")):
-                if any(lo <= r < hi for r in table):
-                    raise _Unsupported(why)
-            kept = [r for r in tp.node_data if lo <= r < hi]
-            if kept:  # a node whose arguments are kept on it (its _saved_* names), which a replay does not keep
-                raise _Unsupported(f"it uses {REGISTRY[tp.m_op[min(kept)]].name}, whose node a replay cannot "
-                                   "make yet")
-            if rec.wrote or any(tp.m_flags[r] & DIRTY for r in rec.entered):
-                raise _Unsupported("it changes a tensor in place")
-            program = _Program(tp, rec, lo, hi, _spec(result), arg_rg, grad_enabled)
-            program.holders = _holders([v() for kind, v in program.sources if kind == "tensor"],
-                                       (tp.owners, rec.entered, rec.made, tensors))
-            _ensure_kernels(program)
+            steps = None
+            if capture:
+                steps, native = _plan_steps(tp, rec, lo, hi)
+                if steps and not grad_enabled:
+                    raise _Unsupported("it needs Python steps, which replay under grad mode only")
+                if (_events(tp) != events or in_place) and not any(c.changed for c in steps):
+                    raise _Unsupported("it draws random numbers, runs a backward or changes a tensor in place "
+                                       "outside the calls of tape's functions and methods")
+            elif in_place:
+                raise _Unsupported("it changes a tensor in place, which replays under grad mode only")
+            elif _events(tp) != events or any(lo <= r < hi for table in (tp.python_rows, tp.hooks, tp.retained,
+                                                                          tp.node_data) for r in table):
+                raise _Unsupported("it draws random numbers, runs a backward, a custom Function or hooks, which "
+                                   "replay under grad mode only")
+            if steps:
+                program = _Steps(tp, rec, lo, hi, result, arg_rg, grad_enabled, steps, native)
+                segments = program.segments
+            else:
+                program = _Program(tp, rec, lo, hi, _spec(result), arg_rg, grad_enabled)
+                segments = [program]
+            for segment in segments:
+                segment.holders = _holders([v() for kind, v in segment.sources if kind == "tensor"],
+                                           (tp.owners, rec.entered, rec.made, tensors))
+                _ensure_kernels(segment)
         except _Unsupported as e:
             refusal = str(e)
+            again = not capture and grad_enabled
+        if again:  # no warning: the next call captures, and the two count as one recording
+            self.captures = True
+            self._store(key, _Recording(None, refusal, capture=True))
+            return result
         self._store(key, _Recording(program, refusal))
         if grad_enabled:  # the recording was the eager call
             if program is None:

@@ -4,14 +4,13 @@ their first- and second-order gradients, are eager mode's, and counts the
 recordings (`CompiledFunction.recordings`) to check what re-records: value
 reads (a branch, a loop bound), a change of an argument's shape, dtype or
 requires_grad, Python arguments, grad modes. Then closures and parameters
-updated or rebound between calls, in-place ops, several outputs, random ops,
-custom Functions, hooks, exceptions, nesting, threads, the tape.func
+updated or rebound between calls, in-place ops, several outputs, and the
+Python steps of a replay: structural ops, random ops, custom Functions, hooks,
+autograd.grad and backward inside fn, a step whose rows change; exceptions,
+nesting, threads, the tape.func
 transforms in both orders, the issue's scalar chain, arrays with a bias, the
 elementwise ops of the op table of tests/test_ops.py at edge values, and a
-property test over random programs of them.
-
-Strict xfails (`scope`) mark what issue 21 says replays natively but today
-makes the recording an eager one."""
+property test over random programs of them."""
 import collections
 import threading
 import types
@@ -29,11 +28,6 @@ from test_threads import _in_threads
 # what a recording that cannot replay natively warns, once (Note [Compiled replay])
 EAGERLY = "runs eagerly on every call"
 MAY_RUN_EAGERLY = pytest.mark.filterwarnings(f"ignore:tape.compile.*{EAGERLY}:UserWarning")
-
-
-def scope(what):
-    """A case issue 21 says replays natively, which today makes the recording an eager one."""
-    return pytest.mark.xfail(strict=True, reason=f"issue 21 scope: {what} makes the recording eager")
 
 
 def leaf(value, requires_grad=True, dtype=tape.float64):
@@ -125,11 +119,12 @@ def test_torch_compile_options():
     compiled = tape.compile(_scaled, backend="inductor", mode="max-autotune", dynamic=False, fullgraph=True)
     for value in [0.5, -1.0]:
         check(compiled, _scaled, lambda: [leaf(value), leaf(1.5)])
-    strict = tape.compile(fullgraph=True)(_random)
+    strict = tape.compile(fullgraph=True)(_strided)
     for _ in range(2):
-        with pytest.raises(RuntimeError, match=r"tape.compile\(fullgraph=True\): _random cannot be replayed natively: "
-                                               "it draws random numbers"):
-            strict(leaf(0.5), leaf(1.5))
+        with pytest.raises(RuntimeError, match=r"tape.compile\(fullgraph=True\): _strided cannot be replayed "
+                                               "natively: it needs Python steps, which replay under grad mode only"):
+            with tape.no_grad():
+                strict(leaf(np.ones(6)), leaf(1.5))
 
 
 def test_decorator_forms_and_the_wrapped_function():
@@ -233,8 +228,7 @@ def _unrolled_from_a_value(x, n):
 
 @pytest.mark.parametrize("fn, dtype, bounds", [
     (_unrolled, tape.float64, [3, 5, 3, 5, 1, 3]),
-    pytest.param(_unrolled_from_a_value, tape.float64, [3, 5, 3, 5, 0, 3], marks=[MAY_RUN_EAGERLY, scope(
-        "a value read of a tensor fn computes from arguments that need no grad alone (int(n * 2.0))")]),
+    (_unrolled_from_a_value, tape.float64, [3, 5, 3, 5, 0, 3]),
     (_unrolled, tape.float64, [3, 0, 3, 0]),
     (_unrolled, tape.int64, [3, 5, 3, 5, 1, 3]),
 ])
@@ -624,7 +618,6 @@ def _normalising(running):
 
 
 @pytest.mark.parametrize("shape", [(), (3,)])
-@MAY_RUN_EAGERLY
 def test_a_buffer_updated_in_place_inside_fn(shape):
     running, eager_running = tape.zeros(shape), tape.zeros(shape)
     fn, eager = _normalising(running), _normalising(eager_running)
@@ -632,6 +625,7 @@ def test_a_buffer_updated_in_place_inside_fn(shape):
     for step in range(4):
         check(compiled, eager, lambda: [leaf(np.full(shape, 0.5 * step - 0.25))])
         assert_same([running.numpy()], [eager_running.numpy()])
+    assert compiled.recordings == 1
 
 
 def _accumulate(acc, x):
@@ -640,7 +634,6 @@ def _accumulate(acc, x):
 
 
 @pytest.mark.parametrize("requires_grad", [False, True])
-@MAY_RUN_EAGERLY
 def test_an_in_place_op_on_an_argument(requires_grad):
     """acc is a plain tensor, or a non-leaf computed from a leaf that requires grad."""
     compiled = tape.compile(_accumulate)
@@ -654,6 +647,7 @@ def test_an_in_place_op_on_an_argument(requires_grad):
             runs.append([acc.detach().numpy().copy(), out.detach().numpy(), x.grad.numpy(),
                          *([root.grad.numpy()] if requires_grad else [])])
         assert_same(*runs)
+    assert compiled.recordings == 1
 
 
 @MAY_RUN_EAGERLY
@@ -802,32 +796,53 @@ def test_create_graph_through_a_compiled_function():
         assert_same(*results)
 
 
-# -- what needs Python: random ops, custom Functions, hooks
+# -- what needs Python: steps (structural ops, random ops, custom Functions, hooks, autograd.grad inside fn)
 
 def _noisy(x):
     return x.sin() + tape.randn(x.shape) * 0.1 + tape.rand_like(x)
 
 
-@MAY_RUN_EAGERLY
 def test_random_ops_draw_as_eager_mode_and_fresh_each_call():
     compiled = tape.compile(_noisy)
     draws = []
     for f in [compiled, _noisy]:
         tape.manual_seed(7)
-        draws.append([f(leaf([0.5, 1.0, -1.0])).detach().numpy() for _ in range(3)])
+        draws.append([f(leaf([0.5, 1.0, -1.0])).detach().numpy() for _ in range(4)])
     for c, e in zip(*draws):
         np.testing.assert_array_equal(c, e)
-    assert not np.array_equal(draws[0][0], draws[0][1]) and not np.array_equal(draws[0][1], draws[0][2])
+    assert not np.array_equal(draws[0][0], draws[0][1]) and not np.array_equal(draws[0][2], draws[0][3])
+    assert compiled.recordings == 1
+
+
+def _dropout_like(x, a):
+    keep = (tape.rand_like(x) > 0.5).to(tape.float64)
+    return (x * a * keep).sum() + tape.randn(()) * x.sum()
+
+
+def test_random_ops_replayed_after_the_same_seed_give_eager_values_and_gradients():
+    compiled = tape.compile(_dropout_like)
+    for seed in [3, 4, 3]:
+        results = []
+        for f in [compiled, _dropout_like]:
+            tape.manual_seed(seed)
+            results.append([evaluate(f, [leaf(np.linspace(-1.0, 1.0, 6)), leaf(1.5)], order=1) for _ in range(3)])
+        for c, e in zip(*results):
+            assert_same(c, e)
+    assert compiled.recordings == 1
 
 
 class _Cube(autograd.Function):
+    calls = collections.Counter()
+
     @staticmethod
     def forward(ctx, x):
+        _Cube.calls["forward"] += 1
         ctx.save_for_backward(x)
         return x * x * x
 
     @staticmethod
     def backward(ctx, grad):
+        _Cube.calls["backward"] += 1
         (x,) = ctx.saved_tensors
         return grad * 3.0 * x * x
 
@@ -836,12 +851,15 @@ def _with_a_function(x, a):
     return _Cube.apply(x.sin() * a) + x
 
 
-@MAY_RUN_EAGERLY
 def test_a_custom_function_inside_fn():
     compiled = tape.compile(_with_a_function)
     for value in [0.5, -1.0, 0.25]:
         check(compiled, _with_a_function, lambda: [leaf(value), leaf(1.5)])
         check(compiled, _with_a_function, lambda: [leaf([value, 2.0]), leaf(1.5)])
+    assert compiled.recordings == 2  # one per shape
+    _Cube.calls.clear()
+    compiled(leaf(0.5), leaf(1.5)).backward()
+    assert _Cube.calls == {"forward": 1, "backward": 1}  # a replay runs the Function's Python
 
 
 def _hooked(calls):
@@ -853,15 +871,131 @@ def _hooked(calls):
     return fn
 
 
-@MAY_RUN_EAGERLY
 def test_a_tensor_hook_inside_fn():
     compiled_calls, eager_calls = [], []
     compiled = tape.compile(_hooked(compiled_calls))
     eager = _hooked(eager_calls)
-    for k, value in enumerate([0.5, -1.0, 0.25]):
+    for k, value in enumerate([0.5, -1.0, 0.25, 2.0]):
         check(compiled, eager, lambda: [leaf(value), leaf(1.5)], order=1)
         assert_same(compiled_calls, eager_calls)
-        assert len(compiled_calls) == k + 1
+        assert len(compiled_calls) == k + 1  # the hook runs on every replayed call
+    assert compiled.recordings == 1
+
+
+def _strided(x, a):
+    y = x[1::2] * a - x[::2] ** 2
+    return tape.cat([y, x[:3].sin()]).reshape(2, -1).t().sum(0) * x[-1]
+
+
+def _indexed(x, a):
+    return (x[tape.tensor([2, 0, 2])] * a).exp() + x[1]
+
+
+def _matmuls(m, v):
+    return tape.matmul(m, v) @ m @ v + (m.reshape(2, 3, 2) @ v.reshape(2, 1)).sum() + v @ v
+
+
+def _stacked(x, a):
+    return tape.stack([x * a, x.flip(0), x.transpose(0, 1).transpose(0, 1)]).permute(1, 0, 2).sum((1, 2))
+
+
+@pytest.mark.parametrize("fn, shapes", [
+    (_strided, [(6,), ()]), (_indexed, [(4,), ()]), (_matmuls, [(6, 2), (2,)]), (_stacked, [(2, 3), ()]),
+], ids=["strided", "indexed", "matmul", "stacked"])
+def test_structural_ops_replay_with_eager_values_and_gradients(fn, shapes):
+    compiled = tape.compile(fn)
+    rng = np.random.default_rng(5)
+    for _ in range(4):
+        values = [rng.uniform(-1.0, 1.0, size=s) for s in shapes]
+        check(compiled, fn, lambda: [leaf(v) for v in values])
+    assert compiled.recordings == 1
+
+
+def _rosenbrock_hvp(x, v):
+    f = (100 * (x[1::2] - x[::2] ** 2) ** 2 + (1 - x[::2]) ** 2).sum()
+    (g,) = autograd.grad(f, x, create_graph=True)
+    (hv,) = autograd.grad((g * v).sum(), x)
+    return hv
+
+
+def _grad_kept(x, a):
+    (g,) = autograd.grad((x.sin() * a).sum(), [x], create_graph=True)
+    return g * x
+
+
+@pytest.mark.parametrize("fn, order", [(_rosenbrock_hvp, 0), (_grad_kept, 2)], ids=["hvp", "create_graph"])
+def test_autograd_grad_inside_fn(fn, order):
+    compiled = tape.compile(fn)
+    rng = np.random.default_rng(6)
+    for _ in range(4):
+        x, v = rng.uniform(-1.0, 1.0, size=8), rng.uniform(-1.0, 1.0, size=8)
+        if order:
+            check(compiled, fn, lambda: [leaf(x), leaf(v)], order=order)
+        else:
+            assert_same(evaluate(compiled, [leaf(x), leaf(v, False)], 0), evaluate(fn, [leaf(x), leaf(v, False)], 0))
+    assert compiled.recordings == 1
+
+
+def _backward_inside(x, a):
+    y = (x * a).sin().sum()
+    y.backward(retain_graph=True)
+    return y * x.grad
+
+
+def test_backward_inside_fn():
+    compiled = tape.compile(_backward_inside)
+    for value in [0.5, -1.0, 0.25]:
+        check(compiled, _backward_inside, lambda: [leaf([value, 1.0]), leaf(1.5)], order=1)
+    assert compiled.recordings == 1
+
+
+def _masked(x):
+    return (x[x > 0] * 2.0).sum() + x.sum()
+
+
+def test_a_step_that_appends_other_rows_records_again():
+    """x[x > 0] has as many elements as x has positive ones: a replay whose
+    step gives another shape fails as a guard does and records again."""
+    compiled = tape.compile(_masked)
+    for k, value in enumerate([[1.0, -1.0, 2.0], [3.0, -2.0, 1.0], [1.0, 1.0, 1.0], [2.0, -1.0, 0.5]]):
+        check(compiled, _masked, lambda: [leaf(value)])
+        assert compiled.recordings == [1, 1, 2, 2][k]
+
+
+def _branch_after_a_step(x):
+    y = x[::2].sum()
+    if y > 0:
+        return y * x
+    return (y - x).exp()
+
+
+def test_a_branch_on_a_value_computed_by_a_step():
+    compiled = tape.compile(_branch_after_a_step)
+    for k, value in enumerate([1.0, -1.0, 0.5, -0.5, 2.0]):
+        check(compiled, _branch_after_a_step, lambda: [leaf([value, 3.0, value])])
+        assert compiled.recordings == [1, 1, 2, 2, 2][k]  # the second call records the other branch
+
+
+def test_threads_calling_a_compiled_function_with_steps():
+    compiled = tape.compile(_strided)
+    points = {k: [np.linspace(-1.0, 0.2 * k + 0.1 * i, 6) for i in range(4)] for k in range(4)}
+    results = {}
+
+    def work(k):
+        results[k] = [evaluate(compiled, [leaf(v), leaf(1.5)]) for v in points[k]]
+
+    errors = _in_threads(work, 4)
+    assert not errors, errors
+    for k in range(4):
+        for v, got in zip(points[k], results[k]):
+            assert_same(got, evaluate(_strided, [leaf(v), leaf(1.5)]))
+
+
+def test_fullgraph_accepts_python_steps():
+    compiled = tape.compile(_strided, fullgraph=True)
+    for value in [0.5, -1.0, 0.25]:
+        check(compiled, _strided, lambda: [leaf(np.linspace(value, 1.0, 6)), leaf(1.5)])
+    assert compiled.recordings == 1
 
 
 def _replayable_chain(x, a):
@@ -889,15 +1023,15 @@ def _random(x, a):
 @pytest.mark.parametrize("fn, shape, requires_grad", [
     (_replayable_chain, (), True),
     (_replayable_chain, (4,), True),
-    pytest.param(_replayable_chain, (), False, marks=scope("a result computed from arguments that need no grad")),
+    (_replayable_chain, (), False),
     (_branch_on_truth, (), True),
     (_branch_on_comparison, (), True),
-    pytest.param(_in_place_intermediate, (), True, marks=scope("an in-place op")),
+    (_in_place_intermediate, (), True),
     (_a_sum, (4,), True),
-    pytest.param(_a_matmul, (4,), True, marks=scope("matmul of vectors (no native forward)")),
-    pytest.param(_random, (), True, marks=scope("a random op")),
-    pytest.param(_with_a_function, (), True, marks=scope("a custom Function")),
-    pytest.param(_hooked([]), (), True, marks=scope("a tensor hook")),
+    (_a_matmul, (4,), True),
+    (_random, (), True),
+    (_with_a_function, (), True),
+    (_hooked([]), (), True),
 ], ids=["chain", "chain-array", "chain-no-grad", "branch", "comparison", "in-place", "sum", "matmul", "random",
         "function", "hook"])
 def test_replays_without_running_eagerly(fn, shape, requires_grad):
@@ -1189,7 +1323,18 @@ def _intermediate_returned(x):
     return (y.exp() * 3.0).sum(), y
 
 
-@pytest.mark.parametrize("fn", [_read_twice, _intermediate_returned])
+def _chain_end_read_by_a_step(x):
+    y = x.sin().exp().tanh()  # cat, a Python step, reads the chain's last row
+    return (tape.cat([y, x.sin()]) * 2.0).sum()
+
+
+def _chain_start_read_by_a_step(x):
+    s = x.sin()  # saved by nothing in its chain, but cat, a Python step, reads it
+    return tape.cat([s, s.exp()]).square().sum()
+
+
+@pytest.mark.parametrize("fn", [_read_twice, _intermediate_returned, _chain_end_read_by_a_step,
+                                _chain_start_read_by_a_step])
 def test_values_a_fused_chain_shares_with_other_rows_and_its_results(fn):
     rng = np.random.default_rng(6)
     compiled = tape.compile(fn, fullgraph=True)
