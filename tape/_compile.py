@@ -274,6 +274,7 @@ class _Program:
         self.all_arguments = (operator.itemgetter(*(v for _, v in self.sources))
                               if self.sources and all(kind == "arg" for kind, _ in self.sources) else None)
         self.inputs = None
+        self.first_replay = True
 
     def _fuse(self, elementwise, operand_numel):
         """Group the runs of two or more elementwise array rows of one size
@@ -484,9 +485,17 @@ _FAILED = object()
 
 
 def _ensure_kernels(program):
+    """Load the native forwards the program's rows run, and their backward
+    kernels: a replay's rows then need no scan for missing kernels in the
+    next sweep (_replay)."""
     missing = [kind * _sweep.NOPS + o for kind, o in program.needs_kernels if not _kernels.ADDRESSES[kind, o]]
     if missing:
         with compiling(f"the native forward kernels of {', '.join(_kernels.names(missing))}", len(missing)):
+            _kernels.load(missing)
+    found = np.zeros(3 * _sweep.NOPS, np.int64)
+    missing = found[:_sweep._missing_kernels(program.pop, program.pndim, 0, program.m, _kernels.ADDRESSES, found)]
+    if missing.size:
+        with compiling(f"the native backward kernels of {', '.join(_kernels.names(missing))}", missing.size):
             _kernels.load(missing)
 
 
@@ -565,10 +574,19 @@ def _replay(program, tp, args):
     if inputs is None:
         return _FAILED
     m = program.m
+    if tp.tail is not None:
+        tp.drop_dead_tail()
+    if program.first_replay:  # its recording's rows are garbage by now: they would stay below every replay
+        program.first_replay = False
+        with tp.lock:
+            if not tp.sweeping:
+                tp.compact()
     tp.reserve(m + len(inputs) + 3)
     ep = tp.ep
+    scanned = tp.kernels_scanned == tp.n
     erows = np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64)
     shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
+    pool_lo = tp.npool
     ints_offset = tp._push(program.ints) if program.ints.size else 0
     arrays = [np.empty(s) for s in program.array_shapes]
     bptr = np.zeros(m, np.int64)
@@ -586,25 +604,30 @@ def _replay(program, tp, args):
         tp.clear_rows(base, base + m)
         return _FAILED
     tp.n = base + m
+    if scanned:  # the rows adopt added need no kernels, and _ensure_kernels loaded the program's
+        tp.kernels_scanned = tp.n
     owners = tp.owners
     owners.extend(repeat(None, m))
     tp.replayed = True
     tp.tensor_rows += program.tensor_rows
+    ep = tp.segment_epoch()  # Note [Dropping a dead tail] in tape/_tape.py
+    tp.tail = (ep, base, base + m, program.tensor_rows, pool_lo, tp.npool)
     if arrays:
         tp.held_bytes += program.array_bytes
         for k, a in zip(program.array_rows, arrays):
             r = base + k
             t = new_tensor(a, bool(program.rg[k]))
-            t._ep, t._row = tp.ep, r
+            t._ep, t._row = ep, r
             owners[r] = t
             tp.held_rows.append(r)
         arrays = None
-    return _build(program.out_spec, program, tp, base, inputs, {})
+    return _build(program.out_spec, program, tp, ep, base, inputs, {})
 
 
-def _build(spec, program, tp, base, inputs, built):
-    """fn's result for a replay at rows base..: `built` holds the tensors
-    made so far, so that a row returned twice is one tensor, as in eager mode."""
+def _build(spec, program, tp, ep, base, inputs, built):
+    """fn's result for a replay at rows base.. (named in epoch ep): `built`
+    holds the tensors made so far, so that a row returned twice is one
+    tensor, as in eager mode."""
     kind = spec[0]
     if kind == "tensor":
         ref = spec[1]
@@ -620,7 +643,7 @@ def _build(spec, program, tp, base, inputs, built):
                 t = Tensor.__new__(Tensor)
                 t._value = v = float(tp.sval[r])
                 t._rg = True
-                t._ep, t._row = tp.ep, r
+                t._ep, t._row = ep, r
                 tp.owners[r] = v  # the row's liveness token (Note [Tape layout])
                 tp.m_flags[r] &= ~OWNERLESS
             else:  # eager mode records no row for it: a plain tensor
@@ -629,7 +652,7 @@ def _build(spec, program, tp, base, inputs, built):
         return t
     if kind == "value":
         return spec[1]
-    items = [_build(s, program, tp, base, inputs, built) for s in spec[2]]
+    items = [_build(s, program, tp, ep, base, inputs, built) for s in spec[2]]
     if kind == "dict":
         return dict(zip(spec[1], items))
     cls = spec[1]
