@@ -666,9 +666,8 @@ class Tape:
                       self.node_data, self.node_hooks, self.post_accumulate_hooks, self.keep, self.graph_inputs):
             if table and max(table) >= lo:
                 return
-        for node in self.nodes:
-            if node.row() >= lo:
-                return
+        if self.nodes and any(node.row() >= lo for node in self.nodes):
+            return
         with self.lock:
             self.held_bytes -= _sweep.clear_segment(lo, hi, self.a1, self.c, self.p, self.flags, self.ndim, self.nuse, self.numel,
                                  self.shp, self.ptr, self.ia, self.ian)
