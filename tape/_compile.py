@@ -59,7 +59,11 @@ __all__ = ["compile", "CompiledFunction"]
 # are eager mode's. It checks each value read against its recorded outcome
 # right after the row that produced it; a failed guard takes its rows back
 # and the next recording for the key is tried, then a new one is made (at
-# most `cache_size` per key, the least recently used dropped).
+# most `cache_size` per key, the least recently used dropped). The rows of
+# the last replay, once nothing can reach them, are dropped from the tape's
+# end by the next one (Note [Dropping a dead tail] in tape/_tape.py); the
+# first replay of a recording compacts the tape, whose recorded rows would
+# otherwise stay below every later replay.
 #
 # What a native segment cannot compute (an op without a native forward, a
 # custom Function, hooks, random numbers, a backward inside fn, an in-place
@@ -375,6 +379,7 @@ class _Program:
         self.all_arguments = (operator.itemgetter(*(v for _, v in self.sources))
                               if self.sources and all(kind == "arg" for kind, _ in self.sources) else None)
         self.inputs = self.outer = None  # the recording's tensors are not kept
+        self.first_replay = True
 
     def _store(self, stored):
         """Which rows' values are stored: the others are a fused chain's rows
@@ -741,7 +746,7 @@ class _Env:
         if t is None:
             t = self.tp.owners[r]
             if not isinstance(t, Tensor):
-                t = _scalar_tensor(self.tp, r, self.tp.m_flags[r] & RG)
+                t = _scalar_tensor(self.tp, self.tp.ep, r, self.tp.m_flags[r] & RG)
             self.built[r] = t
         return t
 
@@ -971,7 +976,7 @@ def _run_segment(segment, tp, env):
     ep, rowmap, lo = tp.ep, env.rowmap, env.lo
     erows = np.array([int(rowmap[t - lo]) if kind == "row" else t._row if t._ep is ep else tp.adopt(t)
                       for (kind, _), t in zip(segment.sources, inputs)], np.int64)
-    base = _run(segment, tp, erows)
+    base = _run(segment, tp, erows, ep)
     if base < 0:
         return False
     rowmap[segment.rows_off] = base + segment.local
@@ -996,9 +1001,17 @@ _FAILED = object()
 
 
 def _ensure_kernels(program):
+    """Load the native forwards the program's rows run, and their backward
+    kernels: a replay's rows then need no scan for missing kernels in the
+    next sweep (_replay)."""
     missing = [kind * _sweep.NOPS + o for kind, o in program.needs_kernels if not _kernels.ADDRESSES[kind, o]]
     if missing:
         with compiling(f"the native forward kernels of {', '.join(_kernels.names(missing))}", len(missing)):
+            _kernels.load(missing)
+    found = np.zeros(3 * _sweep.NOPS, np.int64)
+    missing = found[:_sweep._missing_kernels(program.pop, program.pndim, 0, program.m, _kernels.ADDRESSES, found)]
+    if missing.size:
+        with compiling(f"the native backward kernels of {', '.join(_kernels.names(missing))}", missing.size):
             _kernels.load(missing)
 
 
@@ -1079,16 +1092,32 @@ def _replay(program, tp, args):
     inputs = _inputs_now(program, args)
     if inputs is None:
         return _FAILED
+    if tp.tail is not None:
+        tp.drop_dead_tail()
+    if program.first_replay:  # its recording's rows are garbage by now: they would stay below every replay
+        program.first_replay = False
+        with tp.lock:
+            if not tp.sweeping:
+                tp.compact()
     tp.reserve(program.m + len(inputs) + 3)
     ep = tp.ep
-    base = _run(program, tp, np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64))
-    return _FAILED if base < 0 else _build(program.out_spec, program, tp, base, inputs, {})
+    scanned = tp.kernels_scanned == tp.n
+    erows = np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64)
+    ep = tp.segment_epoch()  # Note [Dropping a dead tail] in tape/_tape.py
+    base = _run(program, tp, erows, ep)
+    if base < 0:
+        return _FAILED
+    if scanned:  # the rows adopt added need no kernels, and _ensure_kernels loaded the program's
+        tp.kernels_scanned = tp.n
+    # its int attributes, pushed last, go with it (its shapes are shared: Tape.push_ints)
+    tp.tail = (ep, base, tp.n, program.tensor_rows, tp.npool - program.ints.size, tp.npool)
+    return _build(program.out_spec, program, tp, ep, base, inputs, {})
 
 
-def _run(program, tp, erows):
+def _run(program, tp, erows, ep):
     """Append `program`'s rows to tp, its inputs at tape rows `erows` (room
-    reserved): the row of its first, or -1 when a guard does not hold
-    (nothing appended then)."""
+    reserved), its tensors named in epoch ep: the row of its first, or -1
+    when a guard does not hold (nothing appended then)."""
     m = program.m
     shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
     ints_offset = tp._push(program.ints) if program.ints.size else 0
@@ -1117,30 +1146,32 @@ def _run(program, tp, erows):
         for k, a in zip(program.array_rows, arrays):
             r = base + k
             t = new_tensor(a, bool(program.rg[k]))
-            t._ep, t._row = tp.ep, r
+            t._ep, t._row = ep, r
             owners[r] = t
             tp.held_rows.append(r)
         arrays = None
     return base
 
 
-def _scalar_tensor(tp, r, rg):
-    """The Tensor of replayed 0-d row r, which no Tensor owns yet: the row's
-    when it requires grad (`rg`), else a plain tensor of its value."""
+def _scalar_tensor(tp, ep, r, rg):
+    """The Tensor of replayed 0-d row r (named in epoch ep), which no Tensor
+    owns yet: the row's when it requires grad (`rg`), else a plain tensor of
+    its value."""
     if not rg:  # eager mode records no row for it
         return new_tensor(float(tp.sval[r]))
     t = Tensor.__new__(Tensor)
     t._value = v = float(tp.sval[r])
     t._rg = True
-    t._ep, t._row = tp.ep, r
+    t._ep, t._row = ep, r
     tp.owners[r] = v  # the row's liveness token (Note [Tape layout])
     tp.m_flags[r] &= ~OWNERLESS
     return t
 
 
-def _build(spec, program, tp, base, inputs, built):
-    """fn's result for a replay at rows base..: `built` holds the tensors
-    made so far, so that a row returned twice is one tensor, as in eager mode."""
+def _build(spec, program, tp, ep, base, inputs, built):
+    """fn's result for a replay at rows base.. (named in epoch ep): `built`
+    holds the tensors made so far, so that a row returned twice is one
+    tensor, as in eager mode."""
     kind = spec[0]
     if kind == "tensor":
         ref = spec[1]
@@ -1152,12 +1183,12 @@ def _build(spec, program, tp, base, inputs, built):
         r = base + ref
         t = tp.owners[r]
         if not isinstance(t, Tensor):
-            t = _scalar_tensor(tp, r, program.rg[ref])
+            t = _scalar_tensor(tp, ep, r, program.rg[ref])
         built[ref] = t
         return t
     if kind == "value":
         return spec[1]
-    items = [_build(s, program, tp, base, inputs, built) for s in spec[2]]
+    items = [_build(s, program, tp, ep, base, inputs, built) for s in spec[2]]
     if kind == "dict":
         return dict(zip(spec[1], items))
     cls = spec[1]

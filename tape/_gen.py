@@ -211,10 +211,10 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
             pp = param[r]
             if need_a:
                 u = UNIT_A[o]
-                sadj[a] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_A, o], g, x, y, out, pp)
+                sadj[a] += g * u if u != 0.0 else _scalar_vjp_a(o, g, x, y, out, pp, kernels)
             if need_b:
                 u = UNIT_B[o]
-                sadj[b] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_B, o], g, x, y, out, pp)
+                sadj[b] += g * u if u != 0.0 else _scalar_vjp_b(o, g, x, y, out, pp, kernels)
         else:
 %(tensor_branch)s
         if not retain:
@@ -321,6 +321,56 @@ _REPLAY = '''
 # the kinds of a replay's guards (tape._compile): the truth or the value of
 # u (a value read), or the truth of a comparison of u with v
 TRUTH, VALUE, LT, LE, GT, GE, EQ, NE = 0, 1, 2, 3, 4, 5, 6, 7
+OWNERLESS = 128  # tape._tape.OWNERLESS: a replay's row that no Tensor owns
+
+
+@_jit
+def owned_rows(lo, hi, flags, out):
+    """Write into `out` the rows of a replayed segment lo..hi-1 that have
+    an owner; return how many, or -1 when a row was marked since the replay
+    (dirty, retained, a target): the segment is not dropped then (Note
+    [Dropping a dead tail] in tape/_tape.py)."""
+    n = 0
+    for r in range(lo, hi):
+        f = flags[r]
+        if (f & ~(RG | FREED | OWNERLESS)) != 0:
+            return -1
+        if (f & OWNERLESS) == 0:
+            out[n] = r
+            n += 1
+    return n
+
+
+@_jit
+def clear_segment(lo, hi, a1, c, param, flags, ndim, nuse, numel, shp, ptr, ia, ian):
+    """Give a dropped segment's rows lo..hi-1 the defaults of the columns a
+    replay and its sweep write, where they differ (most hold them already, in
+    cache from the sweep: a write of every column was most of the drop's
+    cost). Its op, a0 and sval stay: whatever appends a row writes them.
+    Returns the bytes of the values the rows still held."""
+    held = 0
+    for r in range(lo, hi):
+        if a1[r] != -1:
+            a1[r] = -1
+        if c[r] != 0.0 or math.copysign(1.0, c[r]) < 0.0:
+            c[r] = 0.0
+        if param[r] != 1.0:
+            param[r] = 1.0
+        if flags[r] != RG:
+            flags[r] = RG
+        if nuse[r] != 0:
+            nuse[r] = 0
+        if ndim[r] != 0:
+            if ptr[r] != 0:
+                held += 8 * numel[r]  # a replay's values are float64
+            ndim[r] = 0
+            numel[r] = 1
+            shp[r] = 0
+            ptr[r] = 0
+        if ian[r] != 0:
+            ia[r] = 0
+            ian[r] = 0
+    return held
 
 
 @_jit_inline
@@ -522,7 +572,7 @@ def %(name)s(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, ps
         if pndim[k] == 0 and ELEMENTWISE[o]:
             x = sval[a] if a >= 0 else pc[k]
             y = sval[b] if b >= 0 else pc[k]
-            sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
+            sval[r] = _scalar_forward(o, x, y, pp[k], kernels)
         else:
 %(tensor_row)s
         sv = psaves[k]
@@ -1331,6 +1381,53 @@ def _unit_partial(opdef, k):
     return float(partials[k]) if k < len(partials) and partials[k].strip() in ("1", "-1") else 0.0
 
 
+# Note [Inline scalar rules]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A 0-d row's partials and forward are written into the sweeps and the
+# replay, in a switch on the opcode, where they are arithmetic and the math
+# functions the header imports: a call through the kernel's address for each
+# row was a fifth of W1's compiled sweep and replay (measured). The others
+# (helpers such as npow, within, sigmoid) keep their kernels, which are
+# compiled on first use (Note [Kernels by opcode]); so are the inlined ones'
+# kernels, which the tensor path's callers and the kernel scan still name.
+_INLINE_FUNCTIONS = frozenset({"acos", "acosh", "asin", "asinh", "atan", "atan2", "atanh", "cos", "cosh", "erf",
+                               "exp", "expm1", "fabs", "log", "log1p", "log2", "log10", "sin", "sinh", "sqrt",
+                               "tan", "tanh", "floor"})
+
+
+def _inlinable(expr):
+    """Whether native expression `expr` calls nothing but _INLINE_FUNCTIONS."""
+    return all(isinstance(node.func, ast.Name) and node.func.id in _INLINE_FUNCTIONS
+               for node in ast.walk(ast.parse(expr, mode="eval")) if isinstance(node, ast.Call))
+
+
+def _inline_dispatch(name, params, doc, cases, fallback):
+    """A function that computes `cases` (opcode -> expression) inline and
+    calls `fallback` for the other opcodes (Note [Inline scalar rules])."""
+    lines = [f'"""{doc}"""', "p = pp"]
+    for k, (code, expr) in enumerate(cases):
+        lines += [f"{'if' if k == 0 else 'elif'} o == {code}:", f"    return {expr}"]
+    lines.append(f"return {fallback}")
+    return "@_jit_inline\n" + _kernel_function(name, params, lines)
+
+
+def _inline_rules(ops):
+    """The sweeps' and the replay's inline 0-d rules (Note [Inline scalar rules])."""
+    parts = []
+    for k, kind in enumerate(("SCALAR_A", "SCALAR_B")):
+        cases = [(d.code, _gradient("g", _native(d.partials[k]))) for d in ops
+                 if d.elementwise and k < len(d.partials) and not _unit_partial(d, k)
+                 and _inlinable(_native(d.partials[k]))]
+        parts.append(_inline_dispatch(f"_scalar_vjp_{'ab'[k]}", "o, g, x, y, out, pp, kernels",
+                                      f"g times the partial of 0-d op o for its input {k}.", cases,
+                                      f"_call_scalar(kernels[{kind}, o], g, x, y, out, pp)"))
+    cases = [(d.code, _native(d.forward)) for d in ops
+             if d.elementwise and d.forward is not None and _inlinable(_native(d.forward))]
+    parts.append(_inline_dispatch("_scalar_forward", "o, x, y, pp, kernels", "The value of 0-d op o.", cases,
+                                  "_call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp)"))
+    return parts
+
+
 def _kernel_function(name, params, lines):
     return f"def {name}({params}):\n" + "".join(f"    {ln}\n" for ln in lines)
 
@@ -1358,6 +1455,7 @@ def _body():
               f"OPCODES = {tuple(_by_code(lambda d: d.name, None))!r}"]
     parts.append("\n".join(tables) + "\n")
     parts.append(_ENGINE % {})
+    parts.extend(_inline_rules(ops))
     for name, variant in _SWEEP_VARIANTS.items():
         parts.append(_SWEEP % dict(variant, name=name))
     parts.append(_REPLAY)

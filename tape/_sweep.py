@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "60aa5ece802effb4"
+REGISTRY_DIGEST = "79bdc3c1720f9a9d"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0], np.int64)
@@ -605,6 +605,193 @@ def compact_rows(a0, a1, xs, nx, shp, ndim, ia, ian, pool, npool, kept, newidx):
     return new_pool, q
 
 
+@_jit_inline
+def _scalar_vjp_a(o, g, x, y, out, pp, kernels):
+    """g times the partial of 0-d op o for its input 0."""
+    p = pp
+    if o == 8:
+        return g * (y)
+    elif o == 9:
+        return g * (1 / y)
+    elif o == 11:
+        return g * (-out * out)
+    elif o == 16:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 19:
+        return g * (out)
+    elif o == 20:
+        return g * (1 / x)
+    elif o == 21:
+        return g * (cos(x))
+    elif o == 22:
+        return g * (-sin(x))
+    elif o == 23:
+        return g * (1 - out * out)
+    elif o == 24:
+        return g * (out * (1 - out))
+    elif o == 26:
+        return g * (0.5 / out)
+    elif o == 28:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 29:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 30:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 31:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 32:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 33:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 34:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 38:
+        return g * (1.1283791670955126 * exp(-x * x))
+    elif o == 40:
+        return g * (0.5 * (1 + erf(x * 0.7071067811865476)) + x * 0.3989422804014327 * exp(-0.5 * x * x))
+    elif o == 43:
+        return g * (1 + out * out)
+    elif o == 44:
+        return g * (1 / sqrt(1 - x * x))
+    elif o == 45:
+        return g * (-1 / sqrt(1 - x * x))
+    elif o == 46:
+        return g * (1 / (1 + x * x))
+    elif o == 47:
+        return g * ((exp(x) + exp(-x)) * 0.5)
+    elif o == 48:
+        return g * ((exp(x) - exp(-x)) * 0.5)
+    elif o == 49:
+        return g * (1 / sqrt(x * x + 1))
+    elif o == 50:
+        return g * (1 / sqrt(x * x - 1))
+    elif o == 51:
+        return g * (1 / (1 - x * x))
+    elif o == 52:
+        return g * (out * 0.6931471805599453)
+    elif o == 53:
+        return g * (out + 1)
+    elif o == 54:
+        return g * (1 / (x * 0.6931471805599453))
+    elif o == 55:
+        return g * (1 / (x * 2.302585092994046))
+    elif o == 56:
+        return g * (1 / (x + 1))
+    elif o == 57:
+        return g * (-0.5 * out * out * out)
+    elif o == 58:
+        return g * (2 * x)
+    elif o == 63:
+        return g * (y / x)
+    elif o == 64:
+        return g * (x / out)
+    elif o == 65:
+        return g * (1 / (1 + exp(y - x)))
+    elif o == 66:
+        return g * (1 - p)
+    elif o == 147:
+        return (g * (0) if (0) != 0 else 0.0)
+    return _call_scalar(kernels[SCALAR_A, o], g, x, y, out, pp)
+
+
+@_jit_inline
+def _scalar_vjp_b(o, g, x, y, out, pp, kernels):
+    """g times the partial of 0-d op o for its input 1."""
+    p = pp
+    if o == 8:
+        return g * (x)
+    elif o == 9:
+        return g * (-x / y / y)
+    elif o == 16:
+        return (g * (0) if (0) != 0 else 0.0)
+    elif o == 61:
+        return g * (x / y)
+    elif o == 64:
+        return g * (y / out)
+    elif o == 65:
+        return g * (1 / (1 + exp(x - y)))
+    elif o == 66:
+        return g * (p)
+    return _call_scalar(kernels[SCALAR_B, o], g, x, y, out, pp)
+
+
+@_jit_inline
+def _scalar_forward(o, x, y, pp, kernels):
+    """The value of 0-d op o."""
+    p = pp
+    if o == 6:
+        return x + y
+    elif o == 7:
+        return x - y
+    elif o == 8:
+        return x * y
+    elif o == 9:
+        return x / y
+    elif o == 10:
+        return -x
+    elif o == 11:
+        return 1.0 / x
+    elif o == 13:
+        return y - x
+    elif o == 19:
+        return exp(x)
+    elif o == 20:
+        return log(x)
+    elif o == 21:
+        return sin(x)
+    elif o == 22:
+        return cos(x)
+    elif o == 23:
+        return tanh(x)
+    elif o == 25:
+        return x * 1.0 if x > 0 or x != x else 0.0
+    elif o == 26:
+        return sqrt(x)
+    elif o == 27:
+        return fabs(x)
+    elif o == 29:
+        return floor(x)
+    elif o == 37:
+        return atan2(x, y)
+    elif o == 38:
+        return erf(x)
+    elif o == 40:
+        return 0.5 * x * (1.0 + erf(x * 0.7071067811865476))
+    elif o == 43:
+        return tan(x)
+    elif o == 44:
+        return asin(x)
+    elif o == 45:
+        return acos(x)
+    elif o == 46:
+        return atan(x)
+    elif o == 47:
+        return sinh(x)
+    elif o == 48:
+        return cosh(x)
+    elif o == 49:
+        return asinh(x)
+    elif o == 50:
+        return acosh(x)
+    elif o == 51:
+        return atanh(x)
+    elif o == 53:
+        return expm1(x)
+    elif o == 54:
+        return log2(x)
+    elif o == 55:
+        return log10(x)
+    elif o == 56:
+        return log1p(x)
+    elif o == 57:
+        return 1.0 / sqrt(x)
+    elif o == 58:
+        return x * x
+    elif o == 59:
+        return x * 1.0
+    return _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp)
+
+
 
 @_jit
 def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
@@ -782,10 +969,10 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
             pp = param[r]
             if need_a:
                 u = UNIT_A[o]
-                sadj[a] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_A, o], g, x, y, out, pp)
+                sadj[a] += g * u if u != 0.0 else _scalar_vjp_a(o, g, x, y, out, pp, kernels)
             if need_b:
                 u = UNIT_B[o]
-                sadj[b] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_B, o], g, x, y, out, pp)
+                sadj[b] += g * u if u != 0.0 else _scalar_vjp_b(o, g, x, y, out, pp, kernels)
         else:
             if sv != 0 and _released(a, b, z, r, sv, ndim, ptr):
                 status, bad = ERR_FREED, r
@@ -1014,10 +1201,10 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
             pp = param[r]
             if need_a:
                 u = UNIT_A[o]
-                sadj[a] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_A, o], g, x, y, out, pp)
+                sadj[a] += g * u if u != 0.0 else _scalar_vjp_a(o, g, x, y, out, pp, kernels)
             if need_b:
                 u = UNIT_B[o]
-                sadj[b] += g * u if u != 0.0 else _call_scalar(kernels[SCALAR_B, o], g, x, y, out, pp)
+                sadj[b] += g * u if u != 0.0 else _scalar_vjp_b(o, g, x, y, out, pp, kernels)
         else:
             status, bad = ERR_TENSOR, r
             break
@@ -1077,6 +1264,56 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
 # the kinds of a replay's guards (tape._compile): the truth or the value of
 # u (a value read), or the truth of a comparison of u with v
 TRUTH, VALUE, LT, LE, GT, GE, EQ, NE = 0, 1, 2, 3, 4, 5, 6, 7
+OWNERLESS = 128  # tape._tape.OWNERLESS: a replay's row that no Tensor owns
+
+
+@_jit
+def owned_rows(lo, hi, flags, out):
+    """Write into `out` the rows of a replayed segment lo..hi-1 that have
+    an owner; return how many, or -1 when a row was marked since the replay
+    (dirty, retained, a target): the segment is not dropped then (Note
+    [Dropping a dead tail] in tape/_tape.py)."""
+    n = 0
+    for r in range(lo, hi):
+        f = flags[r]
+        if (f & ~(RG | FREED | OWNERLESS)) != 0:
+            return -1
+        if (f & OWNERLESS) == 0:
+            out[n] = r
+            n += 1
+    return n
+
+
+@_jit
+def clear_segment(lo, hi, a1, c, param, flags, ndim, nuse, numel, shp, ptr, ia, ian):
+    """Give a dropped segment's rows lo..hi-1 the defaults of the columns a
+    replay and its sweep write, where they differ (most hold them already, in
+    cache from the sweep: a write of every column was most of the drop's
+    cost). Its op, a0 and sval stay: whatever appends a row writes them.
+    Returns the bytes of the values the rows still held."""
+    held = 0
+    for r in range(lo, hi):
+        if a1[r] != -1:
+            a1[r] = -1
+        if c[r] != 0.0 or math.copysign(1.0, c[r]) < 0.0:
+            c[r] = 0.0
+        if param[r] != 1.0:
+            param[r] = 1.0
+        if flags[r] != RG:
+            flags[r] = RG
+        if nuse[r] != 0:
+            nuse[r] = 0
+        if ndim[r] != 0:
+            if ptr[r] != 0:
+                held += 8 * numel[r]  # a replay's values are float64
+            ndim[r] = 0
+            numel[r] = 1
+            shp[r] = 0
+            ptr[r] = 0
+        if ian[r] != 0:
+            ia[r] = 0
+            ian[r] = 0
+    return held
 
 
 @_jit_inline
@@ -1275,7 +1512,7 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
         if pndim[k] == 0 and ELEMENTWISE[o]:
             x = sval[a] if a >= 0 else pc[k]
             y = sval[b] if b >= 0 else pc[k]
-            sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
+            sval[r] = _scalar_forward(o, x, y, pp[k], kernels)
         else:
             if pchain[k] < 0:
                 _replay_tensor_row(k, r, o, a, b, pc, pp, pnumel, pndim, pia, pian, bptr, ints_offset, sval, ptr,
@@ -1351,7 +1588,7 @@ def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pia
         if pndim[k] == 0 and ELEMENTWISE[o]:
             x = sval[a] if a >= 0 else pc[k]
             y = sval[b] if b >= 0 else pc[k]
-            sval[r] = _call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp[k])
+            sval[r] = _scalar_forward(o, x, y, pp[k], kernels)
         else:
             return -1 - gk.size  # a tensor row: never sent here
         sv = psaves[k]

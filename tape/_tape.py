@@ -123,6 +123,21 @@ def _data_field_offset():
 
 DATA_FIELD = _data_field_offset()
 _INITIAL_ROWS = 1 << 16
+# Note [Dropping a dead tail]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A compiled call followed by its backward, its result then dropped (a
+# training step), leaves its whole replay as garbage at the tape's end, which
+# compaction paid for again (W1 compiled: a fifth of its time). A replay
+# instead names its rows in an epoch of its own (`segment_epoch`, still in the
+# current numbering), and the next replay first drops the last one when the
+# tape still ends with it and nothing can reach it: no owner of its rows is
+# alive, no node, retained gradient, hook or other table names them, and no
+# sweep runs. Its rows take their defaults again, the tape's end moves back,
+# and the segment's epoch maps every row to -1, so that whatever still names
+# one (a version counter) names a dropped row, as after a compaction, and
+# never the row that reuses its number. A compaction moves the live segments'
+# epochs to the new numbering with the current one's.
+
 # Note [When to compact]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # A graph dropped without backward keeps its rows' values (and their
@@ -275,6 +290,10 @@ class Tape:
         self.recorder = None  # tape.compile's recorder while this thread records (tape._compile)
         # whether a replay appended rows that no Tensor owns (owner None; tape._compile)
         self.replayed = False
+        # the epochs of replayed segments still in the current numbering, and
+        # the last segment, which may be dropped whole (Note [Dropping a dead tail])
+        self.segments = []
+        self.tail = None
         self._resize(_INITIAL_ROWS)
 
     # -- storage ---------------------------------------------------------
@@ -289,6 +308,7 @@ class Tape:
         # its marks of the rows that lead to autograd.grad's inputs, and the
         # captured rows' offsets into its flat adjoints (at most n + 1 < cap)
         self.work = np.zeros((5, cap), np.int64)
+        self.dropped = np.full(cap, -1, np.int64)  # the map of a dropped segment's epoch (drop_dead_tail)
         self.m_work_leads = memoryview(self.work[3])
         self.limit = cap - 3  # the scalar path appends at most 3 rows per op
         # writes of single items through memoryviews (m_op, m_a0, ...) are
@@ -618,6 +638,52 @@ class Tape:
         # graph kept a dead value until the next backward (W10: +8 MB)
         self.last_inputs = tuple(int(newidx[r]) if r >= 0 else -1 for r in self.last_inputs)
 
+    def segment_epoch(self):
+        """The epoch that names the rows a replay is about to append (Note
+        [Dropping a dead tail])."""
+        ep = Epoch(self)
+        segments = self.segments
+        segments.append(weakref.ref(ep))
+        if len(segments) >= 64:
+            segments[:] = [ref for ref in segments if ref() is not None and ref().remap is None]
+        return ep
+
+    def drop_dead_tail(self):
+        """Move the tape's end back over the last replayed segment when
+        nothing can reach its rows any more (Note [Dropping a dead tail])."""
+        tail, self.tail = self.tail, None
+        seg, lo, hi, tensor_rows, pool_lo, pool_hi = tail
+        if self.n != hi or seg.remap is not None or self.sweeping or self.swept_across or self.graph_tasks:
+            return
+        owned = _sweep.owned_rows(lo, hi, self.flags, self.work[2])
+        if owned < 0:
+            return
+        owners = self.owners
+        for r in self.work[2, :owned].tolist():
+            if owners[r] is not None and sys.getrefcount(owners[r]) > _DEAD_REFS_AT:
+                return
+        for table in (self.retained, self.hooks, self.hook_groups, self.traces, self.python_rows, self.packed,
+                      self.node_data, self.node_hooks, self.post_accumulate_hooks, self.keep, self.graph_inputs):
+            if table and max(table) >= lo:
+                return
+        if self.nodes and any(node.row() >= lo for node in self.nodes):
+            return
+        with self.lock:
+            self.held_bytes -= _sweep.clear_segment(lo, hi, self.a1, self.c, self.p, self.flags, self.ndim, self.nuse, self.numel,
+                                 self.shp, self.ptr, self.ia, self.ian)
+            del owners[lo:]
+            self.n = lo
+            seg.remap = self.dropped  # every name of its rows is of a dropped row
+            self.tensor_rows -= tensor_rows
+            self.kernels_scanned = min(self.kernels_scanned, lo)
+            if self.npool == pool_hi:
+                self.npool = pool_lo
+            if self.held_rows:
+                self.held_rows = [r for r in self.held_rows if r < lo]
+            if self.dead_saved:
+                self.dead_saved = [r for r in self.dead_saved if r < lo]
+            self.last_inputs = tuple(r if r < lo else -1 for r in self.last_inputs)
+
     def clear_rows(self, lo, hi):
         """Give rows lo..hi-1, past n, their columns' defaults again (a replay
         whose guard failed wrote them: rows past n hold the defaults)."""
@@ -651,6 +717,13 @@ class Tape:
         old = self.ep
         old.remap = newidx
         alive = [old]
+        for ref in self.segments:  # in the current numbering, as the current epoch
+            ep = ref()
+            if ep is not None and ep.remap is None:
+                ep.remap = newidx
+                alive.append(ep)
+        self.segments = []
+        self.tail = None
         for ref in self.old_epochs:
             ep = ref()
             if ep is not None:

@@ -1496,3 +1496,143 @@ def test_random_elementwise_programs(program, seed):
 @MAY_RUN_EAGERLY
 def test_random_elementwise_programs_with_python_numbers(program, seed):
     _check_program(program, seed, float)
+
+
+# Note [Dropping a dead tail] in tape/_tape.py: a replay whose result is dead
+# by the next call is dropped from the tape's end, whatever else is alive
+
+def _chain_of(n):
+    def chain(x, a, b):
+        y = x
+        for _ in range(n):
+            y = y.sin() * a + b
+        return y
+
+    return chain
+
+
+def _tape_rows_after_calls(compiled, args, calls):
+    tp = tape._tape.state.tape
+    rows = []
+    for _ in range(calls):
+        compiled(*args).backward()
+        rows.append(tp.n)
+    return rows
+
+
+def test_a_dropped_replay_is_taken_off_the_tape_s_end():
+    def run():
+        chain = _chain_of(50)
+        x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
+        rows = _tape_rows_after_calls(tape.compile(chain), (x, a, b), 6)
+        grads = [x.grad.item(), a.grad.item(), b.grad.item()]
+        x2, a2, b2 = leaf(0.5), leaf(0.9), leaf(0.1)
+        for _ in range(6):
+            chain(x2, a2, b2).backward()
+        return rows, grads, [x2.grad.item(), a2.grad.item(), b2.grad.item()]
+
+    rows, grads, eager = _in_fresh_thread(run)
+    assert len(set(rows[2:])) == 1  # one replay's rows, however many calls
+    np.testing.assert_allclose(grads, eager, rtol=1e-13)
+
+
+def test_a_result_of_an_earlier_call_keeps_its_rows_while_later_calls_replay():
+    chain = tape.compile(_chain_of(20))
+    x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
+    chain(x, a, b).backward()
+    kept = chain(x, a, b)  # alive while the next calls run and are dropped
+    for _ in range(4):
+        chain(x, a, b).backward()
+    x.grad = a.grad = b.grad = None
+    kept.backward()
+    expected = [g.item() for g in _grads_of(_chain_of(20))]
+    np.testing.assert_allclose([x.grad.item(), a.grad.item(), b.grad.item()], expected, rtol=1e-13)
+    assert kept.item() == pytest.approx(_chain_of(20)(leaf(0.5), leaf(0.9), leaf(0.1)).item(), rel=1e-13)
+
+
+def _grads_of(fn):
+    x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
+    fn(x, a, b).backward()
+    return x.grad, a.grad, b.grad
+
+
+@pytest.mark.parametrize("hold", ["grad_fn", "retain_grad", "hook"])
+def test_a_node_a_retained_gradient_or_a_hook_on_a_dead_result_keeps_its_rows(hold):
+    def run():
+        chain = tape.compile(_chain_of(10))
+        x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
+        chain(x, a, b).backward()
+        y = chain(x, a, b)
+        seen = []
+        if hold == "grad_fn":
+            held = y.grad_fn
+        elif hold == "retain_grad":
+            y.retain_grad()
+            held = None
+        else:
+            held = y.register_hook(lambda g: seen.append(g.item()))
+        tp = tape._tape.state.tape
+        rows = tp.n
+        del y
+        chain(x, a, b).backward()
+        return tp.n - rows, held, seen
+
+    grown, held, seen = _in_fresh_thread(run)
+    assert grown > 0 and seen == []
+    if hold == "grad_fn":
+        assert held.name() == "AddBackward0" and len(held.next_functions) == 2
+
+
+def test_a_detached_result_changed_in_place_leaves_later_replays_alone():
+    # the detached tensor keeps the result, and its rows, alive; its version
+    # counter names the result's row, which no later replay may reuse
+    def run():
+        w = leaf(np.linspace(0.1, 0.8, 8))
+        compiled = tape.compile(lambda w: (w * 2.0).tanh())
+        for _ in range(2):
+            compiled(w).sum().backward()
+        y = compiled(w)
+        view = y.detach()
+        del y
+        w.grad = None
+        out = compiled(w)
+        view.add_(1.0)
+        out.sum().backward()
+        return w.grad.numpy().copy()
+
+    expected = 2.0 * (1 - np.tanh(2.0 * np.linspace(0.1, 0.8, 8)) ** 2)
+    np.testing.assert_allclose(_in_fresh_thread(run), expected, rtol=1e-13)
+
+
+def test_dropped_replays_in_threads_at_once():
+    chain = tape.compile(_chain_of(30))
+    expected = {}
+    for k in range(3):
+        expected[k] = [g.item() for g in _grads_of_at(0.2 * k + 0.1)]
+    results = {}
+
+    def work(k):
+        x, a, b = leaf(0.2 * k + 0.1), leaf(0.9), leaf(0.1)
+        for _ in range(5):
+            x.grad = a.grad = b.grad = None
+            chain(x, a, b).backward()
+        results[k] = [x.grad.item(), a.grad.item(), b.grad.item()]
+
+    errors = _in_threads(work, 3)
+    assert not errors, errors
+    for k in range(3):
+        np.testing.assert_allclose(results[k], expected[k], rtol=1e-13)
+
+
+def _grads_of_at(x0):
+    x, a, b = leaf(x0), leaf(0.9), leaf(0.1)
+    _chain_of(30)(x, a, b).backward()
+    return x.grad, a.grad, b.grad
+
+
+def _in_fresh_thread(fn):
+    """fn() on a thread of its own, on a fresh tape; its result."""
+    out = []
+    errors = _in_threads(lambda k: out.append(fn()), 1)
+    assert not errors, errors
+    return out[0]

@@ -273,6 +273,22 @@ def test_a_constant_used_every_step_leaves_no_rows_behind():
     assert _in_fresh_thread(run) < 10
 
 
+def test_a_constant_used_across_compactions_keeps_no_old_numbering_alive():
+    # each compaction gave the constant a new row, and its version counter
+    # kept naming the old ones, each holding its epoch's map of the rows:
+    # every later compaction remapped all of them
+    def run():
+        tp = tape._tape.state.tape
+        batch = tape.tensor(np.ones(4))
+        w = tape.tensor(np.ones(4), requires_grad=True)
+        for _ in range(40):
+            (batch * w).sum().backward()
+            tp.compact()
+        return sum(ref() is not None for ref in tp.old_epochs)
+
+    assert _in_fresh_thread(run) <= 2
+
+
 def test_a_constant_takes_one_row_for_all_its_uses():
     def run():
         tp = tape._tape.state.tape
