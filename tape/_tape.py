@@ -214,6 +214,8 @@ class Tape:
         self.cap = 0
         self.owners = []
         self.keep = {}
+        # dirty row -> (its storage's version counter, the version it saved), for PyTorch's error
+        self.dirtied = {}
         self.retained = {}
         self.hooks = {}  # row -> the hooks registered on its tensor (engine.register_hook)
         # row -> the rows of the outputs of its node, when one of them has hooks (Note
@@ -579,6 +581,8 @@ class Tape:
         owners = self.owners
         self.owners = [owners[r] for r in kept.tolist()]
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
+        if self.dirtied:
+            self.dirtied = {int(newidx[r]): v for r, v in self.dirtied.items() if newidx[r] >= 0}
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
         self.traces = {int(newidx[r]): v for r, v in self.traces.items() if newidx[r] >= 0}
@@ -731,10 +735,13 @@ class Tape:
         if type(value) is not float and value.ndim:
             self.m_ptr[r] = id(self._keep_float(r, value)) + DATA_FIELD
 
-    def mark_dirty(self, r):
+    def mark_dirty(self, r, vc=None):
         """Row r's value changed in place: every consumer that saved it
         raises, until the row reads a value made after the write (Note [Tape
-        layout], fresh_from)."""
+        layout], fresh_from). `vc`, the storage's version counter before the
+        write, names the version the consumers saved, for the error."""
+        if vc is not None and (not self.m_flags[r] & DIRTY or self.m_fresh_from[r] != NEVER):
+            self.dirtied[r] = (vc, vc.n)
         self.m_flags[r] |= DIRTY
         self.m_fresh_from[r] = NEVER
 

@@ -655,9 +655,11 @@ class Tensor:
         afresh. A non-leaf's row reads a new value of its layout, so the
         backward of its uses, earlier and later, reads it, as PyTorch's
         saved inputs share the storage that .data replaces; unless its own
-        backward reads it (a saved result, which PyTorch's keeps as it was):
-        one row holds one value, so there the row keeps the old one, and a
-        0-d tensor's later uses read a hidden copy of the new one.
+        backward reads it (a saved result, which PyTorch's keeps as it was,
+        sharing the tensor's version counter): one row holds one value, so
+        there the row keeps the old one (keep_recorded_value) and the tensor
+        moves to a copy row of the new one, which is no node (its grad_fn
+        is still the row's) and passes its uses' gradient to the row.
         """
         from ._saved import row_saves
         self.keep_recorded_value()
@@ -667,20 +669,24 @@ class Tensor:
         elif self._ep is not None and type(value) is type(old) and (
                 type(value) is float or value.shape == old.shape and value.dtype == old.dtype):
             tp, r = where(self)
-            saves_out = row_saves(tp, r) & SAVES_OUT
-            if type(value) is float and saves_out:
-                # its row's backward reads the old value and later uses the
-                # new one: they go through a hidden copy of the new value
+            if row_saves(tp, r) & SAVES_OUT:
                 from ._record import record
                 from ._registry import lookup
-                copy = record(lookup("clone"), value * 1.0, (self,), hidden=True)
-                self._ep, self._row, value = copy._ep, copy._row, copy._value
+                if type(value) is float:
+                    value = value * 1.0  # a float of its own: it is the copy row's liveness token
+                vc = self._version_counter()
+                copy = record(lookup("clone"), value, (self,), hidden=True)
+                if type(value) is not float:
+                    tp.owners[r] = _dead_token()  # the row lives while the copy row reaches it
+                    tp.owners[copy._row] = self
+                vc.add_row(tp.ep, r)  # a later write changes what the row saved, as PyTorch's
+                self._ep, self._row = copy._ep, copy._row
+                vc.add_row(copy._ep, copy._row)
             else:
                 if type(value) is float and tp.owners[r] is old:
                     value = value * 1.0  # a float of its own: it is the row's liveness token
                     tp.owners[r] = value
-                if not saves_out:
-                    tp.reread(r, value)
+                tp.reread(r, value)
         self._value = value
 
     def bump_version(self):
@@ -690,11 +696,11 @@ class Tensor:
         vc = self._version_counter()
         tp, r = where(self)
         if tp is not None:
-            tp.mark_dirty(r)
+            tp.mark_dirty(r, vc)
         for ep, r in vc.rows:
             row_tape, r = current_row(ep, r)
             if r >= 0:
-                row_tape.mark_dirty(r)
+                row_tape.mark_dirty(r, vc)
         vc.rows = []
         vc.n += 1
         # a leaf changed through itself or a view (under no_grad) leaves its
