@@ -13,8 +13,8 @@ import numpy as np
 from . import _sweep
 from ._registry import CONST, LEAF
 
-__all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where", "current_row", "RG", "RETAIN",
-           "DIRTY", "FREED", "HIDDEN", "TARGET", "MORE", "OWNERLESS"]
+__all__ = ["Tape", "Epoch", "RowName", "StaleView", "state", "anomaly", "keep_trace", "where", "recorded_row",
+           "current_row", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET", "MORE", "OWNERLESS"]
 
 # Note [Tape layout]
 # ~~~~~~~~~~~~~~~~~~
@@ -182,15 +182,41 @@ class RowName:
         return self._row
 
 
+class StaleView:
+    """The `_ep` of a view whose storage was written since its row was made
+    (Note [In-place ops on views] in ops/inplace.py): the view's row is made
+    afresh, by `regenerate(view)`, when `where` is next asked for it, as
+    PyTorch regenerates a view's grad_fn when it is next read after its
+    version changed. Until then it names the view's old row (ep, row), and
+    `remap` is not None, so that every read of the row takes where's slow path."""
+    __slots__ = ("ep", "row", "regenerate", "remap")
+
+    def __init__(self, ep, row, regenerate):
+        self.ep, self.row, self.regenerate, self.remap = ep, row, regenerate, True
+
+
 def where(t):
     """(tape, row) of tensor t in its tape's current numbering, or (None, -1)."""
     ep = t._ep
     if ep is None:
         return None, -1
     if ep.remap is not None:
+        if type(ep) is StaleView:
+            t._ep, t._row = ep.ep, ep.row
+            ep.regenerate(t)
+            return where(t)
         t._row = int(ep.remap[t._row])
         t._ep = ep = ep.tape.ep
     return ep.tape, t._row
+
+
+def recorded_row(t):
+    """(tape, row) of the row tensor t was last given, or (None, -1): a stale
+    view's old row, which stays stale (StaleView)."""
+    ep = t._ep
+    if type(ep) is StaleView:
+        return current_row(ep.ep, ep.row)
+    return where(t)
 
 
 # what the native sweep calls to release dead values while it runs (Note
@@ -425,6 +451,8 @@ class Tape:
         return r
 
     def _adopt(self, t):
+        if type(t._ep) is StaleView:
+            where(t)  # its row, made on this tape, before t's home is asked for
         ep = t._ep
         if ep is not None and ep.tape is self:
             return where(t)[1]

@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib import array_utils as _array_utils
 
 from ._dtypes import cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
-from ._tape import DATA_FIELD, RETAIN, current_row, state, where
+from ._tape import DATA_FIELD, RETAIN, StaleView, current_row, recorded_row, state, where
 from ._registry import LEAF, SAVES_OUT
 from . import _format
 
@@ -439,7 +439,7 @@ class Tensor:
     def is_leaf(self):
         if not self._rg:
             return True
-        tp, r = where(self)
+        tp, r = recorded_row(self)  # a stale view is none, and stays stale
         return tp is None or bool(tp.op[r] == LEAF)
 
     @property
@@ -572,7 +572,8 @@ class Tensor:
         if type(value) is not np.ndarray:
             return
         address = id(value) + DATA_FIELD
-        named = [(self._ep, self._row)] if self._ep is not None else []
+        tp, r = recorded_row(self)
+        named = [(tp.ep, r)] if tp is not None else []
         if self._vc is not None:
             named += self._vc.rows
         for ep, r in named:
@@ -694,7 +695,7 @@ class Tensor:
         if made_hooks:  # tape.compile cannot replay it (Note [Compiled replay])
             written_hooks[0](self)
         vc = self._version_counter()
-        tp, r = where(self)
+        tp, r = recorded_row(self)  # a stale view's old row, not a new one to dirty
         if tp is not None:
             tp.mark_dirty(r, vc)
         for ep, r in vc.rows:
@@ -706,7 +707,7 @@ class Tensor:
         # a leaf changed through itself or a view (under no_grad) leaves its
         # dirty row to the graphs that used it; its next use registers anew
         for t in (self, *vc.other_views(self)):
-            if t._rg and t._ep is not None and t.is_leaf:
+            if t._rg and t._ep is not None and type(t._ep) is not StaleView and t.is_leaf:
                 t._drop_row()
 
     # -- conversion ----------------------------------------------------------
