@@ -269,6 +269,9 @@ class Tape:
         self.graph_tasks = []  # the running backwards, innermost last (engine._backward_scope)
         # the live names of rows (grad_fn nodes, other threads' graph inputs): roots for compaction
         self.nodes = weakref.WeakSet()
+        # row -> its live grad_fn node, so that a row has one node object, as
+        # PyTorch's Node has one Python object while it is referenced
+        self.node_of = weakref.WeakValueDictionary()
         # held while anything sweeps, renumbers or reallocates the rows (Note [Graphs across threads])
         self.lock = threading.RLock()
         self.graph_inputs = set()  # rows standing for another thread's rows (Note [Graphs across threads])
@@ -630,6 +633,9 @@ class Tape:
         if self.post_accumulate_hooks:
             self.post_accumulate_hooks = {int(newidx[r]): v for r, v in self.post_accumulate_hooks.items()
                                           if v and newidx[r] >= 0}
+        if self.node_of:
+            self.node_of = weakref.WeakValueDictionary(
+                {int(newidx[r]): node for r, node in list(self.node_of.items()) if newidx[r] >= 0})
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
