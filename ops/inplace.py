@@ -18,7 +18,7 @@ from tape._grad_mode import no_grad
 from tape._record import binary, record, sum_to
 from tape._node import keep_arguments
 from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop, lookup, native_helper
-from tape._tape import DATA_FIELD, RETAIN, state, where
+from tape._tape import DATA_FIELD, RETAIN, StaleView, state, where
 from tape._tensor import Tensor, _dead_token, new_tensor, wrap_value
 
 from ops import elementwise, linalg
@@ -194,13 +194,16 @@ def _apply(t, compute, *args, saves_self=False, fills=False):
 # hidden as_strided row of b's old row (a copy of them when its backward
 # reads them), not through v's own row: the node of v's old row, and the
 # hooks on it, are not on the new path, as in PyTorch, where CopySlices runs
-# the op's node itself. Then every live tensor sharing the storage takes a
-# fresh row reading the new value (_rebase_sharers), v among them: a view
-# AsStridedBackward0 of its base's row; a tensor owning its storage keeps
-# its row and grad_fn, which reads the new value for the consumers recorded
-# from then on (fresh_from, Note [Tape layout]). PyTorch regenerates a
-# view's grad_fn when it is next read after its version changed; the rows
-# are made at once here.
+# the op's node itself: that row and the CopySlices row are the two halves
+# of PyTorch's CopySlices::apply (the gradient's view region through the
+# op's node, the rest to the base), no node of their own. Then every live
+# tensor sharing the storage reads the new value (_rebase_sharers), v among
+# them: a view becomes stale (tape._tape.StaleView) and, as PyTorch
+# regenerates a view's grad_fn when it is next read after its version
+# changed, takes a fresh row, AsStridedBackward0 of its base's row then, when
+# its row is next asked for (a write costs no row per live view); a tensor
+# owning its storage keeps its row and grad_fn, which reads the new value
+# for the consumers recorded from then on (fresh_from, Note [Tape layout]).
 def _apply_to_view(t, base, compute, args, saves_self):
     region = view_region(base._value, t._value)
     if base._rg:
@@ -229,15 +232,16 @@ def _rebase_sharers(vc, rebound):
     reads the new value in its uses from now on, which are not those of a
     value modified since it was saved (the graphs that saved the old value
     raise): a view through a fresh row, AsStridedBackward0 of its base's
-    row; any other through its own row, whose grad_fn stays, and which the
-    next write makes dirty again. Tensors that only the tape holds (an op's
+    row, made when the view is next used (StaleView); any other through
+    its own row, whose grad_fn stays, and which the next write makes dirty
+    again. Tensors that only the tape holds (an op's
     internal views) cannot be used again."""
     if vc is None:
         return
     live = []
     for ref in vc.views:
         v = ref()
-        if v is None or v is rebound:
+        if v is None or v is rebound or type(v._ep) is StaleView:  # a stale view stays so
             continue
         tp, r = where(v)
         if sys.getrefcount(v) > _UNUSED_REFS + (r >= 0 and tp.owners[r] is v):
@@ -249,9 +253,19 @@ def _rebase_sharers(vc, rebound):
             vc.add_row(tp.ep, r)
     for v in live:
         base = v._view_of
-        if base is not None and base._rg:
-            region = view_region(base._value, v._value)
-            _rebind(v, record(as_strided_op(region), v._value, (base,), ints=region))
+        if base is not None and base._rg and type(v._ep) is not StaleView:
+            if v._ep is None:  # no row to name until then: one now
+                _regenerate(v)
+            else:
+                v._ep = StaleView(v._ep, v._row, _regenerate)
+
+
+def _regenerate(v):
+    """A view's fresh row after a write into its storage (StaleView):
+    AsStridedBackward0 of its base's current row."""
+    base = v._view_of
+    region = view_region(base._value, v._value)
+    _rebind(v, record(as_strided_op(region), v._value, (base,), ints=region))
 
 
 def _overlaps(v):

@@ -24,7 +24,7 @@ from ops.comparison import _expect_tensor
 from ops.elementwise import scalar_in
 from ops.reduction import sum as _sum
 from ops.selection import diagonal
-from ops.shape import as_new_tensor, expand, permute, reshape, squeeze, transpose, unsqueeze
+from ops.shape import as_new_tensor, expand, permute, reshape, squeeze, transpose, unsqueeze, unsafe_view
 
 # The forward products call np.dot, not @: the same BLAS call and result,
 # 0.7 us sooner on small matrices (np.matmul's ufunc machinery). The native
@@ -529,6 +529,41 @@ def outer(input, vec2):
     return unsqueeze(x, 1) * unsqueeze(y, 0)
 
 
+def _folds(x, y):
+    """PyTorch's should_fold: whether matmul of x and y, one of at least 3
+    dims (t1, transposed when it is y) and the other of at most 2, is mm or
+    mv of t1 with its batch folded into its rows. It folds when the other
+    requires grad (its gradient is then one matrix product, not a batch of
+    them summed), else where the fold is a view and needs no transpose back."""
+    x_larger = x.ndim >= y.ndim
+    t1, other = (x, y) if x_larger else (y.mT, x)
+    if t1.ndim < 3 or other.ndim > 2:
+        return False
+    if other.requires_grad:
+        return True
+    if x.ndim == 2:
+        return False
+    if t1.numel() == 0:
+        return True
+    sizes, strides = t1.shape, t1.stride()
+    return all(strides[i] == strides[i + 1] * sizes[i + 1] for i in range(t1.ndim - 2))
+
+
+def _folded_matmul(x, y):
+    """matmul as PyTorch's fold (`_folds`): UnsafeViewBackward0 of MmBackward0
+    or MvBackward0, of t1 reshaped to a matrix; a transposed fold of a
+    matrix transposes its result back and copies it to C order."""
+    transpose = y.ndim > x.ndim
+    t1 = y.mT if transpose else x
+    t2 = (x.t() if x.ndim == 2 else x) if transpose else y
+    shape = t1.shape[:-1]
+    folded = reshape(t1, (math.prod(shape), t1.shape[-1]))
+    if t2.ndim == 1:
+        return unsafe_view(mv(folded, t2), shape)
+    out = unsafe_view(mm(folded, t2), shape + (t2.shape[1],))
+    return out.mT.contiguous() if transpose else out
+
+
 @declare(signature="input, other, *, out=None", methods=("matmul", "__matmul__"), operands=2,
          batch=_batched_product(_check_matmul))
 def matmul(input, other):
@@ -556,6 +591,8 @@ def matmul(input, other):
         return mm(x, y)
     if x.ndim == 1 and y.ndim == 2:
         return as_new_tensor(squeeze(mm(unsqueeze(x, 0), y), 0))
+    if _folds(x, y):
+        return _folded_matmul(x, y)
     xb = unsqueeze(x, 0) if x.ndim == 1 else x
     yb = unsqueeze(y, -1) if y.ndim == 1 else y
     batch = broadcast_shapes(xb.shape[:-2], yb.shape[:-2])
@@ -566,12 +603,9 @@ def matmul(input, other):
                            f"[{nb}, {k}] but got: [{nb}, {yb.shape[-2]}].")
     x3 = reshape(expand(xb, batch + (m, k)), (nb, m, k))
     y3 = reshape(expand(yb, batch + (k, n)), (nb, k, n))
-    out = reshape(bmm(x3, y3), batch + (m, n))
-    if x.ndim == 1:
-        out = squeeze(out, -2)
-    if y.ndim == 1:
-        out = squeeze(out, -1)
-    return as_new_tensor(out)
+    out = bmm(x3, y3)
+    # as PyTorch: a vector y's dim squeezed, a vector x's left out of the shape
+    return unsafe_view(squeeze(out, -1) if y.ndim == 1 else out, batch + (m,) * (x.ndim > 1) + (n,) * (y.ndim > 1))
 
 
 @declare(function=False, methods=("__rmatmul__",), operands=2, batch=_batched_rmatmul)

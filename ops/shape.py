@@ -268,6 +268,13 @@ def as_new_tensor(t):
     return t
 
 
+def unsafe_view(x, shape):
+    """x, C-contiguous, as a new tensor of `shape`: PyTorch's _unsafe_view
+    (UnsafeViewBackward0), which reshapes the result of an op that made it
+    internally (batched matmul's bmm) and is no view of it."""
+    return op_result(_UNSAFE_VIEW, x._value.reshape(shape), (x,))
+
+
 def _inherit_refusal(view, x):
     """A view of a view that PyTorch refuses to modify in place is refused
     too: made while recording, named by its own op (`Output 0 of Slice`); of

@@ -4,6 +4,7 @@ for create_graph=True, and what both share (roots, seeds, checks, results).
 import functools
 import itertools
 import math
+import re
 import threading
 import warnings
 
@@ -104,19 +105,23 @@ def _raise_sweep_error(tp, status, bad):
                            ".detach_().This is not supported, please use out-of-place `.detach()` instead")
     shape = list(tp.shape(bad))
     dtype = "float64" if tp.dt[bad] == 0 else "float32"
-    # as PyTorch, name the op that made the tensor, unless it is a leaf or a
-    # constant; a graph input's was another thread's (Note [Graphs across threads])
+    # as PyTorch, name the op that made the tensor (MulBackward0 is Mul),
+    # unless it is a leaf or a constant; a graph input's was another
+    # thread's (Note [Graphs across threads])
     made_tp, made = tp, bad
     if bad in tp.graph_inputs:
         made_tp, made = tp.owners[bad]._ep.tape, tp.owners[bad].row()
     op = made_tp.op[made]
-    made_by = f", which is output 0 of {REGISTRY[op].grad_fn}," if op > CONST else ""
-    raise RuntimeError(
-        "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [tape.{dtype} {shape}]{made_by} has been modified since "
-        "it was saved. Hint: the backtrace further above shows the operation that "
-        "failed to compute its gradient. The variable in question was changed in there or anywhere "
-        "later. Good luck!")
+    made_by = f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', REGISTRY[op].grad_fn)}," if op > CONST else ""
+    vc, saved = made_tp.dirtied.get(made, (None, None))
+    versions = (f" is at version {vc.n}; expected version {saved} instead." if vc is not None
+                else " has been modified since it was saved.")
+    hint = (" Hint: the backtrace further above shows the operation that failed to compute its gradient. The "
+            "variable in question was changed in there or anywhere later. Good luck!" if anomaly.enabled else
+            " Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+            "tape.autograd.set_detect_anomaly(True, check_nan=False).")
+    raise RuntimeError("one of the variables needed for gradient computation has been modified by an inplace "
+                       f"operation: [tape.{dtype} {shape}]{made_by}{versions}{hint}")
 
 
 def raise_modified(tp, r):
@@ -164,6 +169,8 @@ class _backward_scope:
         self.reached = {}
 
     def __enter__(self):
+        if self.tp.memory_rows:
+            self.tp.read_memory()
         self.tp.sweeping += 1
         self.caller = _ThreadLocals(self.tp, self.tp.grad_enabled)
         self.id = next(_GRAPH_TASK_IDS)

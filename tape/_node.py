@@ -275,10 +275,13 @@ def node_for(tp, r):
     r = output_edge(tp, r)[0]
     if tp.graph_inputs and r in tp.graph_inputs:  # another thread's node
         return node_for(*home_row(tp, r))
-    cls = node_type(tp, r)
-    node = cls.__new__(cls)
-    node._ep, node._row = tp.ep, r
-    tp.nodes.add(node)
+    node = tp.node_of.get(r)
+    if node is None:
+        cls = node_type(tp, r)
+        node = cls.__new__(cls)
+        node._ep, node._row = tp.ep, r
+        tp.nodes.add(node)
+        tp.node_of[r] = node
     return node
 
 

@@ -4,7 +4,7 @@ recorded row packs the values its VJP will read (Note [Saved tensor hooks]).
 import contextlib
 
 from ._registry import CONST, REGISTRY, SAVED_TENSORS, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z, RowTensor
-from ._tape import DIRTY, FREED, HIDDEN, RG, state, where
+from ._tape import DIRTY, FREED, RG, state, where
 from ._tensor import DetachedInPlace, Tensor, _unpinned, new_tensor
 
 __all__ = ["saved_tensors_hooks", "disable_saved_tensors_hooks", "pack_row", "pack", "unpacked", "unpack_saved",
@@ -338,14 +338,10 @@ def row_tensor(tp, r):
 
 
 def _saved_row(tp, r, source):
-    """The row whose value row r saved as `source`, past hidden rows (an
-    implicit broadcast saves its input, as PyTorch saves the operand); -1
-    for the row's constant operand."""
-    i = (r if source == "out" else int(tp.pool[tp.m_xs[r]]) if source == "z"
-         else int((tp.m_a0 if source == "x" else tp.m_a1)[r]))
-    while i >= 0 and tp.m_flags[i] & HIDDEN:
-        i = int(tp.m_a0[i])
-    return i
+    """The row whose value row r saved as `source`; -1 for the row's
+    constant operand."""
+    return (r if source == "out" else int(tp.pool[tp.m_xs[r]]) if source == "z"
+            else int((tp.m_a0 if source == "x" else tp.m_a1)[r]))
 
 
 def _check_saved(tp, r, source):

@@ -13,8 +13,8 @@ import numpy as np
 from . import _sweep
 from ._registry import CONST, LEAF
 
-__all__ = ["Tape", "Epoch", "RowName", "state", "anomaly", "keep_trace", "where", "current_row", "RG", "RETAIN",
-           "DIRTY", "FREED", "HIDDEN", "TARGET", "MORE", "OWNERLESS"]
+__all__ = ["Tape", "Epoch", "RowName", "StaleView", "state", "anomaly", "keep_trace", "where", "recorded_row",
+           "current_row", "RG", "RETAIN", "DIRTY", "FREED", "HIDDEN", "TARGET", "MORE", "OWNERLESS"]
 
 # Note [Tape layout]
 # ~~~~~~~~~~~~~~~~~~
@@ -167,6 +167,17 @@ _DEAD_REFS_AT = sys.getrefcount(_probe[0])  # counted as release counts `owners[
 del _probe
 
 
+def _unshared_refs():
+    """References to an array of memory_rows in read_memory's loop when
+    nothing else holds it, counted in the same loop."""
+    rows = {0: np.zeros(())}
+    for _, a in list(rows.items()):
+        return sys.getrefcount(a)
+
+
+_UNSHARED_REFS = _unshared_refs()
+
+
 class Epoch:
     """One numbering of a tape's rows; after a compaction, `remap` maps it to
     the current numbering (-1 for a dropped row)."""
@@ -197,15 +208,41 @@ class RowName:
         return self._row
 
 
+class StaleView:
+    """The `_ep` of a view whose storage was written since its row was made
+    (Note [In-place ops on views] in ops/inplace.py): the view's row is made
+    afresh, by `regenerate(view)`, when `where` is next asked for it, as
+    PyTorch regenerates a view's grad_fn when it is next read after its
+    version changed. Until then it names the view's old row (ep, row), and
+    `remap` is not None, so that every read of the row takes where's slow path."""
+    __slots__ = ("ep", "row", "regenerate", "remap")
+
+    def __init__(self, ep, row, regenerate):
+        self.ep, self.row, self.regenerate, self.remap = ep, row, regenerate, True
+
+
 def where(t):
     """(tape, row) of tensor t in its tape's current numbering, or (None, -1)."""
     ep = t._ep
     if ep is None:
         return None, -1
     if ep.remap is not None:
+        if type(ep) is StaleView:
+            t._ep, t._row = ep.ep, ep.row
+            ep.regenerate(t)
+            return where(t)
         t._row = int(ep.remap[t._row])
         t._ep = ep = ep.tape.ep
     return ep.tape, t._row
+
+
+def recorded_row(t):
+    """(tape, row) of the row tensor t was last given, or (None, -1): a stale
+    view's old row, which stays stale (StaleView)."""
+    ep = t._ep
+    if type(ep) is StaleView:
+        return current_row(ep.ep, ep.row)
+    return where(t)
 
 
 # what the native sweep calls to release dead values while it runs (Note
@@ -229,6 +266,12 @@ class Tape:
         self.cap = 0
         self.owners = []
         self.keep = {}
+        # 0-d row -> the array whose memory is its value (a view's, or a tensor's
+        # that NumPy shares): the sweeps read the row's sval, which read_memory
+        # updates before each backward, as PyTorch's saved tensors read their storage
+        self.memory_rows = {}
+        # dirty row -> (its storage's version counter, the version it saved), for PyTorch's error
+        self.dirtied = {}
         self.retained = {}
         self.hooks = {}  # row -> the hooks registered on its tensor (engine.register_hook)
         # row -> the rows of the outputs of its node, when one of them has hooks (Note
@@ -256,6 +299,9 @@ class Tape:
         self.graph_tasks = []  # the running backwards, innermost last (engine._backward_scope)
         # the live names of rows (grad_fn nodes, other threads' graph inputs): roots for compaction
         self.nodes = weakref.WeakSet()
+        # row -> its live grad_fn node, so that a row has one node object, as
+        # PyTorch's Node has one Python object while it is referenced
+        self.node_of = weakref.WeakValueDictionary()
         # held while anything sweeps, renumbers or reallocates the rows (Note [Graphs across threads])
         self.lock = threading.RLock()
         self.graph_inputs = set()  # rows standing for another thread's rows (Note [Graphs across threads])
@@ -407,6 +453,7 @@ class Tape:
             self.m_sval[r] = value
         elif value.ndim == 0:
             self.m_sval[r] = float(value)
+            self.memory_rows[r] = value  # a view's, from_numpy's or numpy()'s memory
             if value.dtype is not _FLOAT64:
                 self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
         else:
@@ -443,6 +490,8 @@ class Tape:
         return r
 
     def _adopt(self, t):
+        if type(t._ep) is StaleView:
+            where(t)  # its row, made on this tape, before t's home is asked for
         ep = t._ep
         if ep is not None and ep.tape is self:
             return where(t)[1]
@@ -599,6 +648,10 @@ class Tape:
         owners = self.owners
         self.owners = [owners[r] for r in kept.tolist()]
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
+        if self.memory_rows:
+            self.memory_rows = {int(newidx[r]): v for r, v in self.memory_rows.items() if newidx[r] >= 0}
+        if self.dirtied:
+            self.dirtied = {int(newidx[r]): v for r, v in self.dirtied.items() if newidx[r] >= 0}
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
         self.hooks = {int(newidx[r]): v for r, v in self.hooks.items() if v and newidx[r] >= 0}
         self.traces = {int(newidx[r]): v for r, v in self.traces.items() if newidx[r] >= 0}
@@ -618,6 +671,9 @@ class Tape:
         if self.post_accumulate_hooks:
             self.post_accumulate_hooks = {int(newidx[r]): v for r, v in self.post_accumulate_hooks.items()
                                           if v and newidx[r] >= 0}
+        if self.node_of:
+            self.node_of = weakref.WeakValueDictionary(
+                {int(newidx[r]): node for r, node in list(self.node_of.items()) if newidx[r] >= 0})
         self._renumber(newidx)
         self.n = m
         op = self.op[:m]
@@ -804,10 +860,26 @@ class Tape:
         if type(value) is not float and value.ndim:
             self.m_ptr[r] = id(self._keep_float(r, value)) + DATA_FIELD
 
-    def mark_dirty(self, r):
+    def read_memory(self):
+        """The 0-d rows that read memory NumPy may have written (memory_rows)
+        take its value, but the dirty ones: an in-place op's original self
+        keeps the value it had (Note [Original self] in ops/inplace.py), and
+        the graphs that saved the others refuse to run."""
+        sval, flags = self.m_sval, self.m_flags
+        rows = self.memory_rows
+        for r, a in list(rows.items()):
+            if sys.getrefcount(a) <= _UNSHARED_REFS:  # its tensor is gone: the row keeps the value it has
+                del rows[r]
+            elif not flags[r] & DIRTY:
+                sval[r] = a[()]
+
+    def mark_dirty(self, r, vc=None):
         """Row r's value changed in place: every consumer that saved it
         raises, until the row reads a value made after the write (Note [Tape
-        layout], fresh_from)."""
+        layout], fresh_from). `vc`, the storage's version counter before the
+        write, names the version the consumers saved, for the error."""
+        if vc is not None and (not self.m_flags[r] & DIRTY or self.m_fresh_from[r] != NEVER):
+            self.dirtied[r] = (vc, vc.n)
         self.m_flags[r] |= DIRTY
         self.m_fresh_from[r] = NEVER
 

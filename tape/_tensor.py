@@ -10,7 +10,7 @@ import numpy as np
 from numpy.lib import array_utils as _array_utils
 
 from ._dtypes import cpp_type_name, float16, float64, get_default_dtype, scalar_type_name
-from ._tape import DATA_FIELD, RETAIN, current_row, state, where
+from ._tape import DATA_FIELD, RETAIN, StaleView, current_row, recorded_row, state, where
 from ._registry import LEAF, SAVES_OUT
 from . import _format
 
@@ -445,7 +445,7 @@ class Tensor:
     def is_leaf(self):
         if not self._rg:
             return True
-        tp, r = where(self)
+        tp, r = recorded_row(self)  # a stale view is none, and stays stale
         return tp is None or bool(tp.op[r] == LEAF)
 
     @property
@@ -578,7 +578,8 @@ class Tensor:
         if type(value) is not np.ndarray:
             return
         address = id(value) + DATA_FIELD
-        named = [(self._ep, self._row)] if self._ep is not None else []
+        tp, r = recorded_row(self)
+        named = [(tp.ep, r)] if tp is not None else []
         if self._vc is not None:
             named += self._vc.rows
         for ep, r in named:
@@ -661,9 +662,11 @@ class Tensor:
         afresh. A non-leaf's row reads a new value of its layout, so the
         backward of its uses, earlier and later, reads it, as PyTorch's
         saved inputs share the storage that .data replaces; unless its own
-        backward reads it (a saved result, which PyTorch's keeps as it was):
-        one row holds one value, so there the row keeps the old one, and a
-        0-d tensor's later uses read a hidden copy of the new one.
+        backward reads it (a saved result, which PyTorch's keeps as it was,
+        sharing the tensor's version counter): one row holds one value, so
+        there the row keeps the old one (keep_recorded_value) and the tensor
+        moves to a copy row of the new one, which is no node (its grad_fn
+        is still the row's) and passes its uses' gradient to the row.
         """
         from ._saved import row_saves
         self.keep_recorded_value()
@@ -673,20 +676,24 @@ class Tensor:
         elif self._ep is not None and type(value) is type(old) and (
                 type(value) is float or value.shape == old.shape and value.dtype == old.dtype):
             tp, r = where(self)
-            saves_out = row_saves(tp, r) & SAVES_OUT
-            if type(value) is float and saves_out:
-                # its row's backward reads the old value and later uses the
-                # new one: they go through a hidden copy of the new value
+            if row_saves(tp, r) & SAVES_OUT:
                 from ._record import record
                 from ._registry import lookup
-                copy = record(lookup("clone"), value * 1.0, (self,), hidden=True)
-                self._ep, self._row, value = copy._ep, copy._row, copy._value
+                if type(value) is float:
+                    value = value * 1.0  # a float of its own: it is the copy row's liveness token
+                vc = self._version_counter()
+                copy = record(lookup("clone"), value, (self,), hidden=True)
+                if type(value) is not float:
+                    tp.owners[r] = _dead_token()  # the row lives while the copy row reaches it
+                    tp.owners[copy._row] = self
+                vc.add_row(tp.ep, r)  # a later write changes what the row saved, as PyTorch's
+                self._ep, self._row = copy._ep, copy._row
+                vc.add_row(copy._ep, copy._row)
             else:
                 if type(value) is float and tp.owners[r] is old:
                     value = value * 1.0  # a float of its own: it is the row's liveness token
                     tp.owners[r] = value
-                if not saves_out:
-                    tp.reread(r, value)
+                tp.reread(r, value)
         self._value = value
 
     def bump_version(self):
@@ -694,19 +701,19 @@ class Tensor:
         if made_hooks:  # tape.compile cannot replay it (Note [Compiled replay])
             written_hooks[0](self)
         vc = self._version_counter()
-        tp, r = where(self)
+        tp, r = recorded_row(self)  # a stale view's old row, not a new one to dirty
         if tp is not None:
-            tp.mark_dirty(r)
+            tp.mark_dirty(r, vc)
         for ep, r in vc.rows:
             row_tape, r = current_row(ep, r)
             if r >= 0:
-                row_tape.mark_dirty(r)
+                row_tape.mark_dirty(r, vc)
         vc.rows = []
         vc.n += 1
         # a leaf changed through itself or a view (under no_grad) leaves its
         # dirty row to the graphs that used it; its next use registers anew
         for t in (self, *vc.other_views(self)):
-            if t._rg and t._ep is not None and t.is_leaf:
+            if t._rg and t._ep is not None and type(t._ep) is not StaleView and t.is_leaf:
                 t._drop_row()
 
     # -- conversion ----------------------------------------------------------
@@ -722,7 +729,7 @@ class Tensor:
         a = self._memory()
         if made_hooks:
             read_hooks[0](self, "array", a.copy())
-        return a
+        return a.view()  # a new ndarray of the memory on each call, as PyTorch's
 
     def __array__(self, dtype=None, copy=None):
         self._refuse_if_grad("numpy")
@@ -735,14 +742,20 @@ class Tensor:
         """The value as the array that is this tensor's memory, which NumPy
         shares (`t.numpy()`), as PyTorch's. A 0-d float64 tensor holds a
         Python float until then (Note [Tape layout]), and an array from then
-        on: its row's liveness token, the float, becomes the tensor."""
+        on: its row's liveness token, the float, becomes the tensor, and the
+        row reads the array's memory at each backward (Tape.memory_rows)."""
         v = self._value
         if type(v) is not float:
+            if v.ndim == 0 and self._ep is not None:
+                tp, r = where(self)
+                tp.memory_rows[r] = v
             return v
         tp, r = where(self)
-        if tp is not None and tp.owners[r] is v:
-            tp.owners[r] = self
         self._value = a = np.array(v)
+        if tp is not None:
+            if tp.owners[r] is v:
+                tp.owners[r] = self
+            tp.memory_rows[r] = a
         return a
 
     def item(self):

@@ -1766,3 +1766,19 @@ def test_materialized_zeros_require_grad_under_create_graph():
     (_, without) = autograd.grad((b * b).sum(), [b, unused], materialize_grads=True)
 
     assert with_graph.requires_grad and with_graph.grad_fn is None and not without.requires_grad
+
+
+def test_a_node_is_one_object_while_it_is_referenced():
+    # torch 2.13: grad_fn, the sibling outputs' grad_fn and next_functions give the same object
+    a = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = a.exp()
+    node = y.grad_fn
+    assert y.grad_fn is node
+    u, v = a.unbind(0)
+    assert u.grad_fn is v.grad_fn
+    z = y * 2
+    assert z.grad_fn.next_functions[0][0] is node
+    garbage = [(a * 2).sum() for _ in range(10)]
+    del garbage
+    tape._tape.state.tape.compact()
+    assert y.grad_fn is node and z.grad_fn.next_functions[0][0] is node

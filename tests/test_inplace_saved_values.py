@@ -126,6 +126,57 @@ def test_data_written_on_a_non_leaf_then_an_in_place_op():
     assert rounded(x.grad) == [-1.979985, -1.979985]
 
 
+@pytest.mark.parametrize("start, new, grad, second", [
+    (0.5, 3.0, [9.892328], [15.328891]),
+    ([0.5, 1.0], [3.0, 4.0], [9.892328, 21.746255], [15.328891, 36.524367]),
+])
+def test_data_written_on_a_non_leaf_whose_backward_reads_its_result(start, new, grad, second):
+    # its own backward reads the result it made, later uses the new value
+    x = tape.tensor(start, requires_grad=True)
+    y = x.exp()
+    y.data = tape.tensor(new)
+    z = y * y
+    assert type(z.grad_fn).__name__ == "MulBackward0"
+    assert [type(n).__name__ for n, _ in z.grad_fn.next_functions] == ["ExpBackward0", "ExpBackward0"]
+    assert rounded(z.grad_fn._saved_self) == rounded(tape.tensor(new))
+    assert z.grad_fn._saved_self is y or y.ndim == 0  # a 0-d result's row holds its float, not y
+    assert rounded(y.grad_fn._saved_result) == rounded(tape.tensor(start).exp())
+    g, = tape.autograd.grad(z.sum(), x, create_graph=True)
+    gg, = tape.autograd.grad(g.sum(), x)
+    assert rounded(g) == grad and rounded(gg) == second
+
+
+def test_data_written_on_a_non_leaf_shares_the_version_its_saved_result_checks():
+    x = tape.tensor(0.5, requires_grad=True)
+    y = x.exp()
+    y.data = tape.tensor(3.0)
+    y.mul_(2)
+    with pytest.raises(RuntimeError, match=r"\[tape.float64 \[\]\], which is output 0 of Exp, is at version 1; "
+                                           r"expected version 0 instead"):
+        y.backward()
+
+
+def test_the_modified_error_names_the_versions_and_pytorchs_hint():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = x.exp()
+    y.add_(1)
+    y.add_(1)
+    message = (r"^one of the variables needed for gradient computation has been modified by an inplace operation: "
+               r"\[tape.float64 \[2\]\], which is output 0 of Exp, is at version 2; expected version 0 instead. "
+               r"Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
+               r"tape.autograd.set_detect_anomaly\(True, check_nan=False\).$")
+    with pytest.raises(RuntimeError, match=message):
+        y.sum().backward()
+    z = x.exp()
+    z.add_(1)
+    with tape.autograd.set_detect_anomaly(True), pytest.warns(UserWarning, match="Error detected in ExpBackward0"):
+        with pytest.raises(RuntimeError, match=r"is at version 1; expected version 0 instead. Hint: the backtrace "
+                                               r"further above shows the operation that failed to compute its "
+                                               r"gradient. The variable in question was changed in there or "
+                                               r"anywhere later. Good luck!$"):
+            z.sum().backward()
+
+
 def test_index_put_with_a_broadcast_value_requiring_grad():
     x = tape.tensor([[0.5, 1.0, 1.5], [2.0, 2.5, 3.0], [3.5, 4.0, 4.5]], requires_grad=True)
     v = tape.tensor([1.0, -2.0, 0.5], requires_grad=True)

@@ -99,3 +99,57 @@ def test_float32_and_empty_batches():
     empty = tape.zeros(0, 3, 3, requires_grad=True)
     assert linalg.inv(empty).shape == (0, 3, 3) and linalg.det(empty).shape == (0,)
     assert linalg.det(tape.zeros(0, 0)).item() == 1.0
+
+
+def _chain(fn, depth=3):
+    if fn is None or depth == 0:
+        return None if fn is None else type(fn).__name__
+    return [type(fn).__name__] + [_chain(f, depth - 1) for f, _ in fn.next_functions]
+
+
+# (a's shape, b's shape, whether each requires grad, a @ b's nodes to depth 3,
+# the sums of the gradients of ((a @ b) ** 2).sum()), from torch 2.13: a
+# batch against a matrix or vector folds into one mm or mv, as PyTorch's
+_MATMUL_NODES = [
+    ((2, 3, 4), (4, 5), True, True,
+     ['UnsafeViewBackward0', ['MmBackward0', ['ViewBackward0', 'AccumulateGrad'], ['AccumulateGrad']]],
+     11.89083, 75.583905),
+    ((2, 3, 4), (4, 5), False, True,
+     ['UnsafeViewBackward0', ['MmBackward0', None, ['AccumulateGrad']]],
+     None, 75.583905),
+    ((2, 3, 4), (4,), True, False,
+     ['UnsafeViewBackward0', ['MvBackward0', ['ViewBackward0', 'AccumulateGrad'], None]],
+     -0.657662, None),
+    ((4,), (2, 4, 3), True, True,
+     ['UnsafeViewBackward0', ['MvBackward0', ['UnsafeViewBackward0', 'CloneBackward0'], ['AccumulateGrad']]],
+     -0.342065, 3.406524),
+    ((3, 4), (2, 4, 5), True, True,
+     ['CloneBackward0', ['TransposeBackward0', ['UnsafeViewBackward0', 'MmBackward0']]],
+     -6.371975, 6.407096),
+    ((3, 4), (2, 4, 5), True, False,
+     ['CloneBackward0', ['TransposeBackward0', ['UnsafeViewBackward0', 'MmBackward0']]],
+     -6.371975, None),
+    ((2, 3, 4), (2, 4, 5), True, True,
+     ['UnsafeViewBackward0', ['BmmBackward0', ['ViewBackward0', 'ExpandBackward0'],
+                              ['ViewBackward0', 'ExpandBackward0']]],
+     18.610185, 50.275698),
+    ((2, 1, 3, 4), (5, 4, 2), True, True,
+     ['UnsafeViewBackward0', ['BmmBackward0', ['UnsafeViewBackward0', 'CloneBackward0'],
+                              ['UnsafeViewBackward0', 'CloneBackward0']]],
+     32.641701, 106.486405),
+    ((4,), (2, 4, 3), False, True,
+     ['UnsafeViewBackward0', ['BmmBackward0', None, ['ViewBackward0', 'ExpandBackward0']]],
+     None, 3.406524),
+]
+
+
+@pytest.mark.parametrize("sa, sb, ga, gb, nodes, grad_a, grad_b", _MATMUL_NODES)
+def test_batched_matmul_has_pytorchs_nodes_and_gradients(sa, sb, ga, gb, nodes, grad_a, grad_b):
+    a = tape.tensor(np.arange(np.prod(sa), dtype=float).reshape(sa) / 7 - 1, requires_grad=ga)
+    b = tape.tensor(np.cos(np.arange(np.prod(sb), dtype=float)).reshape(sb), requires_grad=gb)
+    out = a @ b
+    assert _chain(out.grad_fn) == nodes
+    assert not out._is_view() and out.is_contiguous()
+    (out * out).sum().backward()
+    assert (None if a.grad is None else round(float(a.grad.sum()), 6)) == grad_a
+    assert (None if b.grad is None else round(float(b.grad.sum()), 6)) == grad_b

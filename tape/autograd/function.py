@@ -76,7 +76,7 @@ def _modified(t, index, made_by, saved_version):
         "one of the variables needed for gradient computation has been modified by an inplace "
         f"operation: [tape.{dtype} {list(t.shape)}]{made} is at version {t._version}; expected version "
         f"{saved_version} instead. Hint: enable anomaly detection to find the operation that failed to "
-        "compute its gradient, with tape.autograd.set_detect_anomaly(True).")
+        "compute its gradient, with tape.autograd.set_detect_anomaly(True, check_nan=False).")
 
 
 class _SavedArgument:
