@@ -24,7 +24,8 @@ from ops.comparison import _expect_tensor
 from ops.elementwise import scalar_in
 from ops.reduction import sum as _sum
 from ops.selection import diagonal
-from ops.shape import as_new_tensor, expand, permute, reshape, squeeze, transpose, unsqueeze, unsafe_view
+from ops.shape import (as_new_tensor, expand, permute, reshape, squeeze, squeeze_made, transpose, unsqueeze,
+                       unsafe_view)
 
 # The forward products call np.dot, not @: the same BLAS call and result,
 # 0.7 us sooner on small matrices (np.matmul's ufunc machinery). The native
@@ -590,7 +591,7 @@ def matmul(input, other):
     if x.ndim == 2 and y.ndim == 2:
         return mm(x, y)
     if x.ndim == 1 and y.ndim == 2:
-        return as_new_tensor(squeeze(mm(unsqueeze(x, 0), y), 0))
+        return squeeze_made(mm(unsqueeze(x, 0), y), 0)
     if _folds(x, y):
         return _folded_matmul(x, y)
     xb = unsqueeze(x, 0) if x.ndim == 1 else x

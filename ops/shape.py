@@ -139,6 +139,9 @@ _UNSQUEEZE = defop("unsqueeze", "UnsqueezeBackward0", 1, vjp=_reshape_vjp, nativ
 _SQUEEZE_ALL = defop("squeeze", "SqueezeBackward0", 1, vjp=_reshape_vjp, native=_flat_native, saved=_SIZES)
 _SQUEEZE_DIM = defop("squeeze_dim", "SqueezeBackward1", 1, vjp=_reshape_vjp, native=_flat_native,
                      saved=(("dim", "arg"),) + _SIZES)
+# squeeze_(dim) of a tensor an op made internally (matmul of a vector by a matrix)
+_SQUEEZE_DIM_ = defop("squeeze_dim_", "SqueezeBackward4", 1, vjp=_reshape_vjp, native=_flat_native,
+                      saved=(("dim", "arg"),) + _SIZES)
 
 
 def _permute_vjp(ctx, g):
@@ -266,6 +269,16 @@ def as_new_tensor(t):
         t._view_of = None
         t.__dict__.pop("_made_in_no_grad", None)
     return t
+
+
+def squeeze_made(x, dim):
+    """x.squeeze_(dim) for a tensor x an op made internally and no one else
+    holds, as PyTorch's matmul squeezes its product of a vector by a matrix:
+    a SqueezeBackward4 node, and the result at version 1, no view."""
+    shape = x.shape[:dim] + x.shape[dim + 1:] if x.shape[dim] == 1 else x.shape
+    out = keep_arguments(op_result(_SQUEEZE_DIM_, x._value.reshape(shape), (x,)), dim=dim)
+    out._version_counter().n = 1
+    return out
 
 
 def unsafe_view(x, shape):

@@ -167,5 +167,6 @@ OPCODES = {
     "as_strided_at": 162,
     "view_copy_slices": 163,
     "view_copy_slices_at": 164,
+    "squeeze_dim_": 165,
 }
-NEXT_OPCODE = 165
+NEXT_OPCODE = 166

@@ -140,6 +140,13 @@ _MATMUL_NODES = [
     ((4,), (2, 4, 3), False, True,
      ['UnsafeViewBackward0', ['BmmBackward0', None, ['ViewBackward0', 'ExpandBackward0']]],
      None, 3.406524),
+    # a vector by a matrix: mm's product squeezed in place (squeeze_), at version 1
+    ((4,), (4, 5), True, True,
+     ['SqueezeBackward4', ['MmBackward0', ['UnsqueezeBackward0', 'AccumulateGrad'], ['AccumulateGrad']]],
+     -2.5904, 5.300891),
+    ((4,), (4, 5), False, True,
+     ['SqueezeBackward4', ['MmBackward0', None, ['AccumulateGrad']]],
+     None, 5.300891),
 ]
 
 
@@ -150,6 +157,7 @@ def test_batched_matmul_has_pytorchs_nodes_and_gradients(sa, sb, ga, gb, nodes, 
     out = a @ b
     assert _chain(out.grad_fn) == nodes
     assert not out._is_view() and out.is_contiguous()
+    assert out._version == (1 if len(sa) == 1 and len(sb) == 2 else 0)
     (out * out).sum().backward()
     assert (None if a.grad is None else round(float(a.grad.sum()), 6)) == grad_a
     assert (None if b.grad is None else round(float(b.grad.sum()), 6)) == grad_b
