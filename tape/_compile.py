@@ -640,7 +640,9 @@ def _spec(obj):
 #     a step need none: the step computes what eager mode computes, and the
 #     check above catches a different program. No compaction runs during a
 #     replay of steps (tp.sweeping), so rows keep their numbers; a segment's
-#     array values that no later part reads are released once it is done.
+#     array values that no later part reads are released once it is done,
+#     and so are a step's results and the rows' tensors steps were given
+#     once the last part that reads them is (W7's slices).
 # Under no_grad a step would append no rows: such a recording runs eagerly.
 
 
@@ -749,6 +751,22 @@ class _Env:
                 t = _scalar_tensor(self.tp, self.tp.ep, r, self.tp.m_flags[r] & RG)
             self.built[r] = t
         return t
+
+    def forget(self, sources):
+        """Drop the tensors of `sources`, which no later part reads, and release
+        the values that nothing else holds or saves (Note [Early release] in tape/_record.py)."""
+        tp, rows = self.tp, []
+        for kind, v in sources:
+            if kind == "out":
+                t, self.outs[v] = self.outs[v], None
+            else:
+                t = self.built.pop(int(self.rowmap[v - self.lo]), None)
+            if t is not None:
+                t_tp, r = where(t)
+                if t_tp is tp:
+                    rows.append(r)
+        t = None  # not a holder of the last one when release counts its references
+        tp.release(rows)
 
     def values(self, obj):
         """obj with each _Ref the tensor it names now."""
@@ -880,6 +898,46 @@ class _Steps:
             arrays = np.array(segment.array_rows, np.int64)
             unread = [r not in outer.read_rows for r in (segment.rows_off[arrays] + lo).tolist()]
             segment.unread = arrays[np.array(unread, np.bool_)] if arrays.size else arrays
+        # the step results and rows' tensors that each part is the last to read (or, for a result no part
+        # reads, makes): a replay drops them once it is done, so that their values can go (Note [Early release])
+        last = {}
+        for j, part in enumerate(self.parts):
+            if type(part) is _Step:
+                for source in _sources_in((part.args, part.kwargs)):
+                    last[source] = j
+                for k in range(part.first, part.first + len(part.out_meta)):
+                    last[("out", k)] = j
+            else:
+                for source in part.sources:
+                    if source[0] in ("out", "row"):
+                        last[source] = j
+        # a step's result that is a row of its own is read as that row too
+        pairs = [(("out", part.first + k), ("row", lo + r)) for part in self.parts if type(part) is _Step
+                 for k, (*_, r) in enumerate(part.out_meta) if r >= 0]
+        for pair in pairs:
+            j = max(last.get(source, -1) for source in pair)
+            for source in pair:
+                last[source] = j
+        kept = set(_sources_in(self.out_spec))
+        kept.update(source for pair in pairs if kept.intersection(pair) for source in pair)
+        for source in kept:
+            last.pop(source, None)
+        self.done = [[] for _ in self.parts]
+        for source, j in last.items():
+            self.done[j].append(source)
+
+
+def _sources_in(obj):
+    """The sources of the step results and rows that the _Refs in obj name."""
+    if type(obj) is _Ref:
+        if obj.source[0] in ("out", "row"):
+            yield obj.source
+    elif isinstance(obj, (tuple, list)):
+        for v in obj:
+            yield from _sources_in(v)
+    elif type(obj) is dict:
+        for v in obj.values():
+            yield from _sources_in(v)
 
 
 def _plan_steps(tp, rec, lo, hi):
@@ -953,9 +1011,11 @@ def _replay_steps(program, tp, args):
     tp.reserve(program.size + 3)  # compacting now, if due: no compaction runs until the replay is done
     tp.sweeping += 1  # so that rows keep their numbers
     try:
-        for part in program.parts:
+        for part, done in zip(program.parts, program.done):
             if not (part.run(tp, env) if type(part) is _Step else _run_segment(part, tp, env)):
                 break
+            if done:
+                env.forget(done)
         else:
             return env.values(program.out_spec)
     except _Stale:

@@ -12,6 +12,7 @@ transforms in both orders, the issue's scalar chain, arrays with a bias, the
 elementwise ops of the op table of tests/test_ops.py at edge values, and a
 property test over random programs of them."""
 import collections
+import gc
 import threading
 import types
 
@@ -934,6 +935,53 @@ def test_autograd_grad_inside_fn(fn, order):
         else:
             assert_same(evaluate(compiled, [leaf(x), leaf(v, False)], 0), evaluate(fn, [leaf(x), leaf(v, False)], 0))
     assert compiled.recordings == 1
+
+
+def test_a_replay_with_steps_releases_what_no_later_part_reads():
+    """The slices' values and the gradient the second grad reads go as
+    soon as nothing reads them (Note [Early release] in tape/_record.py): a
+    replay leaves the tape holding no more than an eager call does."""
+    compiled = tape.compile(_rosenbrock_hvp)
+    rng = np.random.default_rng(7)
+    x, v = leaf(rng.uniform(-1.0, 1.0, size=64)), leaf(rng.uniform(-1.0, 1.0, size=64), False)
+    tp = tape._tape.state.tape
+
+    def held_after(fn):  # what one call adds to the values held, from a compacted tape
+        gc.collect()  # earlier tests' cycles, which would die during one of the calls
+        tp.compact()
+        before = tp.held_bytes
+        fn(x, v)
+        return tp.held_bytes - before
+
+    for _ in range(3):  # records, records again capturing the steps, replays
+        compiled(x, v)
+    assert compiled.recordings == 1
+    assert held_after(compiled) <= held_after(_rosenbrock_hvp)
+
+
+def test_many_replays_with_steps_keep_the_tape_as_eager_mode_does():
+    """200 replays leave no more rows and held bytes on the tape than 200
+    eager calls (the garbage of both waits for a compaction when the tape is full)."""
+    compiled = tape.compile(_rosenbrock_hvp)
+    rng = np.random.default_rng(8)
+    x, v = leaf(rng.uniform(-1.0, 1.0, size=16)), leaf(rng.uniform(-1.0, 1.0, size=16), False)
+    tp = tape._tape.state.tape
+
+    def after_calls(fn):  # the rows and held bytes 200 calls add to a compacted tape
+        gc.collect()
+        tp.compact()
+        n, held = tp.n, tp.held_bytes
+        for _ in range(200):
+            fn(x, v)
+        return tp.n - n, tp.held_bytes - held
+
+    for _ in range(3):
+        compiled(x, v)
+    rows, held = after_calls(compiled)
+    eager_rows, eager_held = after_calls(_rosenbrock_hvp)
+    assert compiled.recordings == 1
+    assert rows <= eager_rows and held <= eager_held
+    assert_same(numbers([compiled(x, v)]), numbers([_rosenbrock_hvp(x, v)]))
 
 
 def _backward_inside(x, a):
