@@ -359,6 +359,7 @@ class _Program:
             ints.extend(tp.ints(r).tolist())
         self.ints = np.array(ints, np.int64)
         self.shapes = list(shapes)
+        self.shape_offsets = None  # (the tape's table of pooled tuples, the shapes' offsets in it): _run
         # 0-d elementwise rows only: the replay variant that compiles without the tensor path
         self.replay = _sweep.replay_scalar if not array_rows and elementwise.all() else _sweep.replay
         self.tensor_rows = int(np.count_nonzero(~elementwise | (self.pndim > 0)))  # as Tape.tensor_rows counts
@@ -1119,7 +1120,15 @@ def _run(program, tp, erows, ep):
     reserved), its tensors named in epoch ep: the row of its first, or -1
     when a guard does not hold (nothing appended then)."""
     m = program.m
-    shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
+    # the shapes' offsets hold while the tape's table of pooled tuples is the
+    # one that gave them (compaction starts a new one)
+    pooled = tp.tuple_offsets
+    cached = program.shape_offsets
+    if cached is not None and cached[0] is pooled:
+        shape_offsets = cached[1]
+    else:
+        shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
+        program.shape_offsets = (pooled, shape_offsets)
     ints_offset = tp._push(program.ints) if program.ints.size else 0
     arrays = [np.empty(s) for s in program.array_shapes]
     bptr = np.zeros(m, np.int64)
@@ -1202,23 +1211,23 @@ _SCALAR_KEYS = {False: (float, False), True: (float, True)}  # 0-d float64 tenso
 
 def _flatten(obj, tensors, key):
     """Append the tensors of an argument to `tensors` and its guard-key part to `key`."""
-    if type(obj) is Tensor and type(obj._value) is float:
+    kind = type(obj)
+    if kind is Tensor:
+        value = obj._value
         tensors.append(obj)
-        key.append(_SCALAR_KEYS[obj._rg])
-    elif type(obj) is Tensor:
-        tensors.append(obj)
-        key.append((Tensor, obj.shape, obj.dtype, obj._rg))
+        key.append(_SCALAR_KEYS[obj._rg] if type(value) is float else (Tensor, value.shape, value.dtype, obj._rg))
     elif isinstance(obj, Tensor):  # a BatchedTensor (vmap over fn): fn runs as it is
         raise _Eager
-    elif type(obj) in (tuple, list):
-        key.append((type(obj), len(obj)))
+    elif kind is tuple or kind is list:
+        key.append((kind, len(obj)))
         for v in obj:
-            if type(v) is Tensor and type(v._value) is float:  # inline: a list of scalars is common
+            if type(v) is Tensor:  # inline: a list of tensors is common
+                value = v._value
                 tensors.append(v)
-                key.append(_SCALAR_KEYS[v._rg])
+                key.append(_SCALAR_KEYS[v._rg] if type(value) is float else (Tensor, value.shape, value.dtype, v._rg))
             else:
                 _flatten(v, tensors, key)
-    elif type(obj) is dict:
+    elif kind is dict:
         key.append((dict, tuple(obj)))
         for v in obj.values():
             _flatten(v, tensors, key)

@@ -6,6 +6,7 @@ import itertools
 import math
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -550,19 +551,24 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans, node_state):
     pending = enumerate(rows)
     if spans[-1] <= 2 * len(rows) and not tp.hooks:  # mostly 0-d: see _add_into_number_grads
         pending = _add_into_number_grads(tp, rows, flat_grads, spans)
-    ops = tp.m_op
+    ops, owners, hooks = tp.m_op, tp.owners, tp.hooks
     dest = [0] * len(rows)
     in_place = False
     rest = []
     for k, r in pending:
-        owner = tp.tensor_at(r) if ops[r] == LEAF else _retained_tensor(tp, r)
+        if ops[r] == LEAF:
+            owner = owners[r]  # tp.tensor_at(r), inline
+            if isinstance(owner, weakref.ref):
+                owner = owner()
+        else:
+            owner = _retained_tensor(tp, r)
         if owner is None:
             continue
         grad = owner._grad
-        if grad is not None and not tp.hooks.get(r):
+        if grad is not None and not (hooks and hooks.get(r)):
             value = grad._value
-            if (type(value) is np.ndarray and value.dtype == float64 and value.flags.c_contiguous
-                    and value.size == spans[k + 1] - spans[k]):
+            if (type(value) is np.ndarray and (value.dtype is float64 or value.dtype == float64)
+                    and value.flags.c_contiguous and value.size == spans[k + 1] - spans[k]):
                 dest[k] = id(value) + DATA_FIELD
                 in_place = True
                 _changing_in_place(grad)
@@ -579,21 +585,25 @@ def _add_into_number_grads(tp, rows, flat_grads, spans):
     """The 0-d float64 leaves among `rows` get their gradient (row k's at
     flat_grads[spans[k]]) added to the Python float of their `.grad`, or as
     their first `.grad`, here: the general path made two Tensors for each,
-    most of a scalar network's backward (353 weights in W2). Returns the
-    (k, row) pairs left to it."""
-    ops, ndim, dt, owners = tp.m_op, tp.m_ndim, tp.m_dt, tp.owners
+    most of a scalar network's backward (353 weights in W2). Which rows are
+    0-d float64 leaves is read from the columns at once: per row, the loop
+    only touches its tensor. Returns the (k, row) pairs left to it."""
+    at = np.array(rows, np.int64)
+    plain = ((tp.op[at] == LEAF) & (tp.ndim[at] == 0) & (tp.dt[at] == 0)).tolist()
     numbers = flat_grads[:spans[-1]].tolist()
+    owners = tp.owners
     left = []
-    for k, r in enumerate(rows):
+    for k, r, number in zip(range(len(rows)), rows, plain):
         owner = owners[r]
-        if ops[r] != LEAF or ndim[r] or dt[r] or type(owner) is not Tensor:
+        if not number or type(owner) is not Tensor:
             left.append((k, r))  # a retained tensor, a float32 leaf, a leaf that left its row
             continue
         grad = owner._grad
         if grad is None:
             owner._grad = new_tensor(numbers[spans[k]])
         elif type(grad._value) is float:
-            _changing_in_place(grad)
+            if grad._vc is not None or grad._ep is not None:  # _changing_in_place, inline
+                grad.bump_version()
             grad._value += numbers[spans[k]]
         else:
             left.append((k, r))
