@@ -390,6 +390,8 @@ class _Program:
         self.pflags = (np.where(self.rg, RG, 0) | np.where(stored & (self.pndim > 0), 0, OWNERLESS)).astype(np.uint8)
         self.array_rows = array_rows = np.flatnonzero(stored & (self.pndim > 0)).tolist()
         self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
+        self.array_index = np.array(array_rows, np.int64)
+        self.array_rg = [bool(self.rg[k]) for k in array_rows]
         self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
 
     def _fuse(self, elementwise, operand_numel):
@@ -1133,7 +1135,7 @@ def _run(program, tp, erows, ep):
     arrays = [np.empty(s) for s in program.array_shapes]
     bptr = np.zeros(m, np.int64)
     if arrays:
-        bptr[program.array_rows] = [id(a) + DATA_FIELD for a in arrays]
+        bptr[program.array_index] = [id(a) + DATA_FIELD for a in arrays]
     base = tp.n
     replay = program.replay
     if replay not in _called:  # Note [Compile notice] in tape/_native.py
@@ -1152,12 +1154,13 @@ def _run(program, tp, erows, ep):
     tp.tensor_rows += program.tensor_rows
     if arrays:
         tp.held_bytes += program.array_bytes
-        for k, a in zip(program.array_rows, arrays):
+        held_rows = tp.held_rows
+        for k, rg, a in zip(program.array_rows, program.array_rg, arrays):
             r = base + k
-            t = new_tensor(a, bool(program.rg[k]))
+            t = new_tensor(a, rg)
             t._ep, t._row = ep, r
             owners[r] = t
-            tp.held_rows.append(r)
+            held_rows.append(r)
         arrays = None
     return base
 
