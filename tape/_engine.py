@@ -585,25 +585,21 @@ def _add_into_number_grads(tp, rows, flat_grads, spans):
     """The 0-d float64 leaves among `rows` get their gradient (row k's at
     flat_grads[spans[k]]) added to the Python float of their `.grad`, or as
     their first `.grad`, here: the general path made two Tensors for each,
-    most of a scalar network's backward (353 weights in W2). Which rows are
-    0-d float64 leaves is read from the columns at once: per row, the loop
-    only touches its tensor. Returns the (k, row) pairs left to it."""
-    at = np.array(rows, np.int64)
-    plain = ((tp.op[at] == LEAF) & (tp.ndim[at] == 0) & (tp.dt[at] == 0)).tolist()
+    most of a scalar network's backward (353 weights in W2). Returns the
+    (k, row) pairs left to it."""
+    ops, ndim, dt, owners = tp.m_op, tp.m_ndim, tp.m_dt, tp.owners
     numbers = flat_grads[:spans[-1]].tolist()
-    owners = tp.owners
     left = []
-    for k, r, number in zip(range(len(rows)), rows, plain):
+    for k, r in enumerate(rows):
         owner = owners[r]
-        if not number or type(owner) is not Tensor:
+        if ops[r] != LEAF or ndim[r] or dt[r] or type(owner) is not Tensor:
             left.append((k, r))  # a retained tensor, a float32 leaf, a leaf that left its row
             continue
         grad = owner._grad
         if grad is None:
             owner._grad = new_tensor(numbers[spans[k]])
         elif type(grad._value) is float:
-            if grad._vc is not None or grad._ep is not None:  # _changing_in_place, inline
-                grad.bump_version()
+            _changing_in_place(grad)
             grad._value += numbers[spans[k]]
         else:
             left.append((k, r))
