@@ -359,6 +359,7 @@ class _Program:
             ints.extend(tp.ints(r).tolist())
         self.ints = np.array(ints, np.int64)
         self.shapes = list(shapes)
+        self.shape_offsets = None  # (the tape's table of pooled tuples, the shapes' offsets in it): _run
         # 0-d elementwise rows only: the replay variant that compiles without the tensor path
         self.replay = _sweep.replay_scalar if not array_rows and elementwise.all() else _sweep.replay
         self.tensor_rows = int(np.count_nonzero(~elementwise | (self.pndim > 0)))  # as Tape.tensor_rows counts
@@ -389,6 +390,8 @@ class _Program:
         self.pflags = (np.where(self.rg, RG, 0) | np.where(stored & (self.pndim > 0), 0, OWNERLESS)).astype(np.uint8)
         self.array_rows = array_rows = np.flatnonzero(stored & (self.pndim > 0)).tolist()
         self.array_shapes = [self.shapes[self.pshape[k]] for k in array_rows]
+        self.array_index = np.array(array_rows, np.int64)
+        self.array_rg = [bool(self.rg[k]) for k in array_rows]
         self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
 
     def _fuse(self, elementwise, operand_numel):
@@ -1179,12 +1182,20 @@ def _run(program, tp, erows, ep):
     reserved), its tensors named in epoch ep: the row of its first, or -1
     when a guard does not hold (nothing appended then)."""
     m = program.m
-    shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
+    # the shapes' offsets hold while the tape's table of pooled tuples is the
+    # one that gave them (compaction starts a new one)
+    pooled = tp.tuple_offsets
+    cached = program.shape_offsets
+    if cached is not None and cached[0] is pooled:
+        shape_offsets = cached[1]
+    else:
+        shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
+        program.shape_offsets = (pooled, shape_offsets)
     ints_offset = tp._push(program.ints) if program.ints.size else 0
     arrays = [np.empty(s) for s in program.array_shapes]
     bptr = np.zeros(m, np.int64)
     if arrays:
-        bptr[program.array_rows] = [id(a) + DATA_FIELD for a in arrays]
+        bptr[program.array_index] = [id(a) + DATA_FIELD for a in arrays]
     base = tp.n
     replay = program.replay
     if replay not in _called:  # Note [Compile notice] in tape/_native.py
@@ -1203,12 +1214,13 @@ def _run(program, tp, erows, ep):
     tp.tensor_rows += program.tensor_rows
     if arrays:
         tp.held_bytes += program.array_bytes
-        for k, a in zip(program.array_rows, arrays):
+        held_rows = tp.held_rows
+        for k, rg, a in zip(program.array_rows, program.array_rg, arrays):
             r = base + k
-            t = new_tensor(a, bool(program.rg[k]))
+            t = new_tensor(a, rg)
             t._ep, t._row = ep, r
             owners[r] = t
-            tp.held_rows.append(r)
+            held_rows.append(r)
         arrays = None
     return base
 
@@ -1262,23 +1274,23 @@ _SCALAR_KEYS = {False: (float, False), True: (float, True)}  # 0-d float64 tenso
 
 def _flatten(obj, tensors, key):
     """Append the tensors of an argument to `tensors` and its guard-key part to `key`."""
-    if type(obj) is Tensor and type(obj._value) is float:
+    kind = type(obj)
+    if kind is Tensor:
+        value = obj._value
         tensors.append(obj)
-        key.append(_SCALAR_KEYS[obj._rg])
-    elif type(obj) is Tensor:
-        tensors.append(obj)
-        key.append((Tensor, obj.shape, obj.dtype, obj._rg))
+        key.append(_SCALAR_KEYS[obj._rg] if type(value) is float else (Tensor, value.shape, value.dtype, obj._rg))
     elif isinstance(obj, Tensor):  # a BatchedTensor (vmap over fn): fn runs as it is
         raise _Eager
-    elif type(obj) in (tuple, list):
-        key.append((type(obj), len(obj)))
+    elif kind is tuple or kind is list:
+        key.append((kind, len(obj)))
         for v in obj:
-            if type(v) is Tensor and type(v._value) is float:  # inline: a list of scalars is common
+            if type(v) is Tensor:  # inline: a list of tensors is common
+                value = v._value
                 tensors.append(v)
-                key.append(_SCALAR_KEYS[v._rg])
+                key.append(_SCALAR_KEYS[v._rg] if type(value) is float else (Tensor, value.shape, value.dtype, v._rg))
             else:
                 _flatten(v, tensors, key)
-    elif type(obj) is dict:
+    elif kind is dict:
         key.append((dict, tuple(obj)))
         for v in obj.values():
             _flatten(v, tensors, key)

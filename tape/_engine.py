@@ -7,6 +7,7 @@ import math
 import re
 import threading
 import warnings
+import weakref
 
 import numpy as np
 
@@ -557,19 +558,24 @@ def _add_into_grads(tp, rows, flat_grads, offsets, spans, node_state):
     pending = enumerate(rows)
     if spans[-1] <= 2 * len(rows) and not tp.hooks:  # mostly 0-d: see _add_into_number_grads
         pending = _add_into_number_grads(tp, rows, flat_grads, spans)
-    ops = tp.m_op
+    ops, owners, hooks = tp.m_op, tp.owners, tp.hooks
     dest = [0] * len(rows)
     in_place = False
     rest = []
     for k, r in pending:
-        owner = tp.tensor_at(r) if ops[r] == LEAF else _retained_tensor(tp, r)
+        if ops[r] == LEAF:
+            owner = owners[r]  # tp.tensor_at(r), inline
+            if isinstance(owner, weakref.ref):
+                owner = owner()
+        else:
+            owner = _retained_tensor(tp, r)
         if owner is None:
             continue
         grad = owner._grad
-        if grad is not None and not tp.hooks.get(r):
+        if grad is not None and not (hooks and hooks.get(r)):
             value = grad._value
-            if (type(value) is np.ndarray and value.dtype == float64 and value.flags.c_contiguous
-                    and value.size == spans[k + 1] - spans[k]):
+            if (type(value) is np.ndarray and (value.dtype is float64 or value.dtype == float64)
+                    and value.flags.c_contiguous and value.size == spans[k + 1] - spans[k]):
                 dest[k] = id(value) + DATA_FIELD
                 in_place = True
                 _changing_in_place(grad)

@@ -738,7 +738,8 @@ class Tape:
                 self.held_rows = [r for r in self.held_rows if r < lo]
             if self.dead_saved:
                 self.dead_saved = [r for r in self.dead_saved if r < lo]
-            self.last_inputs = tuple(r if r < lo else -1 for r in self.last_inputs)
+            if self.last_inputs:
+                self.last_inputs = tuple(r if r < lo else -1 for r in self.last_inputs)
 
     def clear_rows(self, lo, hi):
         """Give rows lo..hi-1, past n, their columns' defaults again (a replay
@@ -799,11 +800,21 @@ class Tape:
         each recording op for the large inputs of the op before it (Note
         [Early release] in tape._record); release_dead catches the rest after
         backward."""
-        owners, ptr, nuse = self.owners, self.m_ptr, self.m_nuse
+        owners, ptr, nuse, numel, dt = self.owners, self.m_ptr, self.m_nuse, self.m_numel, self.m_dt
+        dropped_bytes = 0
         for r in rows:
-            if (r >= 0 and ptr[r] and not nuse[r] and owners[r] is not None
-                    and sys.getrefcount(owners[r]) <= _DEAD_REFS_AT):
-                self._drop_value(r)
+            owner = owners[r] if r >= 0 and ptr[r] and not nuse[r] else None
+            # (`owner` is one more reference to it here)
+            if owner is not None and sys.getrefcount(owner) <= _DEAD_REFS_AT + 1:
+                # _drop_value, inline: a sweep releases a row per saved value it walked
+                if not isinstance(owner, weakref.ref):
+                    owners[r] = None
+                if self.keep:
+                    self.keep.pop(r, None)
+                ptr[r] = 0
+                dropped_bytes += numel[r] * (4 if dt[r] == 1 else 8)
+            owner = None
+        self.held_bytes -= dropped_bytes
 
     def release_dead(self):
         """Drop the values of rows whose Tensors are dead and that no recorded

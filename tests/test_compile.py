@@ -1339,6 +1339,23 @@ def test_an_elementwise_chain_on_arrays_with_a_bias(fn, bias_shape):
     assert compiled.recordings == 1
 
 
+def _two_layers(x, w1, b1, w2):
+    return ((x @ w1 + b1).tanh() @ w2).sum()
+
+
+def test_replays_before_and_after_the_tape_is_compacted():
+    # a replay's rows name its shapes in the tape's pool, where a compaction
+    # between two calls puts them elsewhere: the next replay names them anew
+    rng = np.random.default_rng(5)
+    compiled = tape.compile(_two_layers)
+    for compact in [False, False, True, False, True]:
+        if compact:
+            tape._tape.state.tape.compact()
+        x, w1, b1, w2 = rng.normal(size=(5, 3)), rng.normal(size=(3, 4)), rng.normal(size=(4,)), rng.normal(size=(4, 2))
+        check(compiled, _two_layers, lambda: [leaf(x, False), leaf(w1), leaf(b1), leaf(w2)], rtol=1e-11)
+    assert compiled.recordings == 1
+
+
 def _w4_chain(x, b):
     """W4's cycle of ops with a bias: a replay runs it as one fused chain,
     whose rows that backward does not read are not stored."""
