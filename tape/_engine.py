@@ -170,8 +170,6 @@ class _backward_scope:
         self.reached = {}
 
     def __enter__(self):
-        if self.tp.memory_rows:
-            self.tp.read_memory()
         self.tp.sweeping += 1
         self.caller = _ThreadLocals(self.tp, self.tp.grad_enabled)
         self.id = next(_GRAPH_TASK_IDS)

@@ -167,17 +167,6 @@ _DEAD_REFS_AT = sys.getrefcount(_probe[0])  # counted as release counts `owners[
 del _probe
 
 
-def _unshared_refs():
-    """References to an array of memory_rows in read_memory's loop when
-    nothing else holds it, counted in the same loop."""
-    rows = {0: np.zeros(())}
-    for _, a in list(rows.items()):
-        return sys.getrefcount(a)
-
-
-_UNSHARED_REFS = _unshared_refs()
-
-
 class Epoch:
     """One numbering of a tape's rows; after a compaction, `remap` maps it to
     the current numbering (-1 for a dropped row)."""
@@ -266,10 +255,6 @@ class Tape:
         self.cap = 0
         self.owners = []
         self.keep = {}
-        # 0-d row -> the array whose memory is its value (a view's, or a tensor's
-        # that NumPy shares): the sweeps read the row's sval, which read_memory
-        # updates before each backward, as PyTorch's saved tensors read their storage
-        self.memory_rows = {}
         # dirty row -> (its storage's version counter, the version it saved), for PyTorch's error
         self.dirtied = {}
         self.retained = {}
@@ -453,7 +438,6 @@ class Tape:
             self.m_sval[r] = value
         elif value.ndim == 0:
             self.m_sval[r] = float(value)
-            self.memory_rows[r] = value  # a view's, from_numpy's or numpy()'s memory
             if value.dtype is not _FLOAT64:
                 self.m_dt[r] = 0 if value.dtype == _FLOAT64 else 1
         else:
@@ -648,8 +632,6 @@ class Tape:
         owners = self.owners
         self.owners = [owners[r] for r in kept.tolist()]
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
-        if self.memory_rows:
-            self.memory_rows = {int(newidx[r]): v for r, v in self.memory_rows.items() if newidx[r] >= 0}
         if self.dirtied:
             self.dirtied = {int(newidx[r]): v for r, v in self.dirtied.items() if newidx[r] >= 0}
         self.retained = {int(newidx[r]): v for r, v in self.retained.items() if newidx[r] >= 0}
@@ -870,19 +852,6 @@ class Tape:
         self.keep.pop(r, None)
         if type(value) is not float and value.ndim:
             self.m_ptr[r] = id(self._keep_float(r, value)) + DATA_FIELD
-
-    def read_memory(self):
-        """The 0-d rows that read memory NumPy may have written (memory_rows)
-        take its value, but the dirty ones: an in-place op's original self
-        keeps the value it had (Note [Original self] in ops/inplace.py), and
-        the graphs that saved the others refuse to run."""
-        sval, flags = self.m_sval, self.m_flags
-        rows = self.memory_rows
-        for r, a in list(rows.items()):
-            if sys.getrefcount(a) <= _UNSHARED_REFS:  # its tensor is gone: the row keeps the value it has
-                del rows[r]
-            elif not flags[r] & DIRTY:
-                sval[r] = a[()]
 
     def mark_dirty(self, r, vc=None):
         """Row r's value changed in place: every consumer that saved it

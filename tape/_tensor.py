@@ -729,7 +729,7 @@ class Tensor:
         a = self._memory()
         if made_hooks:
             read_hooks[0](self, "array", a.copy())
-        return a.view()  # a new ndarray of the memory on each call, as PyTorch's
+        return a
 
     def __array__(self, dtype=None, copy=None):
         self._refuse_if_grad("numpy")
@@ -742,20 +742,14 @@ class Tensor:
         """The value as the array that is this tensor's memory, which NumPy
         shares (`t.numpy()`), as PyTorch's. A 0-d float64 tensor holds a
         Python float until then (Note [Tape layout]), and an array from then
-        on: its row's liveness token, the float, becomes the tensor, and the
-        row reads the array's memory at each backward (Tape.memory_rows)."""
+        on: its row's liveness token, the float, becomes the tensor."""
         v = self._value
         if type(v) is not float:
-            if v.ndim == 0 and self._ep is not None:
-                tp, r = where(self)
-                tp.memory_rows[r] = v
             return v
         tp, r = where(self)
+        if tp is not None and tp.owners[r] is v:
+            tp.owners[r] = self
         self._value = a = np.array(v)
-        if tp is not None:
-            if tp.owners[r] is v:
-                tp.owners[r] = self
-            tp.memory_rows[r] = a
         return a
 
     def item(self):

@@ -346,7 +346,7 @@ def test_value_of_a_dead_tensor_no_backward_reads_is_released_by_the_next_backwa
     # while the loop runs, as PyTorch's do
     x = tape.ones(1000, requires_grad=True)
     unused = x * 3.0
-    value = weakref.ref(unused.detach().numpy().base)  # the array that owns the memory
+    value = weakref.ref(unused.detach().numpy())
     del unused
     assert value() is not None  # the tape holds it until it knows
 
@@ -359,7 +359,7 @@ def test_unsaved_large_temporary_of_an_expression_is_released_when_the_next_op_r
     # Note [Early release]: large values only, small ones wait for a backward
     x = tape.ones(100_000, requires_grad=True)
     temporary = x * 3.0
-    value = weakref.ref(temporary.detach().numpy().base)
+    value = weakref.ref(temporary.detach().numpy())
     y = temporary + 1.0  # add saves neither input
     del temporary
 
@@ -374,7 +374,7 @@ def test_unsaved_large_temporary_is_released_when_a_compaction_comes_between_the
     def run():
         x = tape.ones(100_000, requires_grad=True)
         temporary = x * 3.0
-        value = weakref.ref(temporary.detach().numpy().base)
+        value = weakref.ref(temporary.detach().numpy())
         y = temporary + 1.0
         del temporary
         tape._tape.state.tape.compact()  # as the values' budget may make it, between two ops
@@ -403,7 +403,7 @@ def test_a_large_value_is_released_while_the_sweep_runs(monkeypatch):
     x = tape.full((300_000,), 0.5, requires_grad=True)  # more than the sweep releases at once
     y = x.exp()  # saved by this exp, read by its VJP, the sweep's last row
     released_while_running = []
-    value = weakref.ref(y.detach().numpy().base, lambda _: released_while_running.append(bool(running)))
+    value = weakref.ref(y.detach().numpy(), lambda _: released_while_running.append(bool(running)))
     z = y.exp().sum()
     del y
 
