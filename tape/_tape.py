@@ -225,6 +225,21 @@ def where(t):
     return ep.tape, t._row
 
 
+_FOREIGN_ROWS_LOCK = threading.Lock()
+
+
+def _foreign_rows_of(t):
+    """t's `_foreign_rows`, made once: threads that reach t at once would each
+    make a dict, and the last one set would lose the others' rows."""
+    rows = t._foreign_rows
+    if rows is None:
+        with _FOREIGN_ROWS_LOCK:
+            rows = t._foreign_rows
+            if rows is None:
+                rows = t._foreign_rows = {}
+    return rows
+
+
 def recorded_row(t):
     """(tape, row) of the row tensor t was last given, or (None, -1): a stale
     view's old row, which stays stale (StaleView)."""
@@ -544,9 +559,7 @@ class Tape:
             self.keep[q] = t._value
         t._version_counter().add_row(self.ep, q)
         self.graph_inputs.add(q)
-        if rows is None:
-            rows = t._foreign_rows = {}
-        rows[self] = (self.ep, q, token)
+        _foreign_rows_of(t)[self] = (self.ep, q, token)
         return q
 
     def _foreign_leaf_row(self, t):
@@ -555,9 +568,7 @@ class Tape:
         r = self.row_of(t)
         if r >= 0:
             return r
-        rows = t._foreign_rows
-        if rows is None:
-            rows = t._foreign_rows = {}
+        rows = _foreign_rows_of(t)
         token = _ForeignLeaf(t)
         r = self.append(LEAF, t._value, token)
         if type(t._value) is not float:
