@@ -226,6 +226,10 @@ def where(t):
 
 
 _FOREIGN_ROWS_LOCK = threading.Lock()
+# held while a leaf that names no row is given one (Tape._adopt): without
+# it, two threads could each make the leaf's home their own tape, and the
+# first's graph would find its row not the leaf's
+_LEAF_HOME_LOCK = threading.Lock()
 
 
 def _foreign_rows_of(t):
@@ -497,11 +501,14 @@ class Tape:
         if ep is not None and t._rg:
             return self._foreign_row(t)
         if t._rg:
-            r = self.append(LEAF, t._value, t)
-            t._ep, t._row = self.ep, r
-            if t._vc is not None:
-                t._vc.add_row(self.ep, r)
-            return r
+            with _LEAF_HOME_LOCK:
+                if t._ep is None:
+                    r = self.append(LEAF, t._value, t)
+                    t._ep, t._row = self.ep, r
+                    if t._vc is not None:
+                        t._vc.add_row(self.ep, r)
+                    return r
+            return self._foreign_row(t)
         # a constant's row is private to the graphs that use it (its tensor
         # keeps no row and is not a root, as a leaf is), but its version
         # counter names the row, so an in-place change to the constant makes

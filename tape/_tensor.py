@@ -3,6 +3,7 @@ when it requires grad, the tape row that made it. Op methods are attached by
 `ops`; this module holds what is not an op.
 """
 import ctypes
+import threading
 import warnings
 import weakref
 
@@ -103,6 +104,12 @@ def is_floating_point(input):
     return input.is_floating_point()
 
 
+# held while a version counter is made or names a row: threads share tensors
+# (a leaf, a constant input), and a row one of them lost would not be marked
+# dirty by an in-place change, whose backward would then not raise
+_VERSION_LOCK = threading.Lock()
+
+
 class _Version:
     """A version counter shared by a tensor and its views (PyTorch's `_version`).
 
@@ -127,13 +134,14 @@ class _Version:
         each live old epoch costs every later compaction a pass over its map
         (W2 compiled: a fifth of its time)."""
         rows = self.rows
-        if rows and rows[-1][0] is not ep:
-            rows[:] = [(e, q) if e.remap is None else (e.tape.ep, int(e.remap[q])) for e, q in rows
-                       if e.remap is None or e.remap[q] >= 0]
-        rows.append((ep, r))
-        if len(rows) >= self.prune_at:
-            rows[:] = [(e, q) for e, q in rows if e.remap is None or e.remap[q] >= 0]
-            self.prune_at = 2 * len(rows) + 64
+        with _VERSION_LOCK:  # a pruning would lose the row another thread adds meanwhile
+            if rows and rows[-1][0] is not ep:
+                rows[:] = [(e, q) if e.remap is None else (e.tape.ep, int(e.remap[q])) for e, q in rows
+                           if e.remap is None or e.remap[q] >= 0]
+            rows.append((ep, r))
+            if len(rows) >= self.prune_at:
+                rows[:] = [(e, q) for e, q in rows if e.remap is None or e.remap[q] >= 0]
+                self.prune_at = 2 * len(rows) + 64
 
     def add_view(self, t):
         """Name one more tensor sharing the storage. A view made on every
@@ -638,10 +646,14 @@ class Tensor:
     def _version_counter(self):
         vc = self._vc
         if vc is None:
-            vc = self._vc = _Version()
-            vc.views.append(weakref.ref(self))
-            if self._ep is not None:
-                vc.add_row(self._ep, self._row)
+            with _VERSION_LOCK:
+                vc = self._vc
+                if vc is None:
+                    vc = _Version()
+                    vc.views.append(weakref.ref(self))
+                    if self._ep is not None:
+                        vc.rows.append((self._ep, self._row))
+                    self._vc = vc
         return vc
 
     def _share_storage(self, view, differentiable=True):

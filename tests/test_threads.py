@@ -81,6 +81,24 @@ def test_threads_differentiating_with_respect_to_one_leaf_all_get_its_gradient()
     assert errors == []
 
 
+def test_threads_first_using_one_leaf_at_once_each_find_it_in_their_graph():
+    # the leaf names no row until its first use, and each thread's first op
+    # may be that use: one tape must become its home, the others' rows foreign
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        for _ in range(60):
+            x = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+
+            def work(k):
+                (g,) = autograd.grad((x * x).sum(), x)
+                assert g.tolist() == [2.0, 4.0, 6.0]
+
+            assert _in_threads(work, 4) == []
+    finally:
+        sys.setswitchinterval(interval)
+
+
 def test_threads_backward_into_one_leaf_sum_their_gradients():
     # PyTorch's test_simple_backward_same_input
     x = tape.ones(5, 5, requires_grad=True)
