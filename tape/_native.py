@@ -89,8 +89,12 @@ def jit(**options):
 
 def kernel(signature, fn):
     """`fn` compiled (or loaded from the cache) as a C function of `signature`,
-    whose address native code calls (a kernel the sweep reaches by opcode)."""
-    return cfunc(signature, cache=True, error_model="numpy")(fn)
+    whose address native code calls (a kernel the sweep reaches by opcode).
+    Its multiply-adds contract to FMAs as tape._vecmath's do: without it the
+    vectorized exp and tanh inlined into a kernel ran at half their speed
+    (measured: 1.1 vs 0.67 ns an element for exp, 1.7 vs 0.88 for tanh), and
+    a replay's forward rounded otherwise than eager mode's _vecmath arrays."""
+    return cfunc(signature, cache=True, error_model="numpy", fastmath={"contract"})(fn)
 
 
 # Note [Compile notice]
