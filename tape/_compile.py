@@ -393,6 +393,23 @@ class _Program:
         self.array_index = np.array(array_rows, np.int64)
         self.array_rg = [bool(self.rg[k]) for k in array_rows]
         self.array_bytes = int(8 * self.pnumel[array_rows].sum()) if array_rows else 0
+        self.last_arrays = [None] * len(array_rows)  # Note [Reused arrays]
+        self.arrays_lock = threading.Lock()
+
+    def arrays(self):
+        """The arrays a replay's stored rows write: the last replay's where
+        nothing but this list holds them any more (Note [Reused arrays]),
+        else new ones."""
+        with self.arrays_lock:  # two threads replaying at once never share one
+            arrays = self.last_arrays
+            for k, shape in enumerate(self.array_shapes):
+                a = arrays[k]
+                if a is None or sys.getrefcount(a) > _SPARE_REFS:
+                    arrays[k] = np.empty(shape)
+            # the caller's list is a second reference until its Tensors hold
+            # them: another thread's replay meanwhile makes its own
+            self.last_arrays = list(arrays)
+        return arrays
 
     def _fuse(self, elementwise, operand_numel):
         """Group the runs of two or more elementwise array rows of one size
@@ -1177,6 +1194,24 @@ def _replay(program, tp, args):
     return _build(program.out_spec, program, tp, ep, base, inputs, {})
 
 
+# Note [Reused arrays]
+# ~~~~~~~~~~~~~~~~~~~~
+# A replay's stored rows write arrays that the one before it wrote, where
+# nothing but the program holds them any more: their Tensors are dead and
+# their rows released or dropped (a row's data pointer is kept alive by its
+# Tensor or by the tape's `keep`, Note [Tape layout], so a reference count
+# of the program's alone means no row, view or caller can read it). A large
+# array that is freed and allocated again each call is otherwise fresh
+# memory from the OS each time, page faults and zeroing included: W4
+# compiled spent a third of its time there (measured with and without
+# glibc giving freed memory back). A compiled function so keeps, between
+# calls, the arrays of its last replay of each recording, the memory its
+# next replay needs anyway.
+# the references to a spare array in Program.arrays: the program's list, the
+# local name and getrefcount's argument
+_SPARE_REFS = 3
+
+
 def _run(program, tp, erows, ep):
     """Append `program`'s rows to tp, its inputs at tape rows `erows` (room
     reserved), its tensors named in epoch ep: the row of its first, or -1
@@ -1192,7 +1227,7 @@ def _run(program, tp, erows, ep):
         shape_offsets = np.array([tp.push_ints(s) for s in program.shapes], np.int64)
         program.shape_offsets = (pooled, shape_offsets)
     ints_offset = tp._push(program.ints) if program.ints.size else 0
-    arrays = [np.empty(s) for s in program.array_shapes]
+    arrays = program.arrays()
     bptr = np.zeros(m, np.int64)
     if arrays:
         bptr[program.array_index] = [id(a) + DATA_FIELD for a in arrays]

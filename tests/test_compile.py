@@ -1701,3 +1701,48 @@ def _in_fresh_thread(fn):
     errors = _in_threads(lambda k: out.append(fn()), 1)
     assert not errors, errors
     return out[0]
+
+
+def _stored_chain(x):
+    # sin saves its input, exp its output: both are stored arrays of the replay
+    return (x * 2.0).sin().exp()
+
+
+def test_a_replay_reuses_no_array_anything_still_reads():
+    # Note [Reused arrays]: a view of an earlier result, that result's saved
+    # values (its graph) and another live result keep their arrays
+    compiled = tape.compile(_stored_chain)
+    v1, v2 = np.linspace(-1.0, 1.0, 500), np.linspace(0.5, 2.5, 500)
+    x1, x2 = leaf(v1), leaf(v2)
+    compiled(x1).sum().backward()  # records
+    compiled(x1).sum().backward()  # replays; its arrays are spare after this line
+    first = compiled(x1)
+    view = first.detach().numpy()[100:]
+    second = compiled(x2)
+    del first
+    third = compiled(x2)
+    np.testing.assert_allclose(view, np.exp(np.sin(2.0 * v1))[100:], rtol=1e-13)
+    x1.grad = x2.grad = None
+    second.sum().backward()
+    np.testing.assert_allclose(x2.grad.numpy(), np.exp(np.sin(2.0 * v2)) * np.cos(2.0 * v2) * 2.0, rtol=1e-13)
+    np.testing.assert_allclose(third.detach().numpy(), np.exp(np.sin(2.0 * v2)), rtol=1e-13)
+
+
+def test_replays_in_threads_at_once_reuse_arrays_of_their_own():
+    compiled = tape.compile(_stored_chain)
+    values = {k: np.linspace(-1.0, 1.0, 4000) + k for k in range(4)}
+    results = {}
+
+    def work(k):
+        x = leaf(values[k])
+        for _ in range(30):
+            x.grad = None
+            y = compiled(x)
+            y.sum().backward()
+        results[k] = (y.detach().numpy().copy(), x.grad.numpy().copy())
+
+    errors = _in_threads(work, 4)
+    assert not errors, errors
+    for k, v in values.items():
+        np.testing.assert_allclose(results[k][0], np.exp(np.sin(2.0 * v)), rtol=1e-13)
+        np.testing.assert_allclose(results[k][1], np.exp(np.sin(2.0 * v)) * np.cos(2.0 * v) * 2.0, rtol=1e-13)
