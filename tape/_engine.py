@@ -452,6 +452,33 @@ def _sweep_call(tp, roots, seed_off, seeds, retain, targeted, compute, scratch=N
 _called = set()  # the native sweeps called once in this process
 
 
+# Note [Adjoint arena]
+# ~~~~~~~~~~~~~~~~~~~~
+# The native sweep makes each array row's adjoint zero on first use. Made
+# with np.zeros, a large one was fresh memory from the OS on every backward
+# (glibc gives a freed block at the heap's top back): W4 spent a fifth of
+# its backward in page faults and zeroing. A tape keeps an arena, sized by
+# its last sweep's adjoints (at most _ARENA_LARGEST times the largest one),
+# which the sweep hands out in turn, zeroed in warm memory, before it makes
+# new arrays; nothing outlives the sweep in it (the captured gradients are
+# copied out). Its memory stays with the tape between backwards, as much
+# as the next sweep will ask for.
+_ARENA_LARGEST = 4
+
+
+def _adjoint_arena(tp):
+    """The arena for tp's next sweep and its counts (Note [Adjoint arena]):
+    resized to what the last sweep asked for when it is smaller or far
+    larger."""
+    at = tp.arena_at
+    asked = int(min(at[1], _ARENA_LARGEST * at[2]))
+    size = tp.adjoint_arena.size
+    if asked > size or _ARENA_LARGEST * asked < size:
+        tp.adjoint_arena = np.empty(asked)
+    at[:] = 0
+    return tp.adjoint_arena, at
+
+
 def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, compute, scratch):
     """Call `sweep`; first load the kernels it reports missing, if any
     (Note [Kernels by opcode]): it stops before it begins, so it is called
@@ -464,13 +491,14 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
         flags, nuse = flags[:top].copy(), nuse[:top].copy()
     if targeted:
         _sweep.mark_leads(tp.a0, tp.a1, tp.xs, tp.nx, tp.pool, flags, tp.work[3], roots, tp.sweep_id, tp.work[1])
+    arena, arena_at = _adjoint_arena(tp)
     while True:
         n = tp.n
         result = sweep(tp.op, tp.a0, tp.a1, tp.xs, tp.nx, tp.c, tp.p, tp.sval, tp.ptr, tp.numel, tp.ndim, tp.shp,
                        tp.ia, tp.ian, tp.dt, flags, tp.fresh_from, tp.stamp, tp.sadj, nuse, tp.pool,
                        tp.work, tp.sweep_id, roots, seed_off, seeds, retain, targeted, compute,
                        _NO_SCRATCH if scratch is None else scratch, _kernels.ADDRESSES,
-                       tp.kernels_scanned, n, tp.release_address if compute else 0)
+                       tp.kernels_scanned, n, tp.release_address if compute else 0, arena, arena_at)
         if result[0] != _sweep.ERR_KERNELS:
             if compute:
                 tp.kernels_scanned = n

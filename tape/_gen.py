@@ -57,7 +57,7 @@ _SWEEP = '''
 @_jit
 def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
           sadj, nuse, pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
-          scan_to, release_now):
+          scan_to, release_now, arena, arena_at):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -75,7 +75,10 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
     whose kernel is not loaded yet stops the sweep before it begins, with
     ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
     `work` row 2. `release_now`, when not 0, is the address of the tape's
-    release callback (Note [Release during the sweep]).
+    release callback (Note [Release during the sweep]). Array adjoints are
+    made in `arena` while it has room; `arena_at` holds how much of it is
+    used, and how much and at most how much at once the sweep asked for
+    (Note [Adjoint arena] in tape/_engine.py).
     """
     if compute:
         missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
@@ -277,22 +280,23 @@ _UNOWNED_COLUMNS = "".join(
     f"    {name} = carray({at}({name}.ctypes.data), ({name}.size,))\n"
     for name, at in (("c", "_f64_at"), ("param", "_f64_at"), ("sval", "_f64_at"), ("sadj", "_f64_at"),
                      ("ptr", "_i64_at"), ("numel", "_i64_at"), ("ndim", "_i64_at"), ("shp", "_i64_at"),
-                     ("ia", "_i64_at"), ("ian", "_i64_at"), ("pool", "_i64_at"), ("dt", "_i8_at")))
+                     ("ia", "_i64_at"), ("ian", "_i64_at"), ("pool", "_i64_at"), ("dt", "_i8_at"),
+                     ("arena", "_f64_at"), ("arena_at", "_i64_at")))
 
 _SWEEP_VARIANTS = {
     "sweep": dict(
         adj_init=("    adj = Dict.empty(key_type=types.int64, value_type=types.float64[::1])\n"
                   "    empty = np.zeros(0)\n    cbuf = np.zeros(1)\n" + _UNOWNED_COLUMNS),
-        seed=("            g = _adjoint(r, adj, numel, ndim, sadj)\n            s = seed_off[i]\n"
+        seed=("            g = _adjoint(r, adj, numel, ndim, sadj, arena, arena_at)\n            s = seed_off[i]\n"
               "            for k in range(g.size):\n                g[k] += seeds[s + k]\n"),
         tensor_branch=("            if sv != 0 and _released(a, b, z, r, sv, ndim, ptr):\n"
                        "                status, bad = ERR_FREED, r\n                break\n"
                        "            keep = _captures(r, op, flags, targeted)\n"
                        "            _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, ptr, numel, ndim,\n"
-                       "                        shp, ia, ian, dt, sadj, pool, keep, empty, cbuf, kernels)\n"
+                       "                        shp, ia, ian, dt, sadj, pool, keep, empty, cbuf, kernels, arena, arena_at)\n"
                        "            if need_more and VARIADIC[o]:\n"
                        "                _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim,\n"
-                       "                           shp, ia, ian, sadj, pool, empty, kernels)\n"
+                       "                           shp, ia, ian, sadj, pool, empty, kernels, arena, arena_at)\n"
                        "            if ndim[r] > 0 and not keep and r in adj:\n"
                        "                adj.pop(r)"),
         # element by element: a slice assignment's shape check formats its
@@ -787,12 +791,26 @@ def _full_size_gradient(G, GA, need, unit, osh, xsh, empty):
 
 
 @_jit
-def _adjoint(r, adj, numel, ndim, sadj):
+def _adjoint(r, adj, numel, ndim, sadj, arena, arena_at):
+    """Row r's adjoint: a 0-d row's in sadj; an array row's in `adj`, made
+    zero on first use in the arena past arena_at[0] while it has room, else
+    new (Note [Adjoint arena] in tape/_engine.py); arena_at[1] and [2] count
+    what the sweep asked for in all and at most at once."""
     if ndim[r] == 0:
         return sadj[r:r + 1]
     if r in adj:
         return adj[r]
-    z = np.zeros(numel[r])
+    n = numel[r]
+    used = arena_at[0]
+    arena_at[1] += n
+    arena_at[2] = max(arena_at[2], n)
+    if used + n <= arena.size:
+        z = arena[used:used + n]
+        for k in range(n):
+            z[k] = 0.0
+        arena_at[0] = used + n
+    else:
+        z = np.zeros(n)
     adj[r] = z
     return z
 
@@ -1022,7 +1040,7 @@ STRUCTURAL_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, _F64, _F64,
 
 @_jit
 def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, ptr, numel, ndim, shp, ia, ian,
-                dt, sadj, pool, keep, empty, cbuf, kernels):
+                dt, sadj, pool, keep, empty, cbuf, kernels, arena, arena_at):
     """One row's VJP on the tensor path: any row that is not a 0-d elementwise
     op. z is the third input of an op of three (a variadic op's inputs past
     the second go to _more_vjps)."""
@@ -1033,17 +1051,17 @@ def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, 
         # other: its kernel would write the gradients of inputs that have none
         return
     cbuf[0] = c[r]
-    G = _adjoint(r, adj, numel, ndim, sadj)
+    G = _adjoint(r, adj, numel, ndim, sadj, arena, arena_at)
     X = (_value(a, ptr, numel, ndim, dt, sval) if a >= 0 else cbuf) if (sv & 1) != 0 else empty
     Y = (_value(b, ptr, numel, ndim, dt, sval) if b >= 0 else cbuf) if (sv & 2) != 0 else empty
     O = _value(r, ptr, numel, ndim, dt, sval) if (sv & 4) != 0 else empty
-    GB = _adjoint(b, adj, numel, ndim, sadj) if need_b else empty
+    GB = _adjoint(b, adj, numel, ndim, sadj, arena, arena_at) if need_b else empty
     # an elementwise op passes its gradient on in place when it is x's first
     into_g = (ELEMENTWISE[o] and need_a and not keep and ndim[r] > 0 and ndim[a] > 0
               and numel[a] == numel[r] and a not in adj)
     if into_g:
         adj[a] = G
-    GA = G if into_g else (_adjoint(a, adj, numel, ndim, sadj) if need_a else empty)
+    GA = G if into_g else (_adjoint(a, adj, numel, ndim, sadj, arena, arena_at) if need_a else empty)
     osh = pool[shp[r]:shp[r] + ndim[r]]
     xsh = pool[shp[a]:shp[a] + ndim[a]] if a >= 0 else pool[0:0]
     ysh = pool[shp[b]:shp[b] + ndim[b]] if b >= 0 else pool[0:0]
@@ -1066,21 +1084,21 @@ def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, 
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
     else:
         Z = _value(z, ptr, numel, ndim, dt, sval) if (sv & 8) != 0 else empty
-        GC = _adjoint(z, adj, numel, ndim, sadj) if need_z and not VARIADIC[o] else empty
+        GC = _adjoint(z, adj, numel, ndim, sadj, arena, arena_at) if need_z and not VARIADIC[o] else empty
         zsh = pool[shp[z]:shp[z] + ndim[z]] if z >= 0 else pool[0:0]
         _call_structural(kernels[TENSOR, o], G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, c[r])
 
 
 @_jit
 def _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim, shp, ia, ian, sadj, pool,
-               empty, kernels):
+               empty, kernels, arena, arena_at):
     """The VJP of row r into its inputs past the second (Note [Tape layout]):
     its kernel takes them two at a time, as it takes a0 and a1, with its
     static ints from the pair's first input's entry on: a variadic op's ints
     hold one entry per input (cat's offsets), then one more, then its own."""
     if ndim[r] > 0 and r not in adj:
         return  # no gradient reached this row
-    G = _adjoint(r, adj, numel, ndim, sadj)
+    G = _adjoint(r, adj, numel, ndim, sadj, arena, arena_at)
     osh = pool[shp[r]:shp[r] + ndim[r]]
     for q in range(0, nx[r], 2):
         e = pool[xs[r] + q]
@@ -1089,8 +1107,8 @@ def _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndi
         need_f = f >= 0 and (flags[f] & RG) != 0 and (not targeted or leads[f] == sid)
         if not (need_e or need_f):
             continue
-        GA = _adjoint(e, adj, numel, ndim, sadj) if need_e else empty
-        GB = _adjoint(f, adj, numel, ndim, sadj) if need_f else empty
+        GA = _adjoint(e, adj, numel, ndim, sadj, arena, arena_at) if need_e else empty
+        GB = _adjoint(f, adj, numel, ndim, sadj, arena, arena_at) if need_f else empty
         esh = pool[shp[e]:shp[e] + ndim[e]] if e >= 0 else pool[0:0]
         fsh = pool[shp[f]:shp[f] + ndim[f]] if f >= 0 else pool[0:0]
         ints = pool[ia[r] + 2 + q:ia[r] + ian[r]]

@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "1af98e159d9484c3"
+REGISTRY_DIGEST = "2e5a6388457c2f0e"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -215,12 +215,26 @@ def _full_size_gradient(G, GA, need, unit, osh, xsh, empty):
 
 
 @_jit
-def _adjoint(r, adj, numel, ndim, sadj):
+def _adjoint(r, adj, numel, ndim, sadj, arena, arena_at):
+    """Row r's adjoint: a 0-d row's in sadj; an array row's in `adj`, made
+    zero on first use in the arena past arena_at[0] while it has room, else
+    new (Note [Adjoint arena] in tape/_engine.py); arena_at[1] and [2] count
+    what the sweep asked for in all and at most at once."""
     if ndim[r] == 0:
         return sadj[r:r + 1]
     if r in adj:
         return adj[r]
-    z = np.zeros(numel[r])
+    n = numel[r]
+    used = arena_at[0]
+    arena_at[1] += n
+    arena_at[2] = max(arena_at[2], n)
+    if used + n <= arena.size:
+        z = arena[used:used + n]
+        for k in range(n):
+            z[k] = 0.0
+        arena_at[0] = used + n
+    else:
+        z = np.zeros(n)
     adj[r] = z
     return z
 
@@ -450,7 +464,7 @@ STRUCTURAL_KERNEL = _c_signature(_F64, _F64, _F64, _F64, _F64, _F64, _F64, _F64,
 
 @_jit
 def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, ptr, numel, ndim, shp, ia, ian,
-                dt, sadj, pool, keep, empty, cbuf, kernels):
+                dt, sadj, pool, keep, empty, cbuf, kernels, arena, arena_at):
     """One row's VJP on the tensor path: any row that is not a 0-d elementwise
     op. z is the third input of an op of three (a variadic op's inputs past
     the second go to _more_vjps)."""
@@ -461,17 +475,17 @@ def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, 
         # other: its kernel would write the gradients of inputs that have none
         return
     cbuf[0] = c[r]
-    G = _adjoint(r, adj, numel, ndim, sadj)
+    G = _adjoint(r, adj, numel, ndim, sadj, arena, arena_at)
     X = (_value(a, ptr, numel, ndim, dt, sval) if a >= 0 else cbuf) if (sv & 1) != 0 else empty
     Y = (_value(b, ptr, numel, ndim, dt, sval) if b >= 0 else cbuf) if (sv & 2) != 0 else empty
     O = _value(r, ptr, numel, ndim, dt, sval) if (sv & 4) != 0 else empty
-    GB = _adjoint(b, adj, numel, ndim, sadj) if need_b else empty
+    GB = _adjoint(b, adj, numel, ndim, sadj, arena, arena_at) if need_b else empty
     # an elementwise op passes its gradient on in place when it is x's first
     into_g = (ELEMENTWISE[o] and need_a and not keep and ndim[r] > 0 and ndim[a] > 0
               and numel[a] == numel[r] and a not in adj)
     if into_g:
         adj[a] = G
-    GA = G if into_g else (_adjoint(a, adj, numel, ndim, sadj) if need_a else empty)
+    GA = G if into_g else (_adjoint(a, adj, numel, ndim, sadj, arena, arena_at) if need_a else empty)
     osh = pool[shp[r]:shp[r] + ndim[r]]
     xsh = pool[shp[a]:shp[a] + ndim[a]] if a >= 0 else pool[0:0]
     ysh = pool[shp[b]:shp[b] + ndim[b]] if b >= 0 else pool[0:0]
@@ -494,21 +508,21 @@ def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, 
             reduce_broadcast(FB, GB, osh, ysh, 1.0)
     else:
         Z = _value(z, ptr, numel, ndim, dt, sval) if (sv & 8) != 0 else empty
-        GC = _adjoint(z, adj, numel, ndim, sadj) if need_z and not VARIADIC[o] else empty
+        GC = _adjoint(z, adj, numel, ndim, sadj, arena, arena_at) if need_z and not VARIADIC[o] else empty
         zsh = pool[shp[z]:shp[z] + ndim[z]] if z >= 0 else pool[0:0]
         _call_structural(kernels[TENSOR, o], G, X, Y, Z, O, GA, GB, GC, osh, xsh, ysh, zsh, ints, pp, c[r])
 
 
 @_jit
 def _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim, shp, ia, ian, sadj, pool,
-               empty, kernels):
+               empty, kernels, arena, arena_at):
     """The VJP of row r into its inputs past the second (Note [Tape layout]):
     its kernel takes them two at a time, as it takes a0 and a1, with its
     static ints from the pair's first input's entry on: a variadic op's ints
     hold one entry per input (cat's offsets), then one more, then its own."""
     if ndim[r] > 0 and r not in adj:
         return  # no gradient reached this row
-    G = _adjoint(r, adj, numel, ndim, sadj)
+    G = _adjoint(r, adj, numel, ndim, sadj, arena, arena_at)
     osh = pool[shp[r]:shp[r] + ndim[r]]
     for q in range(0, nx[r], 2):
         e = pool[xs[r] + q]
@@ -517,8 +531,8 @@ def _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndi
         need_f = f >= 0 and (flags[f] & RG) != 0 and (not targeted or leads[f] == sid)
         if not (need_e or need_f):
             continue
-        GA = _adjoint(e, adj, numel, ndim, sadj) if need_e else empty
-        GB = _adjoint(f, adj, numel, ndim, sadj) if need_f else empty
+        GA = _adjoint(e, adj, numel, ndim, sadj, arena, arena_at) if need_e else empty
+        GB = _adjoint(f, adj, numel, ndim, sadj, arena, arena_at) if need_f else empty
         esh = pool[shp[e]:shp[e] + ndim[e]] if e >= 0 else pool[0:0]
         fsh = pool[shp[f]:shp[f] + ndim[f]] if f >= 0 else pool[0:0]
         ints = pool[ia[r] + 2 + q:ia[r] + ian[r]]
@@ -796,7 +810,7 @@ def _scalar_forward(o, x, y, pp, kernels):
 @_jit
 def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
           sadj, nuse, pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
-          scan_to, release_now):
+          scan_to, release_now, arena, arena_at):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -814,7 +828,10 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
     whose kernel is not loaded yet stops the sweep before it begins, with
     ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
     `work` row 2. `release_now`, when not 0, is the address of the tape's
-    release callback (Note [Release during the sweep]).
+    release callback (Note [Release during the sweep]). Array adjoints are
+    made in `arena` while it has room; `arena_at` holds how much of it is
+    used, and how much and at most how much at once the sweep asked for
+    (Note [Adjoint arena] in tape/_engine.py).
     """
     if compute:
         missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])
@@ -835,6 +852,8 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
     ian = carray(_i64_at(ian.ctypes.data), (ian.size,))
     pool = carray(_i64_at(pool.ctypes.data), (pool.size,))
     dt = carray(_i8_at(dt.ctypes.data), (dt.size,))
+    arena = carray(_f64_at(arena.ctypes.data), (arena.size,))
+    arena_at = carray(_i64_at(arena_at.ctypes.data), (arena_at.size,))
     top = -1  # the highest root (a loop: roots.max() is a second of compile)
     for i in range(roots.size):
         top = max(top, roots[i])
@@ -866,7 +885,7 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
                 caps[ncaps] = r
                 ncaps += 1
         if compute:
-            g = _adjoint(r, adj, numel, ndim, sadj)
+            g = _adjoint(r, adj, numel, ndim, sadj, arena, arena_at)
             s = seed_off[i]
             for k in range(g.size):
                 g[k] += seeds[s + k]
@@ -979,10 +998,10 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
                 break
             keep = _captures(r, op, flags, targeted)
             _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, ptr, numel, ndim,
-                        shp, ia, ian, dt, sadj, pool, keep, empty, cbuf, kernels)
+                        shp, ia, ian, dt, sadj, pool, keep, empty, cbuf, kernels, arena, arena_at)
             if need_more and VARIADIC[o]:
                 _more_vjps(r, o, xs, nx, flags, leads, sid, targeted, adj, param, numel, ndim,
-                           shp, ia, ian, sadj, pool, empty, kernels)
+                           shp, ia, ian, sadj, pool, empty, kernels, arena, arena_at)
             if ndim[r] > 0 and not keep and r in adj:
                 adj.pop(r)
         if not retain:
@@ -1046,7 +1065,7 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
 @_jit
 def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt, flags, fresh_from, stamp,
           sadj, nuse, pool, work, sid, roots, seed_off, seeds, retain, targeted, compute, scratch, kernels, scan_from,
-          scan_to, release_now):
+          scan_to, release_now, arena, arena_at):
     """Walk the rows reachable from `roots` in reverse; see Note [Tape layout].
 
     With `compute`, run every row's native VJP, seeding the roots with `seeds`
@@ -1064,7 +1083,10 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
     whose kernel is not loaded yet stops the sweep before it begins, with
     ERR_KERNELS and the missing kernels (kind * len(OPCODES) + opcode) in
     `work` row 2. `release_now`, when not 0, is the address of the tape's
-    release callback (Note [Release during the sweep]).
+    release callback (Note [Release during the sweep]). Array adjoints are
+    made in `arena` while it has room; `arena_at` holds how much of it is
+    used, and how much and at most how much at once the sweep asked for
+    (Note [Adjoint arena] in tape/_engine.py).
     """
     if compute:
         missing = _missing_kernels(op, ndim, scan_from, scan_to, kernels, work[2])

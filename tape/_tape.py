@@ -330,6 +330,10 @@ class Tape:
         self.sweeping = 0  # > 0 while a re-taped sweep holds row numbers: no compaction then
         self.target_rows = None  # the rows the running autograd.grad marked TARGET (engine._run)
         self.grad_scratch = np.zeros(0)  # backward()'s flat gradients (engine._native)
+        # where the native sweep makes its adjoints, and its counts: used, asked, the largest asked
+        # (Note [Adjoint arena] in tape._engine)
+        self.adjoint_arena = np.zeros(0)
+        self.arena_at = np.zeros(3, np.int64)
         # the sweep's release callback, kept alive here, and its address
         self.release_callback = _release_callback(weakref.ref(self))
         self.release_address = ctypes.cast(self.release_callback, ctypes.c_void_p).value

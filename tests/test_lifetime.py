@@ -493,3 +493,39 @@ def test_an_in_place_op_after_compaction_rebases_the_base_s_views():
         return v.tolist(), x.grad.tolist()
 
     assert _in_fresh_thread(run) == ([20.0, 30.0], [0.0, 400.0, 600.0])
+
+
+def _sin_graph(x, scale):
+    return ((x * scale).sin() * x).sum()
+
+
+def test_gradients_made_in_the_adjoint_arena_outlive_the_next_backward():
+    # Note [Adjoint arena]: the second backward reuses the first one's arena;
+    # what the first captured (a gradient, a retained one) is a copy
+    v = np.linspace(-2.0, 2.0, 3000)
+    x = tape.tensor(v, requires_grad=True)
+    (g1,) = tape.autograd.grad(_sin_graph(x, 2.0), x)
+    y = x * 3.0
+    y.retain_grad()
+    (y.sin() * x).sum().backward()
+    (g2,) = tape.autograd.grad(_sin_graph(x, 0.5), x)
+    _sin_graph(x, 4.0).backward()
+    np.testing.assert_allclose(g1.numpy(), np.sin(2.0 * v) + 2.0 * v * np.cos(2.0 * v), rtol=1e-13)
+    np.testing.assert_allclose(g2.numpy(), np.sin(0.5 * v) + 0.5 * v * np.cos(0.5 * v), rtol=1e-13)
+    np.testing.assert_allclose(y.grad.numpy(), v * np.cos(3.0 * v), rtol=1e-13)
+    expected = 3.0 * v * np.cos(3.0 * v) + np.sin(3.0 * v) + np.sin(4.0 * v) + 4.0 * v * np.cos(4.0 * v)
+    np.testing.assert_allclose(x.grad.numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("sizes", [(3000, 50, 3000), (50, 3000, 50), (10, 10, 100000)])
+def test_backwards_larger_and_smaller_than_the_arena(sizes):
+    # a sweep asking more than the arena holds makes the rest anew; one far
+    # smaller gets a smaller arena
+    for n in sizes:
+        v = np.linspace(-1.0, 1.0, n)
+        x, w = tape.tensor(v, requires_grad=True), tape.tensor(v[::-1].copy(), requires_grad=True)
+        ((x * w).tanh() + (x + w).exp() * x).sum().backward()
+        t = np.tanh(v * v[::-1])
+        np.testing.assert_allclose(x.grad.numpy(), (1 - t * t) * v[::-1] + np.exp(v + v[::-1]) * (1 + v),
+                                   rtol=1e-12)
+        np.testing.assert_allclose(w.grad.numpy(), (1 - t * t) * v + np.exp(v + v[::-1]) * v, rtol=1e-12)
