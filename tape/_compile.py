@@ -1025,10 +1025,19 @@ def _replay_steps(program, tp, args):
     for holder, key, ref in program.holders:
         if not _still_held(holder, key, ref):
             return _FAILED
+    if tp.tail is not None:
+        tp.drop_dead_tail()
     env = _Env(tp, args, program)
     generator = _factories._rng[0]
     drawn = generator.bit_generator.state if program.draws else None
     tp.reserve(program.size + 3)  # compacting now, if due: no compaction runs until the replay is done
+    # every row and tensor of the replay is named in an epoch of its own, so
+    # that the next replay may drop them all (Note [Dropping a dead tail]);
+    # the constants' rows it caches are of that epoch too
+    main, main_ref = tp.ep, tp.ep_ref
+    seg = tp.ep = tp.segment_epoch()
+    tp.ep_ref = weakref.ref(seg)
+    lo, pool_lo, tensor_rows = tp.n, tp.npool, tp.tensor_rows
     tp.sweeping += 1  # so that rows keep their numbers
     try:
         for part, done in zip(program.parts, program.done):
@@ -1037,11 +1046,14 @@ def _replay_steps(program, tp, args):
             if done:
                 env.forget(done)
         else:
-            return env.values(program.out_spec)
+            result = env.values(program.out_spec)
+            tp.tail = (seg, lo, tp.n, tp.tensor_rows - tensor_rows, pool_lo, tp.npool)
+            return result
     except _Stale:
         pass
     finally:
         tp.sweeping -= 1
+        tp.ep, tp.ep_ref = main, main_ref
     if drawn is not None:
         _factories._rng[0] = generator
         generator.bit_generator.state = drawn
@@ -1367,9 +1379,12 @@ class CompiledFunction:
             # which arguments are one tensor is part of the key: a recording of f(a, a) reads one input
             first = {}
             key.append(tuple(first.setdefault(id(t), k) for k, t in enumerate(tensors)))
-        if tp.recorder is not None or tp.saved_hooks or anomaly.enabled or tp.inference or tp.graph_tasks:
-            # inside another recording, fn is part of it; hooks, anomaly mode
-            # and inference mode run eagerly (Note [Compiled replay])
+        if (tp.recorder is not None or tp.ep is not tp.numbering or tp.saved_hooks or anomaly.enabled
+                or tp.inference or tp.graph_tasks):
+            # inside another recording, fn is part of it; inside another
+            # replay's Python steps (a hook's call), whose rows are named in
+            # a segment's epoch, hooks, anomaly mode and inference mode, fn
+            # runs eagerly (Note [Compiled replay])
             return self._fn(*args, **kwargs)
         key = (tuple(key), tp.grad_enabled, get_default_dtype())
         with self._lock:

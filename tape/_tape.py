@@ -136,7 +136,12 @@ _INITIAL_ROWS = 1 << 16
 # and the segment's epoch maps every row to -1, so that whatever still names
 # one (a version counter) names a dropped row, as after a compaction, and
 # never the row that reuses its number. A compaction moves the live segments'
-# epochs to the new numbering with the current one's.
+# epochs to the new numbering with the current one's. A replay with Python
+# steps (Note [Python steps] in tape/_compile.py) makes its segment's epoch
+# the tape's current one while its steps run, so the eager rows they append,
+# and the constants' rows they cache, are named in it too: W7 compiled, whose
+# create_graph backward keeps its forward's values saved, compacted on every
+# call before.
 
 # Note [When to compact]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -193,7 +198,7 @@ class RowName:
         """The row in its tape's current numbering."""
         if self._ep.remap is not None:
             self._row = int(self._ep.remap[self._row])
-            self._ep = self._ep.tape.ep
+            self._ep = self._ep.tape.numbering
         return self._row
 
 
@@ -221,7 +226,7 @@ def where(t):
             ep.regenerate(t)
             return where(t)
         t._row = int(ep.remap[t._row])
-        t._ep = ep = ep.tape.ep
+        t._ep = ep = ep.tape.numbering
     return ep.tape, t._row
 
 
@@ -310,7 +315,11 @@ class Tape:
         self.lock = threading.RLock()
         self.graph_inputs = set()  # rows standing for another thread's rows (Note [Graphs across threads])
         self.swept_across = False  # while another thread's backward sweeps this tape
-        self.ep = Epoch(self)
+        self.ep = Epoch(self)  # the epoch that names the rows appended now
+        # the epoch of the current numbering, to which a name of an old epoch
+        # moves when next used: `ep` itself, but while a replay with Python
+        # steps names its rows in a segment's epoch (Note [Dropping a dead tail])
+        self.numbering = self.ep
         # names the current epoch without keeping it alive (Tensor._const_row):
         # each live old epoch is remapped at every compaction
         self.ep_ref = weakref.ref(self.ep)
@@ -319,6 +328,7 @@ class Tape:
         self.npool = 0
         self.tuple_offsets = {}
         self.tuple_at = {}  # the inverse of tuple_offsets: a row's shape without slicing the pool
+        self.pooled_end = 0  # the pool's end after the last tuple pooled: a dropped tail's pool below it stays
         self.held_rows = []  # rows that may hold a tensor value, for release_dead
         self.dead_saved = []  # rows release_dead found dead but saved by a consumer
         self.last_inputs = ()  # input rows of the last op `record`ed, for release
@@ -379,6 +389,7 @@ class Tape:
             if off is None:
                 off = self.tuple_offsets[values] = self._push(values)
                 self.tuple_at[off] = values
+                self.pooled_end = self.npool
             return off
         return self._push(values)
 
@@ -651,6 +662,7 @@ class Tape:
         self.pool, self.npool = pool, npool
         self.tuple_offsets = {}
         self.tuple_at = {}
+        self.pooled_end = 0
         owners = self.owners
         self.owners = [owners[r] for r in kept.tolist()]
         self.keep = {int(newidx[r]): v for r, v in self.keep.items() if newidx[r] >= 0}
@@ -718,12 +730,15 @@ class Tape:
         owned = _sweep.owned_rows(lo, hi, self.flags, self.work[2])
         if owned < 0:
             return
-        owners = self.owners
+        owners, op = self.owners, self.op
         for r in self.work[2, :owned].tolist():
-            if owners[r] is not None and sys.getrefcount(owners[r]) > _DEAD_REFS_AT:
+            # a constant's row is no root (compaction's _roots): its live
+            # tensor (a fixed input) keeps it only through a cache of this
+            # segment's epoch, which no later use matches
+            if owners[r] is not None and op[r] != CONST and sys.getrefcount(owners[r]) > _DEAD_REFS_AT:
                 return
         for table in (self.retained, self.hooks, self.hook_groups, self.traces, self.python_rows, self.packed,
-                      self.node_data, self.node_hooks, self.post_accumulate_hooks, self.keep, self.graph_inputs):
+                      self.node_hooks, self.post_accumulate_hooks, self.keep, self.graph_inputs):
             if table and max(table) >= lo:
                 return
         if self.nodes and any(node.row() >= lo for node in self.nodes):
@@ -736,12 +751,17 @@ class Tape:
             seg.remap = self.dropped  # every name of its rows is of a dropped row
             self.tensor_rows -= tensor_rows
             self.kernels_scanned = min(self.kernels_scanned, lo)
-            if self.npool == pool_hi:
+            # the pool goes back too unless a tuple was pooled in it (a
+            # replay's steps pool the shapes they meet first), which later
+            # rows and the programs' cached offsets share
+            if self.npool == pool_hi and self.pooled_end <= pool_lo:
                 self.npool = pool_lo
             if self.held_rows:
                 self.held_rows = [r for r in self.held_rows if r < lo]
             if self.dead_saved:
                 self.dead_saved = [r for r in self.dead_saved if r < lo]
+            if self.node_data:  # what nodes of the rows would show: no node of them is alive
+                self.node_data = {r: v for r, v in self.node_data.items() if r < lo}
             if self.last_inputs:
                 self.last_inputs = tuple(r if r < lo else -1 for r in self.last_inputs)
 
@@ -757,7 +777,9 @@ class Tape:
         old = self.ep
         old.remap = np.arange(self.n, dtype=np.int64)
         self.old_epochs.append(weakref.ref(old))
+        self.tail = None  # the old epoch names the tail's rows: they stay
         self.ep = Epoch(self)
+        self.numbering = self.ep
         self.ep_ref = weakref.ref(self.ep)
 
     def _with_nodes(self, kept):
@@ -793,6 +815,7 @@ class Tape:
                 alive.append(ep)
         self.old_epochs = [weakref.ref(ep) for ep in alive]
         self.ep = Epoch(self)
+        self.numbering = self.ep
         self.ep_ref = weakref.ref(self.ep)
 
     def release(self, rows):

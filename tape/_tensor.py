@@ -136,7 +136,7 @@ class _Version:
         rows = self.rows
         with _VERSION_LOCK:  # a pruning would lose the row another thread adds meanwhile
             if rows and rows[-1][0] is not ep:
-                rows[:] = [(e, q) if e.remap is None else (e.tape.ep, int(e.remap[q])) for e, q in rows
+                rows[:] = [(e, q) if e.remap is None else (e.tape.numbering, int(e.remap[q])) for e, q in rows
                            if e.remap is None or e.remap[q] >= 0]
             rows.append((ep, r))
             if len(rows) >= self.prune_at:

@@ -1746,3 +1746,82 @@ def test_replays_in_threads_at_once_reuse_arrays_of_their_own():
     for k, v in values.items():
         np.testing.assert_allclose(results[k][0], np.exp(np.sin(2.0 * v)), rtol=1e-13)
         np.testing.assert_allclose(results[k][1], np.exp(np.sin(2.0 * v)) * np.cos(2.0 * v) * 2.0, rtol=1e-13)
+
+
+def test_a_dropped_replay_with_steps_is_taken_off_the_tape_s_end():
+    # Note [Dropping a dead tail]: the eager rows of the steps, the constant's
+    # (v) among them, are named in the segment's epoch and go with it
+    def run():
+        compiled = tape.compile(_rosenbrock_hvp)
+        rng = np.random.default_rng(9)
+        x, v = leaf(rng.uniform(-1.0, 1.0, size=32)), leaf(rng.uniform(-1.0, 1.0, size=32), False)
+        tp = tape._tape.state.tape
+        rows, results = [], []
+        for _ in range(8):
+            results.append(compiled(x, v).numpy().copy())
+            rows.append(tp.n)
+        eager = _rosenbrock_hvp(x, v).numpy()
+        return rows, results, eager, compiled.recordings
+
+    rows, results, eager, recordings = _in_fresh_thread(run)
+    assert recordings == 1
+    assert len(set(rows[3:])) == 1  # one replay's rows, however many calls
+    for r in results:
+        np.testing.assert_allclose(r, eager, rtol=1e-13)
+
+
+def test_tensors_a_replay_with_steps_renames_keep_their_rows_after_it_is_dropped():
+    # a compaction between two calls renames x and the constant lazily, when
+    # the replay next uses them: into the tape's numbering, never the
+    # segment's epoch that the call after drops
+    def run():
+        compiled = tape.compile(_rosenbrock_hvp)
+        rng = np.random.default_rng(10)
+        x, v = leaf(rng.uniform(-1.0, 1.0, size=32)), leaf(rng.uniform(-1.0, 1.0, size=32), False)
+        tp = tape._tape.state.tape
+        got = []
+        for k in range(9):
+            if k % 3 == 0:
+                tp.compact()
+            got.append(compiled(x, v).numpy().copy())
+        (x * v).sum().backward()
+        return got, _rosenbrock_hvp(x, v).numpy(), x.grad.numpy().copy(), v.numpy().copy()
+
+    got, eager, x_grad, v_value = _in_fresh_thread(run)
+    for r in got:
+        np.testing.assert_allclose(r, eager, rtol=1e-13)
+    np.testing.assert_array_equal(x_grad, v_value)
+
+
+_doubled_sine = tape.compile(lambda x: (x * 2.0).sin())
+
+
+class _SineOfDouble(autograd.Function):
+    """A custom Function whose forward calls a compiled function: during a
+    replay it runs as a step (Note [Python steps])."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return _doubled_sine(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return grad * 2.0 * (x * 2.0).cos()
+
+
+def test_a_compiled_function_called_by_a_step_of_a_replay_runs_eagerly():
+    # its rows would be named in the replay's segment epoch, which its own
+    # recording or replay would replace as the tape's
+    compiled = tape.compile(lambda x: (_SineOfDouble.apply(x.exp()) * x).sum())
+    for value in (0.25, 0.5, 0.75, 1.0, 1.25):
+        x = leaf(np.full(3, value))
+        tape._tape.state.tape.compact()
+        y = compiled(x)
+        y.backward()
+        e = np.exp(value)
+        np.testing.assert_allclose(y.item(), 3 * np.sin(2.0 * e) * value, rtol=1e-13)
+        np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.cos(2.0 * e) * e * value + np.sin(2.0 * e),
+                                   rtol=1e-13)
+    assert compiled.recordings == 1 and _doubled_sine.recordings == 0
