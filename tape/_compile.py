@@ -719,20 +719,29 @@ class _Outer:
         return bool(self.rg_of_row[v - self.lo]) if kind == "row" else self.outs[v]._rg
 
     def refs(self, obj):
-        """obj with each tensor in it a _Ref (tuples, lists, dicts walked)."""
-        if isinstance(obj, Tensor):
-            kind, v = source = self.tensor_source(obj)
-            if kind == "tensor":
-                self.outside.append(v)
-                source = ("constant", v) if id(v) in self.rec.static else ("tensor", weakref.ref(v))
-            return _Ref(source)
-        if type(obj) in (tuple, list):
-            return type(obj)(self.refs(v) for v in obj)
-        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-            return type(obj)(*(self.refs(v) for v in obj))
-        if type(obj) is dict:
-            return {k: self.refs(v) for k, v in obj.items()}
-        return obj
+        """obj with each tensor in it a _Ref."""
+        return _map_structure(obj, lambda v: isinstance(v, Tensor), self._ref)
+
+    def _ref(self, t):
+        kind, v = source = self.tensor_source(t)
+        if kind == "tensor":
+            self.outside.append(v)
+            source = ("constant", v) if id(v) in self.rec.static else ("tensor", weakref.ref(v))
+        return _Ref(source)
+
+
+def _map_structure(obj, is_leaf, fn):
+    """obj with fn(v) for each v in it where is_leaf(v): tuples, namedtuples,
+    lists and dicts are walked, anything else is kept."""
+    if is_leaf(obj):
+        return fn(obj)
+    if type(obj) in (tuple, list):
+        return type(obj)(_map_structure(v, is_leaf, fn) for v in obj)
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_map_structure(v, is_leaf, fn) for v in obj))
+    if type(obj) is dict:
+        return {k: _map_structure(v, is_leaf, fn) for k, v in obj.items()}
+    return obj
 
 
 class _Stale(Exception):
@@ -790,15 +799,14 @@ class _Env:
 
     def values(self, obj):
         """obj with each _Ref the tensor it names now."""
-        if type(obj) is _Ref:
-            return self.tensor(obj.source)
-        if type(obj) in (tuple, list):
-            return type(obj)(self.values(v) for v in obj)
-        if isinstance(obj, tuple) and hasattr(obj, "_fields"):
-            return type(obj)(*(self.values(v) for v in obj))
-        if type(obj) is dict:
-            return {k: self.values(v) for k, v in obj.items()}
-        return obj
+        return _map_structure(obj, _is_ref, self._named)
+
+    def _named(self, ref):
+        return self.tensor(ref.source)
+
+
+def _is_ref(v):
+    return type(v) is _Ref
 
 
 def _result_spec(obj, tensors):
@@ -1195,15 +1203,15 @@ def _replay(program, tp, args):
     ep = tp.ep
     scanned = tp.kernels_scanned == tp.n
     erows = np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64)
-    ep = tp.segment_epoch()  # Note [Dropping a dead tail] in tape/_tape.py
-    base = _run(program, tp, erows, ep)
+    seg = tp.segment_epoch()  # Note [Dropping a dead tail] in tape/_tape.py
+    base = _run(program, tp, erows, seg)
     if base < 0:
         return _FAILED
     if scanned:  # the rows adopt added need no kernels, and _ensure_kernels loaded the program's
         tp.kernels_scanned = tp.n
     # its int attributes, pushed last, go with it (its shapes are shared: Tape.push_ints)
-    tp.tail = (ep, base, tp.n, program.tensor_rows, tp.npool - program.ints.size, tp.npool)
-    return _build(program.out_spec, program, tp, ep, base, inputs, {})
+    tp.tail = (seg, base, tp.n, program.tensor_rows, tp.npool - program.ints.size, tp.npool)
+    return _build(program.out_spec, program, tp, seg, base, inputs, {})
 
 
 # Note [Reused arrays]
