@@ -1748,14 +1748,18 @@ def test_replays_in_threads_at_once_reuse_arrays_of_their_own():
         np.testing.assert_allclose(results[k][1], np.exp(np.sin(2.0 * v)) * np.cos(2.0 * v) * 2.0, rtol=1e-13)
 
 
+def _compiled_hvp_of_32(seed):
+    """A compiled _rosenbrock_hvp, its x and its constant v, and this thread's tape."""
+    rng = np.random.default_rng(seed)
+    x, v = leaf(rng.uniform(-1.0, 1.0, size=32)), leaf(rng.uniform(-1.0, 1.0, size=32), False)
+    return tape.compile(_rosenbrock_hvp), x, v, tape._tape.state.tape
+
+
 def test_a_dropped_replay_with_steps_is_taken_off_the_tape_s_end():
     # Note [Dropping a dead tail]: the eager rows of the steps, the constant's
     # (v) among them, are named in the segment's epoch and go with it
     def run():
-        compiled = tape.compile(_rosenbrock_hvp)
-        rng = np.random.default_rng(9)
-        x, v = leaf(rng.uniform(-1.0, 1.0, size=32)), leaf(rng.uniform(-1.0, 1.0, size=32), False)
-        tp = tape._tape.state.tape
+        compiled, x, v, tp = _compiled_hvp_of_32(9)
         rows, results = [], []
         for _ in range(8):
             results.append(compiled(x, v).numpy().copy())
@@ -1775,10 +1779,7 @@ def test_tensors_a_replay_with_steps_renames_keep_their_rows_after_it_is_dropped
     # the replay next uses them: into the tape's numbering, never the
     # segment's epoch that the call after drops
     def run():
-        compiled = tape.compile(_rosenbrock_hvp)
-        rng = np.random.default_rng(10)
-        x, v = leaf(rng.uniform(-1.0, 1.0, size=32)), leaf(rng.uniform(-1.0, 1.0, size=32), False)
-        tp = tape._tape.state.tape
+        compiled, x, v, tp = _compiled_hvp_of_32(10)
         got = []
         for k in range(9):
             if k % 3 == 0:
