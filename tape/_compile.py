@@ -60,8 +60,9 @@ __all__ = ["compile", "CompiledFunction"]
 # right after the row that produced it; a failed guard takes its rows back
 # and the next recording for the key is tried, then a new one is made (at
 # most `cache_size` per key, the least recently used dropped). The rows of
-# the last replay, once nothing can reach them, are dropped from the tape's
-# end by the next one (Note [Dropping a dead tail] in tape/_tape.py); the
+# the last replay, its Python steps' too, once nothing can reach them, are
+# dropped from the tape's end by the next one (Note [Dropping a dead tail] in
+# tape/_tape.py); the
 # first replay of a recording compacts the tape, whose recorded rows would
 # otherwise stay below every later replay.
 #
