@@ -99,9 +99,10 @@ def _rebind(t, res):
         # as the contiguous copy that the row points to; replacing that copy
         # left the row reading freed memory
         tp.keep.setdefault(r, res._value)
-    t._ep, t._row, t._rg = tp.ep, r, True
+    ep = tp.epoch_of(r)
+    t._ep, t._row, t._rg = ep, r, True
     if t._vc is not None:
-        t._vc.add_row(tp.ep, r)
+        t._vc.add_row(ep, r)
     if retains:
         t.retain_grad()
 
@@ -136,7 +137,7 @@ def _on_original(t, compute, args):
             if copy.ndim:
                 tp.m_ptr[r] = id(copy) + DATA_FIELD
     original = new_tensor(copy, True)
-    original._ep, original._row = tp.ep, r
+    original._ep, original._row = tp.epoch_of(r), r
     ep, first = tp.ep, tp.n
     res = compute(original, *args)
     _write(t, res)
@@ -250,7 +251,7 @@ def _rebase_sharers(vc, rebound):
         if v._view_of is None and v._rg and not v.is_leaf:
             tp, r = where(v)
             tp.reread(r, v._value)
-            vc.add_row(tp.ep, r)
+            vc.add_row(tp.epoch_of(r), r)
     for v in live:
         base = v._view_of
         if base is not None and base._rg and type(v._ep) is not StaleView:

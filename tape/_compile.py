@@ -1047,6 +1047,7 @@ def _replay_steps(program, tp, args):
     seg = tp.ep = tp.segment_epoch()
     tp.ep_ref = weakref.ref(seg)
     lo, pool_lo, tensor_rows = tp.n, tp.npool, tp.tensor_rows
+    tp.ep_from = lo  # older rows are named in the numbering's epoch (Tape.epoch_of)
     tp.sweeping += 1  # so that rows keep their numbers
     try:
         for part, done in zip(program.parts, program.done):
@@ -1056,13 +1057,13 @@ def _replay_steps(program, tp, args):
                 env.forget(done)
         else:
             result = env.values(program.out_spec)
-            tp.tail = (seg, lo, tp.n, tp.tensor_rows - tensor_rows, pool_lo, tp.npool)
+            tp.tail = (seg, lo, tp.n, tp.tensor_rows - tensor_rows, pool_lo, tp.npool, True)
             return result
     except _Stale:
         pass
     finally:
         tp.sweeping -= 1
-        tp.ep, tp.ep_ref = main, main_ref
+        tp.ep, tp.ep_ref, tp.ep_from = main, main_ref, 0
     if drawn is not None:
         _factories._rng[0] = generator
         generator.bit_generator.state = drawn
@@ -1211,7 +1212,7 @@ def _replay(program, tp, args):
     if scanned:  # the rows adopt added need no kernels, and _ensure_kernels loaded the program's
         tp.kernels_scanned = tp.n
     # its int attributes, pushed last, go with it (its shapes are shared: Tape.push_ints)
-    tp.tail = (seg, base, tp.n, program.tensor_rows, tp.npool - program.ints.size, tp.npool)
+    tp.tail = (seg, base, tp.n, program.tensor_rows, tp.npool - program.ints.size, tp.npool, False)
     return _build(program.out_spec, program, tp, seg, base, inputs, {})
 
 

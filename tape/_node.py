@@ -279,7 +279,7 @@ def node_for(tp, r):
     if node is None:
         cls = node_type(tp, r)
         node = cls.__new__(cls)
-        node._ep, node._row = tp.ep, r
+        node._ep, node._row = tp.epoch_of(r), r
         tp.nodes.add(node)
         tp.node_of[r] = node
     return node

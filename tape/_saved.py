@@ -333,7 +333,7 @@ def row_tensor(tp, r):
         raise RuntimeError("Trying to backward through the graph a second time (or directly access "
                            "saved tensors after they have already been freed).")
     t = new_tensor(value, bool(tp.flags[r] & RG))
-    t._ep, t._row = tp.ep, r
+    t._ep, t._row = tp.epoch_of(r), r
     return t
 
 

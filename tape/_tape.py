@@ -320,6 +320,7 @@ class Tape:
         # moves when next used: `ep` itself, but while a replay with Python
         # steps names its rows in a segment's epoch (Note [Dropping a dead tail])
         self.numbering = self.ep
+        self.ep_from = 0  # the first row `ep` names, where it is not the numbering's (epoch_of)
         # names the current epoch without keeping it alive (Tensor._const_row):
         # each live old epoch is remapped at every compaction
         self.ep_ref = weakref.ref(self.ep)
@@ -574,7 +575,7 @@ class Tape:
         if entry is not None and type(entry[2]) is _GraphInput and entry[2].row() == r:
             return current_row(entry[0], entry[1])[1]
         token = _GraphInput(t)
-        token._ep, token._row = home.ep, r
+        token._ep, token._row = home.epoch_of(r), r
         home.nodes.add(token)
         q = self.append(LEAF, t._value, token)
         if type(t._value) is not float:
@@ -710,6 +711,12 @@ class Tape:
         # graph kept a dead value until the next backward (W10: +8 MB)
         self.last_inputs = tuple(int(newidx[r]) if r >= 0 else -1 for r in self.last_inputs)
 
+    def epoch_of(self, r):
+        """The epoch to name row r in: `ep` for a row appended since it began
+        naming rows, the numbering's for an older one, which a replay with
+        Python steps does not drop with its own (Note [Dropping a dead tail])."""
+        return self.ep if r >= self.ep_from else self.numbering
+
     def segment_epoch(self):
         """The epoch that names the rows a replay is about to append (Note
         [Dropping a dead tail])."""
@@ -724,7 +731,7 @@ class Tape:
         """Move the tape's end back over the last replayed segment when
         nothing can reach its rows any more (Note [Dropping a dead tail])."""
         tail, self.tail = self.tail, None
-        seg, lo, hi, tensor_rows, pool_lo, pool_hi = tail
+        seg, lo, hi, tensor_rows, pool_lo, pool_hi, steps = tail
         if self.n != hi or seg.remap is not None or self.sweeping or self.swept_across or self.graph_tasks:
             return
         owned = _sweep.owned_rows(lo, hi, self.flags, self.work[2])
@@ -746,6 +753,8 @@ class Tape:
         with self.lock:
             self.held_bytes -= _sweep.clear_segment(lo, hi, self.a1, self.c, self.p, self.flags, self.ndim, self.nuse, self.numel,
                                  self.shp, self.ptr, self.ia, self.ian)
+            if steps:  # eager rows write columns a native replay leaves alone (dt, oi, nx, xs, fresh_from)
+                self.clear_rows(lo, hi)
             del owners[lo:]
             self.n = lo
             seg.remap = self.dropped  # every name of its rows is of a dropped row

@@ -617,7 +617,7 @@ class Tensor:
             # (autograd.grad(y, x) after x.detach().add_(1)): it is x's too.
             # A training loop's p.data -= ... leaves a row a step: the rows
             # that compaction dropped are pruned as the list doubles
-            rows = [*self._left_rows, (tp.ep, r)]
+            rows = [*self._left_rows, (tp.epoch_of(r), r)]
             if len(rows) >= self._left_rows_prune_at:
                 rows = self._live_left_rows()
                 self._left_rows_prune_at = 2 * len(rows) + 64

@@ -1826,3 +1826,108 @@ def test_a_compiled_function_called_by_a_step_of_a_replay_runs_eagerly():
         np.testing.assert_allclose(x.grad.numpy(), 2.0 * np.cos(2.0 * e) * e * value + np.sin(2.0 * e),
                                    rtol=1e-13)
     assert compiled.recordings == 1 and _doubled_sine.recordings == 0
+
+
+# what a dropped replay's steps leave: eager rows write columns a native
+# replay never does (dt, nx, oi), and name rows below the replay's own
+
+def _through_float32(x):
+    return (x.float() * 3.0).sum().double()
+
+
+def _through_one_input_cat(x):
+    return (tape.cat([x * 5.0]) * 2.0).sum()
+
+
+def _through_unbind(x):
+    a, b = x.unbind(0)
+    return (a * b).sum()
+
+
+def _graph_of(t):
+    """The grad_fn graph behind t, as names and edges, breadth first."""
+    seen, order, edges = {}, [t.grad_fn], []
+    for node in order:
+        for child, _ in node.next_functions:
+            if child is not None and child not in seen:
+                seen[child] = len(order)
+                order.append(child)
+            edges.append((type(node).__name__, None if child is None else type(child).__name__))
+    return edges
+
+
+def _eager_after(x, b):
+    """What runs on the row numbers a dropped replay left: values, the graph
+    and gradients to second order."""
+    y = x * b
+    z = ((y * y).exp() * 0.5).sin() * b
+    gx, gb = autograd.grad(z.sum(), (x, b), create_graph=True)
+    (h,) = autograd.grad((gx * gb).sum(), b)
+    return _graph_of(z), gx.detach().numpy(), gb.detach().numpy(), h.numpy()
+
+
+@pytest.mark.parametrize("steps_fn", [_through_float32, _through_one_input_cat, _through_unbind],
+                         ids=["float32", "cat", "unbind"])
+@pytest.mark.parametrize("after", ["replay", "eager"])
+def test_rows_a_dropped_replay_with_steps_leaves_take_their_defaults_again(steps_fn, after):
+    # the next call (a native replay) drops the last one and appends its own
+    # rows, or eager ops do, on the steps' row numbers
+    def squares(x):
+        y = x * 2.0
+        return ((y * y).exp() * 0.5).sum()
+
+    v = np.linspace(0.1, 0.6, 6).reshape(2, 3)
+
+    def run():
+        dropping, native, tiny = tape.compile(steps_fn), tape.compile(squares), tape.compile(lambda x: x * 2.0)
+        x, b = leaf(v), leaf(np.full((2, 3), 0.5))
+        b * 1.0  # b's row comes first, so that x * b lands on the steps' second row
+        for _ in range(3):  # records and replays once: no compaction later
+            native(x)
+            tiny(x)
+        for _ in range(4):
+            dropping(x).backward()
+        x.grad = None
+        if after == "replay":
+            native(x).backward()
+            return x.grad.numpy()
+        tiny(x)  # drops the tail and appends one row: the eager ops' land on the steps' numbers
+        return _eager_after(x, b)
+
+    if after == "replay":
+        np.testing.assert_allclose(_in_fresh_thread(run), np.exp(4 * v * v) * 4 * v, rtol=1e-13)
+        return
+    graph, *grads = _in_fresh_thread(run)
+    expected_graph, *expected = _in_fresh_thread(lambda: _eager_after(leaf(v), leaf(np.full((2, 3), 0.5))))
+    assert graph == expected_graph
+    for g, e in zip(grads, expected):
+        np.testing.assert_allclose(g, e, rtol=1e-13)
+
+
+@pytest.mark.parametrize("change", ["detached", "no_grad"])
+def test_a_leaf_a_step_changes_in_place_still_reaches_the_graphs_before(change):
+    # the leaf's old row, below the replay's, is named in the tape's
+    # numbering (Tape.epoch_of), not in the replay's epoch the next call drops
+    def run():
+        w = leaf(np.array([1.0, 2.0, 3.0]))
+
+        def body(x):
+            if change == "detached":
+                w.detach().mul_(1.0)
+            else:
+                with tape.no_grad():
+                    w.mul_(1.0)
+            return (x * 2.0).sum()
+
+        compiled = tape.compile(body)
+        x = leaf(np.ones(2))
+        for _ in range(4):
+            compiled(x).backward()
+        y = (w * 3.0).sum()
+        compiled(x).backward()
+        compiled(x).backward()
+        return autograd.grad(y, w)[0].numpy(), compiled.recordings
+
+    grad, recordings = _in_fresh_thread(run)
+    np.testing.assert_array_equal(grad, [3.0, 3.0, 3.0])
+    assert recordings == 1

@@ -116,7 +116,7 @@ class _SavedOutput:
         tp, r = current_row(self.ep, self.row)
         t = new_tensor(self.value, r >= 0)
         if r >= 0:
-            t._ep, t._row = tp.ep, r
+            t._ep, t._row = tp.epoch_of(r), r
         if self.vc.n != self.version:
             t._vc = self.vc
             raise _modified(t, self.index, self.name, self.version)
