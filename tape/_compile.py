@@ -925,8 +925,12 @@ class _Steps:
             segment._store((segment.pslot < 0) | np.isin(segment.rows_off + lo, list(outer.read_rows)))
         for segment in self.segments:  # Note [Early release] in tape/_record.py, once a segment is done
             arrays = np.array(segment.array_rows, np.int64)
-            unread = [r not in outer.read_rows for r in (segment.rows_off[arrays] + lo).tolist()]
+            rows = (segment.rows_off[arrays] + lo).tolist()
+            unread = [r not in outer.read_rows for r in rows]
             segment.unread = arrays[np.array(unread, np.bool_)] if arrays.size else arrays
+            # the others' tensors are held from the segment on: a step between
+            # (a backward's release) would otherwise drop a value a later one reads
+            segment.read_later = [("row", r) for r, dropped in zip(rows, unread) if not dropped]
         # the step results and rows' tensors that each part is the last to read (or, for a result no part
         # reads, makes): a replay drops them once it is done, so that their values can go (Note [Early release])
         last = {}
@@ -1084,6 +1088,8 @@ def _run_segment(segment, tp, env):
     rowmap[segment.rows_off] = base + segment.local
     if segment.unread.size:
         tp.release((base + segment.unread).tolist())
+    for source in segment.read_later:
+        env.tensor(source)
     return True
 
 
