@@ -133,7 +133,9 @@ def _reduce(x, dim, keepdim, dtype, ops_all, ops_dim, mean):
     value = wrap_value(value)
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
-    p = 1.0 / count if mean and count else 1.0
+    # the mean of no elements is nan, as the value above: a replay's native
+    # forward scales the sum (0.0) by p (its backward has no element to scale)
+    p = (1.0 / count if count else math.nan) if mean else 1.0
     if dims is None:
         return record(ops_all, value, (x,), p=p, ints=kshape)
     return keep_arguments(record(ops_dim, value, (x,), p=p, ints=kshape), dim=int_list(dim), keepdim=keepdim)

@@ -1946,3 +1946,15 @@ def test_a_value_a_later_step_reads_outlives_a_grad_step_between():
     for lo in (-1.0, -0.5, 0.0, 0.5):  # records, records capturing the steps, replays
         check(compiled, _slice_after_a_grad, lambda: [leaf(np.linspace(lo, lo + 1.0, 6)), leaf(np.linspace(0.5, 1.5, 6))])
     assert compiled.recordings == 1
+
+
+@pytest.mark.parametrize("shape, dim", [((0,), None), ((2, 0), 1), ((0, 3), 0)])
+def test_the_mean_of_no_elements_is_nan_in_a_replay(shape, dim):
+    fn = (lambda a: a.mean().sigmoid()) if dim is None else (lambda a: a.mean(dim=dim).sigmoid())
+    compiled = tape.compile(fn)
+    for _ in range(3):
+        a = leaf(np.zeros(shape))
+        out = compiled(a)
+        assert np.isnan(out.detach().numpy()).all() and out.shape == fn(leaf(np.zeros(shape))).shape
+        out.sum().backward()
+        assert a.grad.shape == shape
