@@ -176,11 +176,14 @@ class _Call:
     recording captures (Note [Python steps]): fn(*args, **kwargs) gave `out`
     and appended rows n0..n1-1 under grad mode `grad`; `changed` when it also
     drew random numbers, ran a backward, retained a gradient or changed a
-    tensor in place."""
-    __slots__ = ("fn", "args", "kwargs", "out", "n0", "n1", "changed", "grad")
+    tensor in place. `out_rows`: (tape, row) of each tensor of `out` as the
+    call returned it, the row the parts after it read (a later in-place op
+    on a view's base moves the view to a new row)."""
+    __slots__ = ("fn", "args", "kwargs", "out", "out_rows", "n0", "n1", "changed", "grad")
 
     def __init__(self, fn, args, kwargs, out, n0, n1, changed, grad):
         self.fn, self.args, self.kwargs, self.out = fn, args, kwargs, out
+        self.out_rows = [where(t) for t in _tensors_in(out)]
         self.n0, self.n1, self.changed, self.grad = n0, n1, changed, grad
 
 
@@ -858,8 +861,7 @@ class _Step:
         self.spec = _result_spec(call.out, tensors)
         self.first = len(outer.outs)
         self.out_meta = []  # shape, dtype and requires_grad of each tensor of the result, and its row - lo or -1
-        for t in tensors:
-            t_tp, r = where(t)
+        for t, (t_tp, r) in zip(tensors, call.out_rows):
             own = t_tp is tp and call.n0 <= r < call.n1 and tp.op[r] > CONST
             self.out_meta.append((t.shape, t.dtype, t._rg, r - lo if own else -1))
             outer.out_of[id(t)] = len(outer.outs)
@@ -1082,6 +1084,11 @@ def _run_segment(segment, tp, env):
     ep, rowmap, lo = tp.ep, env.rowmap, env.lo
     erows = np.array([int(rowmap[t - lo]) if kind == "row" else t._row if t._ep is ep else tp.adopt(t)
                       for (kind, _), t in zip(segment.sources, inputs)], np.int64)
+    if ((tp.ndim[erows] > 0) & (tp.ptr[erows] == 0)).any():
+        # a value released while a later part still reads it (a step that
+        # moved a tensor to a new row once did so): fail as a guard does,
+        # never read it natively at address 0
+        return False
     base = _run(segment, tp, erows, ep)
     if base < 0:
         return False
