@@ -346,18 +346,28 @@ def _minimum_scalar(x, y):
     return (x if x <= y or x != x else y) * 1.0
 
 
+# x on a tie, as PyTorch gives it: maximum(-0.0, 0.0) is -0.0, where NumPy's
+# maximum gives the second operand
+def _maximum_array(x, y):
+    return np.where((x >= y) | (x != x), x, y)
+
+
+def _minimum_array(x, y):
+    return np.where((x <= y) | (x != x), x, y)
+
+
 # PyTorch's gradient: all of g to the larger input, to both where one is nan,
 # half to each on a tie (inf == inf too); `within` is a constant mask, as
 # PyTorch's where() on one is. within(x, -inf, y) is x <= y, within(x, y, y) x == y
 maximum = _binary("maximum", "MaximumBackward0",
                   ("1 - within(x, -1e309, y) + 0.5 * within(x, y, y)",
                    "1 - within(y, -1e309, x) + 0.5 * within(y, x, x)"),
-                  _maximum_scalar, np.maximum)
+                  _maximum_scalar, _maximum_array)
 declare(maximum, signature=_BINARY, operands=2, batch=elementwise)
 minimum = _binary("minimum", "MinimumBackward0",
                   ("1 - within(x, y, 1e309) + 0.5 * within(x, y, y)",
                    "1 - within(y, x, 1e309) + 0.5 * within(y, x, x)"),
-                  _minimum_scalar, np.minimum)
+                  _minimum_scalar, _minimum_array)
 declare(minimum, signature=_BINARY, operands=2, batch=elementwise)
 # PyTorch takes 1 / (x^2 + y^2) to be 0 where it is inf: the gradient at the
 # origin (or where the squares underflow) is 0, not nan

@@ -262,3 +262,13 @@ def test_log_softmax_of_a_row_holding_inf_warns_nothing():
     out = tape.log_softmax(x, dim=1)
 
     assert str(out.tolist()) == "[[-inf, nan, -inf]]"
+
+
+def test_maximum_and_minimum_give_the_first_operand_on_a_tie_of_signed_zeros():
+    # PyTorch 2.13: torch.maximum(tensor([-0.0, 0.0]), tensor([0.0, -0.0])) is
+    # tensor([-0., 0.]), and so is torch.minimum; NumPy's give the second
+    a, b = tape.tensor([-0.0, 0.0, np.nan, 1.0]), tape.tensor([0.0, -0.0, 1.0, np.nan])
+    for op in (tape.maximum, tape.minimum):
+        out = op(a, b).numpy()
+        assert np.signbit(out[:2]).tolist() == [True, False]
+        assert np.isnan(out[2:]).all()
