@@ -315,15 +315,8 @@ class Tape:
         self.lock = threading.RLock()
         self.graph_inputs = set()  # rows standing for another thread's rows (Note [Graphs across threads])
         self.swept_across = False  # while another thread's backward sweeps this tape
-        self.ep = Epoch(self)  # the epoch that names the rows appended now
-        # the epoch of the current numbering, to which a name of an old epoch
-        # moves when next used: `ep` itself, but while a replay with Python
-        # steps names its rows in a segment's epoch (Note [Dropping a dead tail])
-        self.numbering = self.ep
         self.ep_from = 0  # the first row `ep` names, where it is not the numbering's (epoch_of)
-        # names the current epoch without keeping it alive (Tensor._const_row):
-        # each live old epoch is remapped at every compaction
-        self.ep_ref = weakref.ref(self.ep)
+        self._start_epoch()
         self.old_epochs = []
         self.pool = np.zeros(1 << 12, np.int64)
         self.npool = 0
@@ -787,8 +780,17 @@ class Tape:
         old.remap = np.arange(self.n, dtype=np.int64)
         self.old_epochs.append(weakref.ref(old))
         self.tail = None  # the old epoch names the tail's rows: they stay
+        self._start_epoch()
+
+    def _start_epoch(self):
+        """A new epoch of the current numbering, which names the rows appended now."""
         self.ep = Epoch(self)
+        # the epoch to which a name of an old epoch moves when next used:
+        # `ep` itself, but while a replay with Python steps names its rows in
+        # a segment's epoch (Note [Dropping a dead tail])
         self.numbering = self.ep
+        # names the current epoch without keeping it alive (Tensor._const_row):
+        # each live old epoch is remapped at every compaction
         self.ep_ref = weakref.ref(self.ep)
 
     def _with_nodes(self, kept):
@@ -823,9 +825,7 @@ class Tape:
                 ep.remap = np.where(m >= 0, newidx[np.maximum(m, 0)], -1)
                 alive.append(ep)
         self.old_epochs = [weakref.ref(ep) for ep in alive]
-        self.ep = Epoch(self)
-        self.numbering = self.ep
-        self.ep_ref = weakref.ref(self.ep)
+        self._start_epoch()
 
     def release(self, rows):
         """Drop the values of `rows` (row numbers) whose Tensors are dead and
