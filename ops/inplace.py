@@ -730,8 +730,8 @@ def setitem(t, key, value):
         return
     _check_overlap(t)
     if not recording and isinstance(t._value, np.ndarray) and t._vc is None and not t._rg:
+        t.bump_version()  # first: a replay's undo log keeps the value before the write
         t._value[key] = value._array() if isinstance(value, Tensor) else value
-        t.bump_version()
         return
     where_ = _region(t.shape, key, opdef)
     indices = () if isinstance(where_, tuple) else advanced_indexing_arguments(t.shape, _index_key(given))["indices"]

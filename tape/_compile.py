@@ -27,7 +27,7 @@ __all__ = ["compile", "CompiledFunction"]
 # Note [Compiled replay]
 # ~~~~~~~~~~~~~~~~~~~~~~
 # A call of a compiled function looks up a recording by its guard key: the
-# shape, dtype and requires_grad of every tensor argument, the other
+# shape, strides, dtype and requires_grad of every tensor argument, the other
 # arguments' values, grad mode and the default dtype. A recording is an
 # eager call of fn that also notes
 #   - the rows it appended: its program;
@@ -41,7 +41,7 @@ __all__ = ["compile", "CompiledFunction"]
 #     comparison of 0-d tensors (if y > 0) is guarded by the comparison
 #     (ops.comparison reports it), not by y's exact value.
 # Outside tensors are held weakly. A replay checks that each is alive, held
-# by something other than its tape, of its recorded shape, dtype and
+# by something other than its tape, of its recorded shape, strides, dtype and
 # requires_grad, and that the dicts, lists and closure cells that held it at
 # the recording (found with gc.get_referrers, once) still do: a parameter
 # rebound through a global, an attribute or a container records again.
@@ -108,7 +108,7 @@ class _Recorder:
         self.made = {}  # id -> tensor made while recording (new_tensor), kept alive
         self.compared = {}  # id of a comparison's result -> (its op's name, its operands)
         self.static = set()  # ids of those made by a factory from Python data
-        self.wrote = 0  # how many times fn changed a tensor in place
+        self.written = []  # the tensors fn changed in place, once per change
 
     def adopted(self, t, r):
         self.entered.setdefault(r, t)
@@ -141,10 +141,16 @@ def _compared(result, name, x, y):
 
 
 def _wrote(t):
-    """An in-place change's report (Tensor.bump_version)."""
+    """An in-place change's report (Tensor.bump_version), before the change:
+    to the calling thread's recording, or to the undo log of its replay
+    (Note [Side effects of a replay])."""
     rec = state.tape.recorder
     if rec is not None:
-        rec.wrote += 1
+        rec.written.append(t)
+    log = _undo.log
+    if log is not None:
+        v = t._value
+        log.append((t, v if type(v) is float else v.copy(), t._version))
 
 
 def note_read(t, kind, outcome):
@@ -167,8 +173,36 @@ def _install(on):
         _tensor.made_hooks[:] = [_made] if running else []
         _tensor.read_hooks[:] = [note_read] if running else []
         _tensor.compared_hooks[:] = [_compared] if running else []
-        _tensor.written_hooks[:] = [_wrote] if running else []
+        _tensor.written_hooks[:] = [_wrote] if running or _undoing[0] else []
         _factories.static_hooks[:] = [_made_static] if running else []
+
+
+class _UndoLog(threading.local):
+    log = None  # (tensor, value, version) before each in-place change of this thread's replay, or None
+
+
+_undo = _UndoLog()
+_undoing = [0]  # replays keeping an undo log, in all threads
+
+
+def _keep_undo_log(on):
+    """Start (or end) the calling thread's undo log of in-place changes."""
+    _undo.log = [] if on else None
+    with _hooks_lock:
+        _undoing[0] += 1 if on else -1
+        _tensor.written_hooks[:] = [_wrote] if _recordings_running[0] > 0 or _undoing[0] else []
+
+
+def _undo_changes(log):
+    """Set the tensors an abandoned replay changed in place back to their
+    values and versions before it, the last change first."""
+    for t, value, version in reversed(log):
+        if type(value) is float or type(t._value) is float:
+            t._value = value
+        else:
+            np.copyto(t._value, value)
+        if t._vc is not None:
+            t._vc.n = version
 
 
 class _Call:
@@ -176,15 +210,20 @@ class _Call:
     recording captures (Note [Python steps]): fn(*args, **kwargs) gave `out`
     and appended rows n0..n1-1 under grad mode `grad`; `changed` when it also
     drew random numbers, ran a backward, retained a gradient or changed a
-    tensor in place. `out_rows`: (tape, row) of each tensor of `out` as the
-    call returned it, the row the parts after it read (a later in-place op
-    on a view's base moves the view to a new row)."""
-    __slots__ = ("fn", "args", "kwargs", "out", "out_rows", "n0", "n1", "changed", "grad")
+    tensor in place; `wrote` when it changed one, `graph` when it ran a
+    backward, retained a gradient or changed a tensor that requires grad
+    after it (Note [Side effects of a replay]). `out_rows`: (tape, row) of
+    each tensor of `out` as the call returned it, the row the parts after it
+    read (a later in-place op on a view's base moves the view to a new row)."""
+    __slots__ = ("fn", "args", "kwargs", "out", "out_rows", "n0", "n1", "changed", "wrote", "graph", "grad")
 
-    def __init__(self, fn, args, kwargs, out, n0, n1, changed, grad):
+    def __init__(self, fn, args, kwargs, out, n0, n1, before, after, written, grad):
         self.fn, self.args, self.kwargs, self.out = fn, args, kwargs, out
         self.out_rows = [where(t) for t in _tensors_in(out)]
-        self.n0, self.n1, self.changed, self.grad = n0, n1, changed, grad
+        self.n0, self.n1, self.grad = n0, n1, grad
+        self.wrote = bool(written)
+        self.changed = self.wrote or after != before
+        self.graph = after[:2] != before[:2] or any(t._rg for t in written)
 
 
 def _events(tp):
@@ -200,14 +239,14 @@ def _captured(fn):
         rec = tp.recorder
         if rec is None or rec.calls is None or rec.depth:
             return fn(*args, **kwargs)
-        before, wrote = _events(tp), rec.wrote
+        before, wrote = _events(tp), len(rec.written)
         n0 = tp.n
         rec.depth = 1
         try:
             out = fn(*args, **kwargs)
         finally:
             rec.depth = 0
-        rec.calls.append(_Call(fn, args, kwargs, out, n0, tp.n, _events(tp) != before or rec.wrote != wrote,
+        rec.calls.append(_Call(fn, args, kwargs, out, n0, tp.n, before, _events(tp), rec.written[wrote:],
                                tp.grad_enabled))
         return out
 
@@ -379,8 +418,9 @@ class _Program:
         # reference (a tensor the caller dropped, a global rebound, records again), or a constant fn made
         self.sources = [(kind, v) if kind != "tensor" else ("constant", v) if id(v) in rec.static
                         else ("tensor", weakref.ref(v)) for kind, v in self.inputs]
-        # the outside tensors' shapes, dtypes and flags, which the guard key does not hold
-        self.input_meta = [(j, v.shape, v.dtype, v._rg) for j, (kind, v) in enumerate(self.inputs) if kind == "tensor"]
+        # the outside tensors' shapes, strides, dtypes and flags, which the guard key does not hold
+        self.input_meta = [(j, v.shape, v.stride(), v.dtype, v._rg) for j, (kind, v) in enumerate(self.inputs)
+                           if kind == "tensor"]
         self.all_arguments = (operator.itemgetter(*(v for _, v in self.sources))
                               if self.sources and all(kind == "arg" for kind, _ in self.sources) else None)
         self.inputs = self.outer = None  # the recording's tensors are not kept
@@ -669,6 +709,27 @@ def _spec(obj):
 #     once the last part that reads them is (W7's slices).
 # Under no_grad a step would append no rows: such a recording runs eagerly.
 
+# Note [Side effects of a replay]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# A replay that fails after a step has run is followed by another replay or
+# a recording, which runs fn again: what the step changed besides its rows
+# must then be as before it, or eager mode's one call would have changed it
+# twice (buf.add_(1), then a branch that goes the other way).
+#   - Random numbers: the generator is set back (Note [Python steps]).
+#   - In-place changes: a replay whose steps change tensors in place keeps
+#     an undo log, the value and version of each tensor before each change
+#     (Tensor.bump_version reports it first), and sets them back. That is
+#     all there is to undo for a tensor that needs no gradient (a buffer, a
+#     running statistic), whose rows are constants.
+#   - A backward, a retained gradient or an in-place change of a tensor that
+#     requires grad also changes gradients and graphs, which no log undoes:
+#     a recording where one comes before a value read (the guard that may
+#     fail) runs eagerly. Other guards hold for the key.
+# Under no_grad the first call of a key is an eager call, and the recording
+# with grad mode on is made only if that call changed nothing but its
+# result: recorded first, the changes would happen twice, under grad mode
+# once (buf.add_(w) would give buf a gradient).
+
 
 class _Ref:
     """A tensor in a step's arguments or fn's result: where a replay finds it."""
@@ -896,7 +957,7 @@ class _Steps:
     """A recording replayed as native segments (_Program) and Python steps
     (_Step) in turn (Note [Python steps])."""
 
-    def __init__(self, tp, rec, lo, hi, result, arg_rg, grad_enabled, steps, native):
+    def __init__(self, tp, rec, lo, hi, result, arg_rg, grad_enabled, steps, native, roots):
         outer = _Outer(tp, rec, lo, hi, native)
         self.lo, self.size = lo, hi - lo
         calls = rec.calls
@@ -921,7 +982,14 @@ class _Steps:
         self.out_spec = outer.refs(result)
         self.nouts = len(outer.outs)
         self.draws = any(c.changed for c in steps)
+        self.writes = any(c.wrote for c in steps)  # Note [Side effects of a replay]
+        graph = [k for k, c in enumerate(calls) if c.graph]
+        if graph and any(k > graph[0] and not depth for k, depth in rec.read_at):
+            raise _Unsupported("it runs a backward, retains a gradient or changes a tensor that requires grad in "
+                               "place before it reads a value, and a replay could not undo that where the value "
+                               "differs")
         self.holders = _holders(outer.outside, (tp.owners, rec.entered, rec.made, outer.outside))
+        self.reached = _reached(roots, outer.outside)
         self.segments = [p for p in self.parts if type(p) is _Program]
         for segment in self.segments:  # a fused row that a later part reads is stored
             segment._store((segment.pslot < 0) | np.isin(segment.rows_off + lo, list(outer.read_rows)))
@@ -1040,11 +1108,16 @@ def _replay_steps(program, tp, args):
     for holder, key, ref in program.holders:
         if not _still_held(holder, key, ref):
             return _FAILED
+    if program.reached and not _still_reached(program.reached):
+        return _FAILED
     if tp.tail is not None:
         tp.drop_dead_tail()
     env = _Env(tp, args, program)
     generator = _factories._rng[0]
     drawn = generator.bit_generator.state if program.draws else None
+    if program.writes:
+        _keep_undo_log(True)
+    log = _undo.log
     tp.reserve(program.size + 3)  # compacting now, if due: no compaction runs until the replay is done
     # every row and tensor of the replay is named in an epoch of its own, so
     # that the next replay may drop them all (Note [Dropping a dead tail]);
@@ -1070,6 +1143,10 @@ def _replay_steps(program, tp, args):
     finally:
         tp.sweeping -= 1
         tp.ep, tp.ep_ref, tp.ep_from = main, main_ref, 0
+        if program.writes:
+            _keep_undo_log(False)
+    if log:
+        _undo_changes(log)
     if drawn is not None:
         _factories._rng[0] = generator
         generator.bit_generator.state = drawn
@@ -1188,9 +1265,9 @@ def _inputs_now(program, args, outs=None):
             if t is None or kind == "tensor" and _held_by_tape_alone(t):
                 return None
             tensors.append(t)
-    for j, shape, dtype, rg in program.input_meta:
+    for j, shape, strides, dtype, rg in program.input_meta:
         t = tensors[j]
-        if t._rg != rg or t.shape != shape or t.dtype != dtype:
+        if t._rg != rg or t.shape != shape or t.stride() != strides or t.dtype != dtype:
             return None
     for j, kind, outcome in program.input_guards:
         if not _holds(kind, _observe(tensors[j], kind), outcome):
@@ -1198,6 +1275,8 @@ def _inputs_now(program, args, outs=None):
     for holder, key, ref in program.holders:
         if not _still_held(holder, key, ref):
             return None
+    if program.reached and not _still_reached(program.reached):
+        return None
     return tensors
 
 
@@ -1348,7 +1427,8 @@ def _flatten(obj, tensors, key):
     if kind is Tensor:
         value = obj._value
         tensors.append(obj)
-        key.append(_SCALAR_KEYS[obj._rg] if type(value) is float else (Tensor, value.shape, value.dtype, obj._rg))
+        key.append(_SCALAR_KEYS[obj._rg] if type(value) is float
+                   else (Tensor, value.shape, value.strides, value.dtype, obj._rg))
     elif isinstance(obj, Tensor):  # a BatchedTensor (vmap over fn): fn runs as it is
         raise _Eager
     elif kind is tuple or kind is list:
@@ -1357,7 +1437,8 @@ def _flatten(obj, tensors, key):
             if type(v) is Tensor:  # inline: a list of tensors is common
                 value = v._value
                 tensors.append(v)
-                key.append(_SCALAR_KEYS[v._rg] if type(value) is float else (Tensor, value.shape, value.dtype, v._rg))
+                key.append(_SCALAR_KEYS[v._rg] if type(value) is float
+                           else (Tensor, value.shape, value.strides, value.dtype, v._rg))
             else:
                 _flatten(v, tensors, key)
     elif kind is dict:
@@ -1466,6 +1547,14 @@ class CompiledFunction:
         too, for Python steps (Note [Python steps]); `counted` when it
         completes the recording before, which found it needs them."""
         grad_enabled = tp.grad_enabled
+        if not grad_enabled:
+            # the call under no_grad is an eager one, then a recording with grad mode on for the next calls, if
+            # the eager call changed nothing but its result (Note [Side effects of a replay])
+            eager, changed = self._eager_call(tp, args, kwargs)
+            if changed:
+                self._store(key, _Recording(None, _CHANGES_UNDER_NO_GRAD))
+                self._warn(_CHANGES_UNDER_NO_GRAD)
+                return eager
         arg_rg = [grad_enabled and t._rg for t in tensors]
         slots = {}
         for k, t in enumerate(tensors):
@@ -1486,11 +1575,12 @@ class CompiledFunction:
         except Exception as e:
             if grad_enabled:
                 raise  # what the eager call raises
-            # recorded with grad mode on, fn may refuse what it does under no_grad (an in-place op on a
-            # leaf): the call is an eager one, and so are this key's next ones
+            # recorded with grad mode on, fn may refuse what it does under no_grad: this key's next calls
+            # are eager ones
             failure = f"recording it with grad mode on failed ({type(e).__name__}: {e})"
             self._store(key, _Recording(None, failure))
-            return self._eagerly(failure, args, kwargs)
+            self._warn(failure)
+            return eager
         finally:
             if capture:
                 _capture(False)
@@ -1501,7 +1591,7 @@ class CompiledFunction:
         self.recordings += not counted
         refusal = None
         program = None
-        in_place = rec.wrote or any(tp.m_flags[r] & DIRTY for r in rec.entered)
+        in_place = rec.written or any(tp.m_flags[r] & DIRTY for r in rec.entered)
         again = False  # whether the next call records again, capturing (Note [Python steps])
         try:
             steps = None
@@ -1518,15 +1608,17 @@ class CompiledFunction:
                                                                           tp.node_data) for r in table):
                 raise _Unsupported("it draws random numbers, runs a backward, a custom Function or hooks, which "
                                    "replay under grad mode only")
+            roots = [self._fn] + [v for v in (*args, *kwargs.values()) if not isinstance(v, _PLAIN + (Tensor,))]
             if steps:
-                program = _Steps(tp, rec, lo, hi, result, arg_rg, grad_enabled, steps, native)
+                program = _Steps(tp, rec, lo, hi, result, arg_rg, grad_enabled, steps, native, roots)
                 segments = program.segments
             else:
                 program = _Program(tp, rec, lo, hi, _spec(result), arg_rg, grad_enabled)
                 segments = [program]
             for segment in segments:
-                segment.holders = _holders([v() for kind, v in segment.sources if kind == "tensor"],
-                                           (tp.owners, rec.entered, rec.made, tensors))
+                outside = [v() for kind, v in segment.sources if kind == "tensor"]
+                segment.holders = _holders(outside, (tp.owners, rec.entered, rec.made, tensors))
+                segment.reached = _reached(roots, outside)
                 _ensure_kernels(segment)
         except _Unsupported as e:
             refusal = str(e)
@@ -1541,9 +1633,26 @@ class CompiledFunction:
                 self._warn(refusal)
             return result
         if program is None:
-            return self._eagerly(refusal, args, kwargs)
-        out = _replay(program, tp, tensors)  # for the results eager mode gives under no_grad
-        return self._eagerly("a recording did not replay its own inputs", args, kwargs) if out is _FAILED else out
+            self._warn(refusal)
+        return eager
+
+    def _eager_call(self, tp, args, kwargs):
+        """fn's eager call, and whether it changed anything besides its
+        result: a tensor in place, the generator's state, a gradient."""
+        rec = _Recorder({})
+        events = _events(tp)
+        tp.recorder = rec
+        _install(True)
+        try:
+            result = self._fn(*args, **kwargs)
+        finally:
+            _install(False)
+            tp.recorder = None
+        return result, bool(rec.written) or _events(tp) != events
+
+
+_CHANGES_UNDER_NO_GRAD = ("it draws random numbers, runs a backward or changes a tensor in place under no_grad, "
+                          "which replay under grad mode only")
 
 
 def _holders(tensors, ignored):
@@ -1578,6 +1687,154 @@ def _holders(tensors, ignored):
 
 
 _CELL = object()  # the key of a closure cell's contents in _holders
+
+
+# Note [How fn reaches a parameter]
+# ~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~~
+# The holders of an outside tensor (above) miss a rebinding that changes no
+# dict, list or cell holding it: an attribute of an object with __slots__, a
+# global tuple rebound, a list or an object replaced by a new one while the
+# old one is still held elsewhere, a list of parameters that grows. So a
+# recording also finds, breadth first, a path to each outside tensor from
+# what fn starts from: fn itself (its closure cells and the globals its code
+# names, and so on through the functions, objects' attributes and slots,
+# dicts, lists and tuples found on the way) and its non-tensor arguments. A
+# replay follows each path again and checks that it ends at the same tensor,
+# and that each list, tuple and dict on it has its recorded length (fn may
+# loop over it). A path is a guess at the route fn takes, the shortest one
+# there is: it and the holders together catch what either alone misses.
+_PATH_OBJECTS = 4096  # the most objects a search visits, so that a recording of a program in a large
+_PATH_DEPTH = 8  # object graph stays cheap
+
+
+def _code_names(code):
+    """The global and attribute names a code object and those nested in it use."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+def _links(obj, names):
+    """(step, object) for what a search goes on to from obj; `names` are the
+    names code found so far uses, the only attributes of a module followed.
+    Not into tape, NumPy or Numba themselves: the tape's list of its rows'
+    tensors is no route of fn's, and grows with every op."""
+    if _library_own(obj):
+        return
+    if isinstance(obj, types.FunctionType):
+        code_names = _code_names(obj.__code__)
+        names |= code_names
+        for k, cell in enumerate(obj.__closure__ or ()):
+            try:
+                yield ("cell", k), cell.cell_contents
+            except ValueError:  # an empty cell
+                pass
+        g = obj.__globals__
+        for name in code_names:
+            if name in g:
+                yield ("global", name), g[name]
+    elif type(obj) is dict:
+        yield from ((("item", key), v) for key, v in obj.items())
+    elif type(obj) is list or type(obj) is tuple:
+        yield from ((("item", k), v) for k, v in enumerate(obj))
+    elif isinstance(obj, types.ModuleType):
+        attributes = vars(obj)
+        yield from ((("dict", name), attributes[name]) for name in names if name in attributes)
+    elif isinstance(obj, (types.MethodType, functools.partial, CompiledFunction)):
+        for name in ("__self__", "__func__", "func", "args", "keywords", "_fn"):
+            if hasattr(obj, name):
+                yield ("slot", name), getattr(obj, name)
+    elif not isinstance(obj, (type, Tensor, np.ndarray, np.generic) + _PLAIN):
+        attributes = getattr(obj, "__dict__", None)
+        if type(attributes) is dict:
+            yield from ((("dict", name), v) for name, v in list(attributes.items()))
+        for cls in type(obj).__mro__:
+            slots = cls.__dict__.get("__slots__", ())
+            for name in (slots,) if isinstance(slots, str) else slots:
+                if name not in ("__dict__", "__weakref__") and hasattr(obj, name):
+                    yield ("slot", name), getattr(obj, name)
+
+
+_LIBRARIES = ("tape.", "ops.", "numpy.", "numba.")
+
+
+def _library_own(obj):
+    """Whether obj is a module, function or object of tape, ops, NumPy or Numba."""
+    name = obj.__name__ if isinstance(obj, types.ModuleType) else getattr(obj, "__module__", None)
+    if not isinstance(name, str) and not isinstance(obj, types.FunctionType):
+        name = type(obj).__module__
+    return isinstance(name, str) and (name + ".").startswith(_LIBRARIES) and type(obj) is not CompiledFunction
+
+
+def _reached(roots, tensors):
+    """The paths from `roots` to each of `tensors` that a replay checks
+    (Note [How fn reaches a parameter]): (root, steps, weak reference to the
+    tensor) and (root, steps, length) of each container on a path."""
+    wanted = {id(t) for t in tensors}
+    if not wanted:
+        return []
+    found = {}
+    names = set()
+    queue = collections.deque((root, root, ()) for root in roots)
+    seen = {id(root) for root in roots}
+    while queue and len(found) < len(wanted) and len(seen) < _PATH_OBJECTS:
+        root, obj, steps = queue.popleft()
+        if len(steps) == _PATH_DEPTH:
+            continue
+        try:
+            links = list(_links(obj, names))
+        except Exception:  # an object whose attributes run code of its own that fails: not followed
+            continue
+        for step, child in links:
+            if id(child) in seen:
+                continue
+            seen.add(id(child))
+            if type(child) is Tensor:
+                if id(child) in wanted:
+                    found[id(child)] = (root, steps + (step,), weakref.ref(child))
+            elif child is not None:
+                queue.append((root, child, steps + (step,)))
+    checks = list(found.values())
+    lengths = {}
+    for root, steps, _ in found.values():
+        for k in range(len(steps)):
+            container = _follow(root, steps[:k])
+            if type(container) in (list, tuple, dict):
+                lengths[(id(root), steps[:k])] = (root, steps[:k], len(container))
+    return checks + list(lengths.values())
+
+
+def _follow(obj, steps):
+    """Where `steps` from obj lead (a KeyError, IndexError, AttributeError or ValueError where they do not)."""
+    for kind, key in steps:
+        if kind == "item":
+            obj = obj[key]
+        elif kind == "cell":
+            obj = obj.__closure__[key].cell_contents
+        elif kind == "global":
+            obj = obj.__globals__[key]
+        elif kind == "dict":
+            obj = vars(obj)[key]
+        else:
+            obj = getattr(obj, key)
+    return obj
+
+
+def _still_reached(checks):
+    """Whether each path of `checks` (_reached) still leads to its tensor, through containers of its lengths."""
+    try:
+        for root, steps, expected in checks:
+            end = _follow(root, steps)
+            if type(expected) is int:
+                if len(end) != expected:
+                    return False
+            elif end is not expected():
+                return False
+    except (KeyError, IndexError, AttributeError, ValueError, TypeError):
+        return False
+    return True
 
 
 def _still_held(holder, key, ref):

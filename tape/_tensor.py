@@ -710,7 +710,7 @@ class Tensor:
 
     def bump_version(self):
         """Record an in-place change: rows aliasing the old value become dirty."""
-        if made_hooks:  # tape.compile cannot replay it (Note [Compiled replay])
+        if written_hooks:  # tape.compile's recording or a replay's undo log (Note [Side effects of a replay])
             written_hooks[0](self)
         vc = self._version_counter()
         tp, r = recorded_row(self)  # a stale view's old row, not a new one to dirty

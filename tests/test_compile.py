@@ -285,6 +285,28 @@ def test_keyword_arguments_are_guarded():
     assert compiled.recordings == 3
 
 
+def test_strides_of_arguments_and_outside_tensors_are_guarded():
+    """A transposed argument or outside tensor of a recorded shape records
+    again: view() of a result raises as in eager mode."""
+    base = leaf(np.arange(12.0).reshape(3, 4))
+    viewed = tape.compile(lambda x: (x * 2).view(-1))
+    for k in range(4):
+        x = base.t() if k % 2 else base.t().contiguous()
+        if k % 2:
+            with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+                viewed(x)
+        else:
+            check(viewed, lambda x: (x * 2).view(-1), lambda: [x])
+    w = leaf(np.arange(6.0).reshape(2, 3))
+    scaled = tape.compile(lambda x: x * w.view(-1))
+    x = leaf(np.ones(6))
+    check(scaled, lambda x: x * w.view(-1), lambda: [x], closure=[w])
+    w.data = tape.tensor(np.arange(6.0).reshape(3, 2)).t()
+    for _ in range(2):
+        with pytest.raises(RuntimeError, match="view size is not compatible with input tensor's size and stride"):
+            scaled(x)
+
+
 @MAY_RUN_EAGERLY
 def test_an_argument_that_needs_no_grad_gets_no_gradient():
     compiled = tape.compile(_scaled)
@@ -541,26 +563,52 @@ def _nested_object_replaced_old_kept():
     return (lambda x: (x * model.inner.w).sin()), change, lambda: [model.inner.w]
 
 
-STALE_CONTAINER = pytest.mark.xfail(strict=True, reason=(
-    "the guards check that the dicts, lists, cells and objects that held an outside tensor at the recording "
-    "still hold it, not that fn reaches the same containers or that they hold nothing more: a list that "
-    "grows, or a container replaced by a new one while the old one is still held elsewhere, replays the old "
-    "tensors, a stale answer"))
+class _Slotted:
+    __slots__ = ("w",)
+
+
+def _slot_rebound_old_kept():
+    layer = _Slotted()
+    layer.w = leaf(0.5)
+    history = [layer.w]
+
+    def change():
+        layer.w = leaf(3.0)
+        history.append(layer.w)
+
+    return (lambda x: (x * layer.w).sin()), change, lambda: [layer.w]
+
+
+PARAMS = ()
+
+
+def _global_tuple_rebound_old_kept():
+    global PARAMS
+    PARAMS = (leaf(0.5),)
+    history = list(PARAMS)
+
+    def change():
+        global PARAMS
+        PARAMS = (leaf(3.0),)
+        history.extend(PARAMS)
+
+    return (lambda x: (x * PARAMS[0]).sin()), change, lambda: list(PARAMS)
 
 
 @pytest.mark.parametrize("make", [
-    _attribute_rebound_old_kept, _dict_entries_swapped, _list_reordered,
-    pytest.param(_list_appended, marks=STALE_CONTAINER),
-    pytest.param(_list_attribute_replaced_old_kept, marks=STALE_CONTAINER),
-    pytest.param(_nested_object_replaced_old_kept, marks=STALE_CONTAINER),
+    _attribute_rebound_old_kept, _dict_entries_swapped, _list_reordered, _list_appended,
+    _list_attribute_replaced_old_kept, _nested_object_replaced_old_kept, _slot_rebound_old_kept,
+    _global_tuple_rebound_old_kept,
 ], ids=["attribute-old-kept", "dict-swapped", "list-reordered", "list-appended", "list-attribute-replaced",
-        "nested-object-replaced"])
+        "nested-object-replaced", "slot-rebound", "global-tuple-rebound"])
 def test_parameters_reached_through_a_container_that_changes_between_calls(make):
     fn, change, params = make()
     compiled = tape.compile(fn)
     check(compiled, fn, lambda: [leaf(2.0)], closure=params())
     change()
-    check(compiled, fn, lambda: [leaf(2.0)], closure=params())
+    for _ in range(2):  # the first records again, the second replays that recording
+        check(compiled, fn, lambda: [leaf(2.0)], closure=params())
+    assert compiled.recordings == 2
 
 
 def test_a_closure_value_read_is_guarded():
@@ -661,6 +709,71 @@ def test_an_in_place_op_on_a_leaf_that_requires_grad_raises_as_in_eager_mode():
             compiled(leaf([1.0, 2.0]), leaf(0.5))
         assert str(raised.value) == str(eager.value)
     check(compiled, _accumulate, lambda: [leaf([1.0, 2.0]) * 1.0, leaf(0.5)])
+
+
+def _add_then_branch(x, buf):
+    buf.add_(x.detach())
+    buf[0] = buf[0] * 2.0
+    if x.sum() > 0:
+        return x * buf
+    return x - buf
+
+
+@pytest.mark.parametrize("shape", [(), (2,)])
+def test_an_in_place_change_before_a_branch_that_goes_the_other_way_happens_once(shape):
+    """The replay of one branch changes buf, then its guard fails: buf is set
+    back before fn records the other branch, so it changes once per call."""
+    compiled = tape.compile(_add_then_branch if shape else lambda x, buf: _add_then_branch(x, buf.view(1)))
+    eager_fn = _add_then_branch if shape else lambda x, buf: _add_then_branch(x, buf.view(1))
+    buf, eager_buf = tape.ones(shape), tape.ones(shape)
+    for value in [1.0, 0.5, -1.0, 2.0, -0.5, -0.25]:
+        bufs = iter([buf, eager_buf])
+        check(compiled, eager_fn, lambda: [leaf(np.full(shape, value)), next(bufs)], order=1)
+        assert_same([buf.numpy()], [eager_buf.numpy()])
+        assert buf._version == eager_buf._version
+    if shape:  # one recording of each branch
+        assert compiled.recordings == 2
+
+
+def _draw_and_update(x, buf):
+    buf.add_(1.0)
+    return x * tape.randn(x.shape)
+
+
+@MAY_RUN_EAGERLY
+@pytest.mark.parametrize("mode", [tape.no_grad, tape.inference_mode])
+def test_in_place_changes_and_random_numbers_under_no_grad_happen_once(mode):
+    compiled = tape.compile(_draw_and_update)
+    for _ in range(3):
+        runs = []
+        for f in [compiled, _draw_and_update]:
+            buf = tape.zeros(2)
+            tape.manual_seed(0)
+            with mode():
+                out = f(tape.ones(2), buf)
+            runs.append([out.numpy(), buf.numpy(), tape.randn(()).numpy()])
+        assert_same(*runs)
+
+
+def _backward_then_branch(x):
+    y = (x * x).sum()
+    y.backward(retain_graph=True)
+    if x.grad.sum() > 0:
+        return y * 2.0
+    return y * 3.0
+
+
+def test_a_backward_before_a_branch_runs_eagerly():
+    """x.grad, which a backward changed, decides the branch: no replay could
+    undo the backward where the branch goes the other way."""
+    compiled = tape.compile(_backward_then_branch)
+    with pytest.warns(UserWarning, match="runs a backward, retains a gradient or changes a tensor that requires grad"):
+        for value in [1.0, -1.0, 1.0]:
+            runs = []
+            for f in [compiled, _backward_then_branch]:
+                x = leaf([value, 2.0 * value])
+                runs.append([f(x).detach().numpy(), x.grad.numpy()])
+            assert_same(*runs)
 
 
 # -- results
