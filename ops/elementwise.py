@@ -179,7 +179,7 @@ def _power_tensor(x, y):
 
 def _pow_array(x, c):
     """x ** c for a number c. Float arrays take PyTorch's shortcuts for the
-    common exponents: libm's pow costs 16 ns an element here (x ** 3 on 50,000
+    common exponents (2, 3, 0.5, -0.5, -1, -2): libm's pow costs 16 ns an element here (x ** 3 on 50,000
     elements: 820 us against 28 us as x * x * x), and NumPy has none for 1 or 3."""
     if x.dtype.kind != "f":
         return _power(x, c)
@@ -191,9 +191,30 @@ def _pow_array(x, c):
         return x.copy()
     if c == 0.5:
         return np.sqrt(x)
+    if c == -0.5:
+        return np.reciprocal(np.sqrt(x))
     if c == -1:
         return np.reciprocal(x)
+    if c == -2:
+        return np.reciprocal(np.square(x))
     return np.power(x, c)
+
+
+def _pow_float(x, c):
+    """x ** c of a float by _pow_array's shortcuts, which the native npow takes too."""
+    if c == 2:
+        return x * x
+    if c == 3:
+        return x * x * x
+    if c == 0.5:
+        return math.sqrt(x)
+    if c == -0.5:
+        return 1.0 / math.sqrt(x)
+    if c == -1:
+        return 1.0 / x
+    if c == -2:
+        return 1.0 / (x * x)
+    return x ** c
 
 
 # x ** c, c - x and c ** x for a number c, which is the constant operand `y`;
@@ -201,7 +222,7 @@ def _pow_array(x, c):
 # partials]), and is_zero(y) in the exponent keeps every order of x ** n
 # finite at x = 0 (no 0 * inf)
 _pow_number = _with_constant("pow_scalar", "PowBackward0", "(1 - is_zero(y)) * y * x ** (y - 1 + is_zero(y))",
-                             lambda x, c: math.sqrt(x) if c == 0.5 else x ** c, _pow_array,
+                             _pow_float, _pow_array,
                              saved=(("self", "x"), ("exponent", "c")), forward="x ** y")
 _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
                               lambda x, c: c - x, _ALPHA, forward="y - x")

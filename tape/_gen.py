@@ -103,12 +103,15 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
     nreleased = 0
     nhanded = 0  # released[:nhanded] went to release_now
     pending = 0
+    # a 0-d adjoint starts at -0.0, the sum's identity: a gradient of one
+    # contribution is that contribution, -0.0 included, as PyTorch's engine
+    # takes the first gradient into a buffer as it is (0.0 + -0.0 is 0.0)
     for i in range(roots.size):
         r = roots[i]
         if stamp[r] != sid:
             stamp[r] = sid
             if ndim[r] == 0:
-                sadj[r] = 0.0
+                sadj[r] = -0.0
             if op[r] > CONST:
                 pending += 1
             if _captures(r, op, flags, targeted):
@@ -173,7 +176,7 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
         if need_a and stamp[a] != sid:
             stamp[a] = sid
             if ndim[a] == 0:
-                sadj[a] = 0.0
+                sadj[a] = -0.0
             if op[a] > CONST:
                 pending += 1
             if _captures(a, op, flags, targeted):
@@ -182,7 +185,7 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
         if need_b and stamp[b] != sid:
             stamp[b] = sid
             if ndim[b] == 0:
-                sadj[b] = 0.0
+                sadj[b] = -0.0
             if op[b] > CONST:
                 pending += 1
             if _captures(b, op, flags, targeted):
@@ -194,7 +197,7 @@ def %(name)s(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian,
                 if e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid) and stamp[e] != sid:
                     stamp[e] = sid
                     if ndim[e] == 0:
-                        sadj[e] = 0.0
+                        sadj[e] = -0.0
                     if op[e] > CONST:
                         pending += 1
                     if _captures(e, op, flags, targeted):
@@ -732,6 +735,26 @@ def npow(x, e):
 
 
 @_jit_inline
+def spow(x, e):
+    """x ** e for a number e (the generator writes ** as spow where the
+    exponent is an op's number), as PyTorch's pow of a tensor and a number and
+    the eager forward (ops.elementwise._pow_array) compute it: 3, 0.5, -0.5,
+    -1 and -2 skip libm's pow too (16 ns an element); sqrt and the
+    reciprocals differ from pow at -0.0 and -inf."""
+    if e == 3.0:
+        return x * x * x
+    if e == 0.5:
+        return sqrt(x)
+    if e == -0.5:
+        return 1.0 / sqrt(x)
+    if e == -1.0:
+        return 1.0 / x
+    if e == -2.0:
+        return 1.0 / (x * x)
+    return npow(x, e)
+
+
+@_jit_inline
 def _released(a, b, z, r, sv, ndim, ptr):
     """Whether a value a tensor row's VJP reads is gone: never read a
     released value's memory, whatever path released it (0-d values live in
@@ -1247,9 +1270,9 @@ def _elementwise_kernel(opdef):
     out = [f"{name} = carray({name}_p, ({name}_n,))" for name in _ELEMENTWISE_ARRAYS]
     out += ["n = G.size", "sx = 1 if X.size == n else 0", "sy = 1 if Y.size == n else 0", "p = pp"]
     if len(opdef.partials) == 2:  # GB first: GA may overwrite G
-        out += ["if GB.size:"] + [f"    {ln}" for ln in layouts("GB", _native(opdef.partials[1]), "+=")]
-    out += ["if into_g:"] + [f"    {ln}" for ln in layouts("G", _native(opdef.partials[0]), "=")]
-    out += ["elif GA.size:"] + [f"    {ln}" for ln in layouts("GA", _native(opdef.partials[0]), "+=")]
+        out += ["if GB.size:"] + [f"    {ln}" for ln in layouts("GB", _native(opdef.partials[1], opdef), "+=")]
+    out += ["if into_g:"] + [f"    {ln}" for ln in layouts("G", _native(opdef.partials[0], opdef), "=")]
+    out += ["elif GA.size:"] + [f"    {ln}" for ln in layouts("GA", _native(opdef.partials[0], opdef), "+=")]
     return out
 
 
@@ -1262,7 +1285,7 @@ def _forward_kernel(opdef):
     the gradients are empty), each of them full size, one element (a
     constant operand), or a trailing block of O repeated (a bias over a
     batch), which is the only broadcast a replay sends here."""
-    expr = _native(opdef.forward)
+    expr = _native(opdef.forward, opdef)
     names = _names(expr)
     lines = [f"{name} = carray({name}_p, ({name}_n,))" for name in ("X", "Y", "O")]
     lines += ["n = O.size", "mx = X.size", "my = Y.size", "p = pp"]
@@ -1335,16 +1358,23 @@ def _vectorized(expr):
 
 
 class _NativePow(ast.NodeTransformer):
+    def __init__(self, number_operand):
+        self.number_operand = number_operand
+
     def visit_BinOp(self, node):
         self.generic_visit(node)
         if isinstance(node.op, ast.Pow):
-            return ast.Call(ast.Name("npow", ast.Load()), [node.left, node.right], [])
+            exponent = {n.id for n in ast.walk(node.right) if isinstance(n, ast.Name)}
+            helper = "spow" if self.number_operand and exponent.isdisjoint({"x", "out"}) else "npow"
+            return ast.Call(ast.Name(helper, ast.Load()), [node.left, node.right], [])
         return node
 
 
-def _native(expr):
-    """A partial as native code: every a ** b becomes npow(a, b)."""
-    return ast.unparse(_NativePow().visit(ast.parse(expr, mode="eval")))
+def _native(expr, opdef):
+    """A partial or forward of opdef as native code: every a ** b becomes
+    npow(a, b), or spow(a, b) where b is a number (y in an op of one input,
+    whose y is its number operand)."""
+    return ast.unparse(_NativePow(opdef.arity == 1).visit(ast.parse(expr, mode="eval")))
 
 
 def _gradient(g, expr):
@@ -1364,9 +1394,9 @@ def _names(expr):
     return {node.id for node in ast.walk(ast.parse(expr, mode="eval")) if isinstance(node, ast.Name)}
 
 
-def _scalar_kernel(expr):
+def _scalar_kernel(expr, opdef):
     """The lines of an elementwise op's 0-d contribution kernel for one input."""
-    return ["p = pp", f"return {_gradient('g', _native(expr))}"]
+    return ["p = pp", f"return {_gradient('g', _native(expr, opdef))}"]
 
 
 def _structural_kernel(opdef):
@@ -1433,14 +1463,14 @@ def _inline_rules(ops):
     """The sweeps' and the replay's inline 0-d rules (Note [Inline scalar rules])."""
     parts = []
     for k, kind in enumerate(("SCALAR_A", "SCALAR_B")):
-        cases = [(d.code, _gradient("g", _native(d.partials[k]))) for d in ops
+        cases = [(d.code, _gradient("g", _native(d.partials[k], d))) for d in ops
                  if d.elementwise and k < len(d.partials) and not _unit_partial(d, k)
-                 and _inlinable(_native(d.partials[k]))]
+                 and _inlinable(_native(d.partials[k], d))]
         parts.append(_inline_dispatch(f"_scalar_vjp_{'ab'[k]}", "o, g, x, y, out, pp, kernels",
                                       f"g times the partial of 0-d op o for its input {k}.", cases,
                                       f"_call_scalar(kernels[{kind}, o], g, x, y, out, pp)"))
-    cases = [(d.code, _native(d.forward)) for d in ops
-             if d.elementwise and d.forward is not None and _inlinable(_native(d.forward))]
+    cases = [(d.code, _native(d.forward, d)) for d in ops
+             if d.elementwise and d.forward is not None and _inlinable(_native(d.forward, d))]
     parts.append(_inline_dispatch("_scalar_forward", "o, x, y, pp, kernels", "The value of 0-d op o.", cases,
                                   "_call_scalar(kernels[FORWARD_SCALAR, o], 0.0, x, y, 0.0, pp)"))
     return parts
@@ -1503,9 +1533,9 @@ def _body():
             add(0, f"_k_{d.name}", ew_params, _elementwise_kernel(d), "ELEMENTWISE_KERNEL")
             for k, expr in enumerate(d.partials):
                 if not _unit_partial(d, k):
-                    add(1 + k, f"_s{k}_{d.name}", "g, x, y, out, pp", _scalar_kernel(expr), "SCALAR_KERNEL")
+                    add(1 + k, f"_s{k}_{d.name}", "g, x, y, out, pp", _scalar_kernel(expr, d), "SCALAR_KERNEL")
             if d.forward is not None:
-                add(3, f"_f_{d.name}", "g, x, y, out, pp", ["p = pp", f"return {_native(d.forward)}"],
+                add(3, f"_f_{d.name}", "g, x, y, out, pp", ["p = pp", f"return {_native(d.forward, d)}"],
                     "SCALAR_KERNEL")
                 add(4, f"_F_{d.name}", ew_params, _forward_kernel(d), "ELEMENTWISE_KERNEL")
         elif d.refusal == REFUSES_NEVER:

@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "2e5a6388457c2f0e"
+REGISTRY_DIGEST = "64298181b9f5483f"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -153,6 +153,26 @@ def npow(x, e):
     if e == 2.0:
         return x * x
     return x ** e
+
+
+@_jit_inline
+def spow(x, e):
+    """x ** e for a number e (the generator writes ** as spow where the
+    exponent is an op's number), as PyTorch's pow of a tensor and a number and
+    the eager forward (ops.elementwise._pow_array) compute it: 3, 0.5, -0.5,
+    -1 and -2 skip libm's pow too (16 ns an element); sqrt and the
+    reciprocals differ from pow at -0.0 and -inf."""
+    if e == 3.0:
+        return x * x * x
+    if e == 0.5:
+        return sqrt(x)
+    if e == -0.5:
+        return 1.0 / sqrt(x)
+    if e == -1.0:
+        return 1.0 / x
+    if e == -2.0:
+        return 1.0 / (x * x)
+    return npow(x, e)
 
 
 @_jit_inline
@@ -873,12 +893,15 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
     nreleased = 0
     nhanded = 0  # released[:nhanded] went to release_now
     pending = 0
+    # a 0-d adjoint starts at -0.0, the sum's identity: a gradient of one
+    # contribution is that contribution, -0.0 included, as PyTorch's engine
+    # takes the first gradient into a buffer as it is (0.0 + -0.0 is 0.0)
     for i in range(roots.size):
         r = roots[i]
         if stamp[r] != sid:
             stamp[r] = sid
             if ndim[r] == 0:
-                sadj[r] = 0.0
+                sadj[r] = -0.0
             if op[r] > CONST:
                 pending += 1
             if _captures(r, op, flags, targeted):
@@ -947,7 +970,7 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
         if need_a and stamp[a] != sid:
             stamp[a] = sid
             if ndim[a] == 0:
-                sadj[a] = 0.0
+                sadj[a] = -0.0
             if op[a] > CONST:
                 pending += 1
             if _captures(a, op, flags, targeted):
@@ -956,7 +979,7 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
         if need_b and stamp[b] != sid:
             stamp[b] = sid
             if ndim[b] == 0:
-                sadj[b] = 0.0
+                sadj[b] = -0.0
             if op[b] > CONST:
                 pending += 1
             if _captures(b, op, flags, targeted):
@@ -968,7 +991,7 @@ def sweep(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, ian, dt
                 if e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid) and stamp[e] != sid:
                     stamp[e] = sid
                     if ndim[e] == 0:
-                        sadj[e] = 0.0
+                        sadj[e] = -0.0
                     if op[e] > CONST:
                         pending += 1
                     if _captures(e, op, flags, targeted):
@@ -1111,12 +1134,15 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
     nreleased = 0
     nhanded = 0  # released[:nhanded] went to release_now
     pending = 0
+    # a 0-d adjoint starts at -0.0, the sum's identity: a gradient of one
+    # contribution is that contribution, -0.0 included, as PyTorch's engine
+    # takes the first gradient into a buffer as it is (0.0 + -0.0 is 0.0)
     for i in range(roots.size):
         r = roots[i]
         if stamp[r] != sid:
             stamp[r] = sid
             if ndim[r] == 0:
-                sadj[r] = 0.0
+                sadj[r] = -0.0
             if op[r] > CONST:
                 pending += 1
             if _captures(r, op, flags, targeted):
@@ -1182,7 +1208,7 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
         if need_a and stamp[a] != sid:
             stamp[a] = sid
             if ndim[a] == 0:
-                sadj[a] = 0.0
+                sadj[a] = -0.0
             if op[a] > CONST:
                 pending += 1
             if _captures(a, op, flags, targeted):
@@ -1191,7 +1217,7 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
         if need_b and stamp[b] != sid:
             stamp[b] = sid
             if ndim[b] == 0:
-                sadj[b] = 0.0
+                sadj[b] = -0.0
             if op[b] > CONST:
                 pending += 1
             if _captures(b, op, flags, targeted):
@@ -1203,7 +1229,7 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
                 if e >= 0 and (flags[e] & RG) != 0 and (not targeted or leads[e] == sid) and stamp[e] != sid:
                     stamp[e] = sid
                     if ndim[e] == 0:
-                        sadj[e] = 0.0
+                        sadj[e] = -0.0
                     if op[e] > CONST:
                         pending += 1
                     if _captures(e, op, flags, targeted):
@@ -2361,53 +2387,53 @@ def _k_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
 
 
 def _s0_pow_scalar(g, x, y, out, pp):
     p = pp
-    return (g * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
+    return (g * ((1 - is_zero(y)) * y * spow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
 
 
 def _f_pow_scalar(g, x, y, out, pp):
     p = pp
-    return npow(x, y)
+    return spow(x, y)
 
 
 def _F_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -2422,36 +2448,36 @@ def _F_pow_scalar(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n
         for i in range(n):
             x = X[i]
             y = Y[i]
-            O[i] = npow(x, y)
+            O[i] = spow(x, y)
     elif mx == n and my == 1:
         y = Y[0]
         for i in range(n):
             x = X[i]
-            O[i] = npow(x, y)
+            O[i] = spow(x, y)
     elif mx == 1 and my == n:
         x = X[0]
         for i in range(n):
             y = Y[i]
-            O[i] = npow(x, y)
+            O[i] = spow(x, y)
     elif mx == n and my > 0 and n % my == 0:
         for o in range(0, n, my):
             for j in range(my):
                 i = o + j
                 x = X[i]
                 y = Y[j]
-                O[i] = npow(x, y)
+                O[i] = spow(x, y)
     elif my == n and mx > 0 and n % mx == 0:
         for o in range(0, n, mx):
             for j in range(mx):
                 i = o + j
                 x = X[j]
                 y = Y[i]
-                O[i] = npow(x, y)
+                O[i] = spow(x, y)
     else:
         for i in range(n):
             x = X[i % mx]
             y = Y[i % my]
-            O[i] = npow(x, y)
+            O[i] = spow(x, y)
 
 
 def _f_rsub(g, x, y, out, pp):
@@ -2708,6 +2734,55 @@ def _s0_pow(g, x, y, out, pp):
 def _s1_pow(g, x, y, out, pp):
     p = pp
     return g * (out * log(x + zero_base(x, y)))
+
+
+def _f_pow(g, x, y, out, pp):
+    p = pp
+    return npow(x, y)
+
+
+def _F_pow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
+    X = carray(X_p, (X_n,))
+    Y = carray(Y_p, (Y_n,))
+    O = carray(O_p, (O_n,))
+    n = O.size
+    mx = X.size
+    my = Y.size
+    p = pp
+    if mx == n and my == n:
+        for i in range(n):
+            x = X[i]
+            y = Y[i]
+            O[i] = npow(x, y)
+    elif mx == n and my == 1:
+        y = Y[0]
+        for i in range(n):
+            x = X[i]
+            O[i] = npow(x, y)
+    elif mx == 1 and my == n:
+        x = X[0]
+        for i in range(n):
+            y = Y[i]
+            O[i] = npow(x, y)
+    elif mx == n and my > 0 and n % my == 0:
+        for o in range(0, n, my):
+            for j in range(my):
+                i = o + j
+                x = X[i]
+                y = Y[j]
+                O[i] = npow(x, y)
+    elif my == n and mx > 0 and n % mx == 0:
+        for o in range(0, n, mx):
+            for j in range(mx):
+                i = o + j
+                x = X[j]
+                y = Y[i]
+                O[i] = npow(x, y)
+    else:
+        for i in range(n):
+            x = X[i % mx]
+            y = Y[i % my]
+            O[i] = npow(x, y)
 
 
 def _k_floor_div(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -3831,25 +3906,25 @@ def _k_gelu_tanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n,
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+                G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - spow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+                G[i] = G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - spow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+                GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - spow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+                GA[i] += G[i] * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - spow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
 
 
 def _s0_gelu_tanh(g, x, y, out, pp):
     p = pp
-    return g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - npow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
+    return g * (0.5 * (1 + tanh(0.7978845608028654 * (x + 0.044715 * x * x * x))) + 0.5 * x * (1 - spow(tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)), 2)) * 0.7978845608028654 * (1 + 0.134145 * x * x))
 
 
 def _k_softplus(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -6167,7 +6242,7 @@ KERNELS = (
     ((_k_pow_scalar, ELEMENTWISE_KERNEL), (_s0_pow_scalar, SCALAR_KERNEL), None, (_f_pow_scalar, SCALAR_KERNEL), (_F_pow_scalar, ELEMENTWISE_KERNEL), None),  # pow_scalar
     ((_k_neg, ELEMENTWISE_KERNEL), None, None, (_f_rsub, SCALAR_KERNEL), (_F_rsub, ELEMENTWISE_KERNEL), None),  # rsub
     ((_k_rpow, ELEMENTWISE_KERNEL), (_s0_rpow, SCALAR_KERNEL), None, (_f_rpow, SCALAR_KERNEL), (_F_rpow, ELEMENTWISE_KERNEL), None),  # rpow
-    ((_k_pow, ELEMENTWISE_KERNEL), (_s0_pow, SCALAR_KERNEL), (_s1_pow, SCALAR_KERNEL), (_f_pow_scalar, SCALAR_KERNEL), (_F_pow_scalar, ELEMENTWISE_KERNEL), None),  # pow
+    ((_k_pow, ELEMENTWISE_KERNEL), (_s0_pow, SCALAR_KERNEL), (_s1_pow, SCALAR_KERNEL), (_f_pow, SCALAR_KERNEL), (_F_pow, ELEMENTWISE_KERNEL), None),  # pow
     ((_k_floor_div, ELEMENTWISE_KERNEL), (_s0_floor_div, SCALAR_KERNEL), (_s0_floor_div, SCALAR_KERNEL), None, None, None),  # floor_div
     ((_k_remainder, ELEMENTWISE_KERNEL), None, (_s1_remainder, SCALAR_KERNEL), None, None, None),  # remainder
     ((_k_remainder_scalar, ELEMENTWISE_KERNEL), None, None, None, None, None),  # remainder_scalar

@@ -198,6 +198,41 @@ def test_power_mixed_second_derivative_at_a_zero_exponent_is_exact(retaped):
     assert ga.tolist() == [0.0, 0.0] and h.tolist() == [0.5, 2.0]
 
 
+# x ** c at -0.0, -inf and inf for PyTorch's shortcut exponents (sqrt, rsqrt
+# and the reciprocals are not pow there) and one without: (c, values, gradients)
+POWERS_AT_EDGES = [
+    (3, [-0.0, -inf, inf], [0.0, inf, inf]),
+    (0.5, [-0.0, nan, inf], [-inf, nan, 0.0]),
+    (-0.5, [-inf, nan, 0.0], [-inf, -0.0, -0.0]),
+    (-1, [-inf, -0.0, 0.0], [-inf, -0.0, -0.0]),
+    (-2, [inf, 0.0, 0.0], [inf, 0.0, -0.0]),
+    (1.5, [0.0, inf, inf], [-0.0, nan, inf]),
+]
+
+
+def _signed(values):
+    return [(v, math.copysign(1.0, v)) if not math.isnan(v) else "nan" for v in values]
+
+
+@SWEEPS
+@pytest.mark.parametrize("c, values, grads", POWERS_AT_EDGES, ids=[str(p[0]) for p in POWERS_AT_EDGES])
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager", "compiled"])
+def test_a_power_of_a_number_at_signed_zero_and_infinity_is_pytorchs(c, values, grads, compiled, retaped):
+    """0-d (one contribution each: the gradient keeps its -0.0) and an array."""
+    power = tape.compile(lambda x: x ** c) if compiled else (lambda x: x ** c)
+    for _ in range(2):  # a compiled one records, then replays
+        xs = [tape.tensor(v, requires_grad=True) for v in (-0.0, -inf, inf)]
+        outs = [power(x) for x in xs]
+        with _sweep(retaped):
+            got = [tape.autograd.grad(y, x)[0].item() for x, y in zip(xs, outs)]
+        assert _signed([y.item() for y in outs]) == _signed(values) and _signed(got) == _signed(grads)
+        x = tape.tensor([-0.0, -inf, inf], requires_grad=True)
+        y = power(x)
+        with _sweep(retaped):
+            (g,) = tape.autograd.grad(y.sum(), x)
+        assert _signed(y.tolist()) == _signed(values) and _signed(g.tolist()) == _signed(grads)
+
+
 @SWEEPS
 def test_remainder_gradient_for_an_infinite_divisor_follows_its_forward(retaped):
     # x % inf is x, or inf for x < 0 (x + y): d/dy is 0 or 1, as PyTorch's
