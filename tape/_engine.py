@@ -105,7 +105,7 @@ def _raise_sweep_error(tp, status, bad):
         raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with "
                            ".detach_().This is not supported, please use out-of-place `.detach()` instead")
     shape = list(tp.shape(bad))
-    dtype = "float64" if tp.dt[bad] == 0 else "float32"
+    dtype = "DoubleTensor" if tp.dt[bad] == 0 else "FloatTensor"  # PyTorch's legacy type names
     # as PyTorch, name the op that made the tensor (MulBackward0 is Mul),
     # unless it is a leaf or a constant; a graph input's was another
     # thread's (Note [Graphs across threads])
@@ -113,8 +113,15 @@ def _raise_sweep_error(tp, status, bad):
     if bad in tp.graph_inputs:
         made_tp, made = tp.owners[bad]._ep.tape, tp.owners[bad].row()
     op = made_tp.op[made]
-    made_by = f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', REGISTRY[op].grad_fn)}," if op > CONST else ""
-    vc, saved = made_tp.dirtied.get(made, (None, None))
+    vc, saved, written = made_tp.dirtied.get(made, (None, None, None))
+    written = None if written is None else written()
+    # PyTorch names a saved input's grad_fn as it is now (the write's op:
+    # CopySlices for a view's), and a saved result's as it was made
+    if written is not None and not any(s & SAVES_OUT for s in REGISTRY[op].saves_for):
+        name = None if written.grad_fn is None else written.grad_fn.name()
+    else:
+        name = REGISTRY[op].grad_fn if op > CONST else None
+    made_by = f", which is output 0 of {re.sub(r'Backward[0-9]*$', '', name)}," if name else ""
     versions = (f" is at version {vc.n}; expected version {saved} instead." if vc is not None
                 else " has been modified since it was saved.")
     hint = (" Hint: the backtrace further above shows the operation that failed to compute its gradient. The "

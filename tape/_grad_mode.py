@@ -13,8 +13,19 @@ __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inf
 
 
 def is_grad_enabled():
-    """True when ops record on the tape in this thread."""
-    return state.tape.grad_enabled
+    """True when grad mode is on in this thread (ops record unless inference mode is on too)."""
+    tp = state.tape
+    return tp.grad_enabled or tp.grad_in_inference
+
+
+def _set_grad_mode(mode):
+    """Grad mode on or off; inside inference mode, ops still record nothing
+    (tape.grad_enabled says whether they record), as PyTorch's."""
+    tp = state.tape
+    if tp.inference:
+        tp.grad_in_inference = mode
+    else:
+        tp.grad_enabled = mode
 
 
 def is_inference_mode_enabled():
@@ -81,12 +92,14 @@ class _Mode:
         return self.__class__()
 
     def __enter__(self):
-        self._saved = (state.tape.grad_enabled, state.tape.inference)
+        tp = state.tape
+        self._saved = (tp.grad_enabled, tp.inference, tp.grad_in_inference)
         self._apply()
         return None
 
     def __exit__(self, *exc):
-        state.tape.grad_enabled, state.tape.inference = self._saved
+        tp = state.tape
+        tp.grad_enabled, tp.inference, tp.grad_in_inference = self._saved
         return False
 
 
@@ -114,14 +127,14 @@ class no_grad(_NoParamMode):
     """
 
     def _apply(self):
-        state.tape.grad_enabled = False
+        _set_grad_mode(False)
 
 
 class enable_grad(_NoParamMode):
     """Context manager and decorator: ops inside record (undoes `no_grad`)."""
 
     def _apply(self):
-        state.tape.grad_enabled = True
+        _set_grad_mode(True)
 
 
 class set_grad_enabled(_Mode):
@@ -132,22 +145,25 @@ class set_grad_enabled(_Mode):
             raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, not "
                             f"{type(mode).__name__}")
         self.mode = mode
-        self._prev = state.tape.grad_enabled
-        state.tape.grad_enabled = self.mode
+        tp = state.tape
+        self._prev = (tp.grad_enabled, tp.grad_in_inference)
+        _set_grad_mode(self.mode)
 
     def __enter__(self):
-        self._saved = (self._prev, state.tape.inference)
-        state.tape.grad_enabled = self.mode
+        tp = state.tape
+        self._saved = (self._prev[0], tp.inference, self._prev[1])
+        _set_grad_mode(self.mode)
 
     def __call__(self, fn):
-        state.tape.grad_enabled = self._prev
+        tp = state.tape
+        tp.grad_enabled, tp.grad_in_inference = self._prev
         return super().__call__(fn)
 
     def clone(self):
         return self.__class__(self.mode)
 
     def _apply(self):
-        state.tape.grad_enabled = self.mode
+        _set_grad_mode(self.mode)
 
 
 class inference_mode(_Mode):
@@ -166,5 +182,7 @@ class inference_mode(_Mode):
 
     def _apply(self):
         # inference_mode(False) turns grad mode on, even inside no_grad, as PyTorch's
-        state.tape.grad_enabled = not self.mode
-        state.tape.inference = self.mode
+        tp = state.tape
+        tp.grad_enabled = not self.mode
+        tp.inference = self.mode
+        tp.grad_in_inference = False

@@ -345,6 +345,7 @@ class Tape:
         # thread-local (the tape) rather than two
         self.grad_enabled = True
         self.inference = False
+        self.grad_in_inference = False  # grad mode turned on inside inference mode (tape._grad_mode)
         self.recorder = None  # tape.compile's recorder while this thread records (tape._compile)
         # whether a replay appended rows that no Tensor owns (owner None; tape._compile)
         self.replayed = False
@@ -907,13 +908,15 @@ class Tape:
         if type(value) is not float and value.ndim:
             self.m_ptr[r] = id(self._keep_float(r, value)) + DATA_FIELD
 
-    def mark_dirty(self, r, vc=None):
+    def mark_dirty(self, r, vc=None, written=None):
         """Row r's value changed in place: every consumer that saved it
         raises, until the row reads a value made after the write (Note [Tape
         layout], fresh_from). `vc`, the storage's version counter before the
-        write, names the version the consumers saved, for the error."""
+        write, names the version the consumers saved, for the error, and
+        `written`, the tensor written (a view's base), names the op: its
+        grad_fn then, as PyTorch's error does (AddBackward0 of an add_)."""
         if vc is not None and (not self.m_flags[r] & DIRTY or self.m_fresh_from[r] != NEVER):
-            self.dirtied[r] = (vc, vc.n)
+            self.dirtied[r] = (vc, vc.n, None if written is None else weakref.ref(written))
         self.m_flags[r] |= DIRTY
         self.m_fresh_from[r] = NEVER
 

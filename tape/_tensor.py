@@ -430,6 +430,8 @@ class Tensor:
 
     @requires_grad.setter
     def requires_grad(self, flag):
+        if flag and self.is_leaf and self.dtype.kind not in "fc":  # the setter's text differs from requires_grad_'s
+            raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(flag)
 
     def requires_grad_(self, requires_grad=True):
@@ -713,13 +715,14 @@ class Tensor:
         if written_hooks:  # tape.compile's recording or a replay's undo log (Note [Side effects of a replay])
             written_hooks[0](self)
         vc = self._version_counter()
+        written = self if self._base is None else self._base
         tp, r = recorded_row(self)  # a stale view's old row, not a new one to dirty
         if tp is not None:
-            tp.mark_dirty(r, vc)
+            tp.mark_dirty(r, vc, written)
         for ep, r in vc.rows:
             row_tape, r = current_row(ep, r)
             if r >= 0:
-                row_tape.mark_dirty(r, vc)
+                row_tape.mark_dirty(r, vc, written)
         vc.rows = []
         vc.n += 1
         # a leaf changed through itself or a view (under no_grad) leaves its

@@ -995,7 +995,7 @@ def test_saved_output_modified_in_place_raises_pytorchs_error():
     with tape.no_grad():
         y.mul_(2)
     with pytest.raises(RuntimeError, match=r"one of the variables needed for gradient computation has been "
-                                           r"modified by an inplace operation: \[tape.float64 \[3\]\], which "
+                                           r"modified by an inplace operation: \[tape.DoubleTensor \[3\]\], which "
                                            r"is output 0 of Exp, is at version 1; expected version 0"):
         y.sum().backward()
 
@@ -1006,7 +1006,7 @@ def test_saved_input_modified_in_place_raises_pytorchs_error():
     y = Cube.apply(h)
     with tape.no_grad():
         h.add_(1)
-    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[tape.float64 \[3\]\], which "
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[tape.DoubleTensor \[3\]\], which "
                                            r"is output 0 of Mul, is at version 1; expected version 0"):
         y.sum().backward()
 
@@ -1264,3 +1264,21 @@ def test_a_function_that_gets_no_gradient_still_runs_on_zeros():
     NoGradient.apply(Printing.apply(x)).sum().backward()
 
     assert Printing.seen == [[0.0]] and x.grad.tolist() == [0.0]
+
+
+def test_a_gradient_for_an_argument_that_is_not_a_tensor_is_pytorchs_error():
+    class Scale(tape.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, k):
+            return a * k
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, g
+
+    a = tape.tensor(1.0, requires_grad=True)
+    with pytest.raises(RuntimeError, match="^function ScaleBackward returned a gradient different than None at "
+                                           "position 2, but the corresponding forward input was not a Variable$"):
+        Scale.apply(a, 2.0).backward()
+    (a * 3).backward()  # the tape is not corrupted
+    assert a.grad.item() == 3.0

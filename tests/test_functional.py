@@ -121,3 +121,8 @@ def test_unused_inputs_get_zeros_and_strict_mode_refuses():
 def test_errors(call, error, text):
     with pytest.raises(error, match=text):
         call(tape.tensor(X))
+
+
+def test_jacobian_refuses_strict_with_vectorize_as_pytorch():
+    with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):
+        tape.autograd.functional.jacobian(lambda x: x * 2, tape.ones(2), strict=True, vectorize=True)

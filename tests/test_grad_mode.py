@@ -121,3 +121,20 @@ def test_inference_mode_decorates_a_function_given_in_place_of_the_mode():
         return tape.is_inference_mode_enabled()
 
     assert f() is True and not tape.is_inference_mode_enabled()
+
+
+def test_enable_grad_inside_inference_mode_turns_grad_mode_on_and_records_nothing():
+    # PyTorch 2.13: is_grad_enabled() is True there, and x * 2 does not require grad
+    x = tape.tensor(1.0, requires_grad=True)
+    with tape.inference_mode():
+        assert not tape.is_grad_enabled()
+        with tape.enable_grad():
+            assert tape.is_grad_enabled() and tape.is_inference_mode_enabled()
+            assert not (x * 2).requires_grad
+            with tape.inference_mode(False):
+                assert (x * 2).requires_grad
+            assert not (x * 2).requires_grad
+        with tape.set_grad_enabled(True):
+            assert tape.is_grad_enabled() and not (x * 2).requires_grad
+        assert not tape.is_grad_enabled()
+    assert tape.is_grad_enabled() and (x * 2).requires_grad

@@ -151,7 +151,7 @@ def test_data_written_on_a_non_leaf_shares_the_version_its_saved_result_checks()
     y = x.exp()
     y.data = tape.tensor(3.0)
     y.mul_(2)
-    with pytest.raises(RuntimeError, match=r"\[tape.float64 \[\]\], which is output 0 of Exp, is at version 1; "
+    with pytest.raises(RuntimeError, match=r"\[tape.DoubleTensor \[\]\], which is output 0 of Exp, is at version 1; "
                                            r"expected version 0 instead"):
         y.backward()
 
@@ -162,7 +162,7 @@ def test_the_modified_error_names_the_versions_and_pytorchs_hint():
     y.add_(1)
     y.add_(1)
     message = (r"^one of the variables needed for gradient computation has been modified by an inplace operation: "
-               r"\[tape.float64 \[2\]\], which is output 0 of Exp, is at version 2; expected version 0 instead. "
+               r"\[tape.DoubleTensor \[2\]\], which is output 0 of Exp, is at version 2; expected version 0 instead. "
                r"Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
                r"tape.autograd.set_detect_anomaly\(True, check_nan=False\).$")
     with pytest.raises(RuntimeError, match=message):
@@ -208,3 +208,25 @@ def test_index_put_and_copy_slices_with_a_broadcast_value_pass_gradcheck():
         return y * y
     for f in (advanced, basic):
         assert gradcheck(f, (x, v)) and gradgradcheck(f, (x, v))
+
+
+# Known texts from PyTorch 2.13: a saved input is named by its grad_fn after
+# the write (the in-place op's, CopySlices for a write through a view), a
+# saved result by the op that made it, and a leaf by nothing.
+@pytest.mark.parametrize("program, named", [
+    (lambda x: (lambda a: (a * a, a.add_(1)))(x * 1)[0], "[tape.DoubleTensor [2]], which is output 0 of Add,"),
+    (lambda x: (lambda a: (a.sin(), a.zero_()))(x.clone())[0], "[tape.DoubleTensor [2]], which is output 0 of Zero,"),
+    (lambda x: (lambda a: (a.sin(), a.__setitem__(0, 5.0)))(x * 1)[0],
+     "[tape.DoubleTensor [2]], which is output 0 of torch::autograd::CopySlices,"),
+    (lambda x: (lambda a: (a.sin(), a[:1].mul_(2)))(x * 1)[0],
+     "[tape.DoubleTensor [2]], which is output 0 of torch::autograd::CopySlices,"),
+    (lambda x: (lambda y: (y, y.add_(1)))(x.exp())[0], "[tape.DoubleTensor [2]], which is output 0 of Exp,"),
+    (lambda x: (lambda y: (y, y.mul_(2)))(x.float().exp())[0], "[tape.FloatTensor [2]], which is output 0 of Exp,"),
+])
+def test_the_modified_error_names_the_op_as_pytorch_does(program, named):
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    out = program(x)
+    with pytest.raises(RuntimeError) as info:
+        out.sum().backward()
+    assert named in str(info.value)
+    assert "is at version 1; expected version 0 instead" in str(info.value)

@@ -312,7 +312,7 @@ def test_an_in_place_change_after_another_thread_saved_the_tensor_is_refused():
     y = _in_fresh_thread(lambda: (m * m).sum())
     m.add_(1)
 
-    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[tape.float64 \[3\]\], which is "
+    with pytest.raises(RuntimeError, match=r"modified by an inplace operation: \[tape.DoubleTensor \[3\]\], which is "
                                            r"output 0 of \w+, is at version 1; expected version 0 instead"):
         y.backward()
 

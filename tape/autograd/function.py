@@ -69,8 +69,12 @@ def _op_name(t):
     return None if node is None else re.sub(r"Backward\d*$", "", node.name())
 
 
+# how PyTorch's in-place error names a tensor's type: [torch.DoubleTensor [2]]
+_LEGACY_TYPE_NAMES = {"float64": "DoubleTensor", "float32": "FloatTensor", "int64": "LongTensor", "bool": "BoolTensor"}
+
+
 def _modified(t, index, made_by, saved_version):
-    dtype = "float64" if t.dtype == np.float64 else t.dtype.name
+    dtype = _LEGACY_TYPE_NAMES.get(t.dtype.name, t.dtype.name)
     made = f", which is output {index} of {made_by}," if made_by else ""
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
@@ -81,15 +85,15 @@ def _modified(t, index, made_by, saved_version):
 
 class _SavedArgument:
     """A saved tensor that is not an output: the Tensor itself, and its version."""
-    __slots__ = ("tensor", "version", "made_by")
+    __slots__ = ("tensor", "version")
 
     def __init__(self, t):
-        self.tensor, self.version, self.made_by = t, t._version, _op_name(t)
+        self.tensor, self.version = t, t._version
 
     def unpack(self):
         t = self.tensor
-        if t._version != self.version:
-            raise _modified(t, 0, self.made_by, self.version)
+        if t._version != self.version:  # named by its grad_fn now, the in-place op's, as PyTorch's
+            raise _modified(t, 0, _op_name(t), self.version)
         return t
 
     @property
@@ -293,6 +297,9 @@ class FunctionCtx:
             gi = result[i]
             if gi is not None and not isinstance(gi, Tensor):
                 raise RuntimeError(f"expected Variable or None (got {type(gi).__name__})")
+            if gi is not None and shape is None:
+                raise RuntimeError(f"function {name} returned a gradient different than None at position {i + 1}, "
+                                   "but the corresponding forward input was not a Variable")
             if not self._recorded[i]:
                 continue  # PyTorch ignores a gradient for an input that does not require grad
             row = rows[k]

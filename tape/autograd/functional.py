@@ -230,12 +230,16 @@ def jacobian(func, inputs, create_graph=False, strict=False, vectorize=False, st
                                       "`strategy=\"forward-mode\"` are not supported together (yet). Please "
                                       "either set `create_graph=False` or make sure that `strategy=\"reverse-mode\"`.")
         if not vectorize:
-            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is "
+            # PyTorch's text, its missing space too
+            raise NotImplementedError("Computing Jacobian using forward-AD or forward-over-reverse Hessian is"
                                       "only implemented for `vectorize=True`.")
     from ops import stack
     with enable_grad():
         is_inputs_tuple, inputs = _prepared(inputs, "jacobian", create_graph)
         is_outputs_tuple, outputs = _called(func, inputs, "jacobian", strict)
+        if vectorize and strict:
+            raise RuntimeError("torch.autograd.functional.jacobian: `strict=True` and `vectorized=True` are not "
+                               "supported together. Please either set `strict=False` or `vectorize=False`.")
         result = []
         for i, out in enumerate(outputs):
             rows = [[] for _ in inputs]
