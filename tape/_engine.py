@@ -1368,8 +1368,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> tape.autograd.grad(x ** 3, x)
     (tensor(12.),)
     """
-    if is_grads_batched:
-        raise NotImplementedError("is_grads_batched=True is not supported yet")
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")
@@ -1383,6 +1381,10 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if not isinstance(t, Tensor):
             raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
                                f"{type(t).__name__}")
+    if is_grads_batched:
+        from .autograd.functional import batched_grad
+        return batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                            materialize_grads)
     tp = state.tape
     with _backward_scope(tp):
         # no outputs: every input is unused, as in PyTorch

@@ -126,3 +126,24 @@ def test_errors(call, error, text):
 def test_jacobian_refuses_strict_with_vectorize_as_pytorch():
     with pytest.raises(RuntimeError, match="`strict=True` and `vectorized=True` are not supported together"):
         tape.autograd.functional.jacobian(lambda x: x * 2, tape.ones(2), strict=True, vectorize=True)
+
+
+def test_grad_with_is_grads_batched_gives_one_gradient_per_slice():
+    # known values from PyTorch 2.13
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = tape.tensor(3.0, requires_grad=True)
+    gx, gy = tape.autograd.grad(x * x, (x, y), tape.eye(2), is_grads_batched=True, allow_unused=True)
+    assert gx.tolist() == [[2.0, 0.0], [0.0, 4.0]] and gy is None
+    _, gy = tape.autograd.grad(x * x, (x, y), tape.eye(2), is_grads_batched=True, materialize_grads=True)
+    assert gy.shape == () and gy.item() == 0.0
+    (g,) = tape.autograd.grad(x * x, x, tape.eye(2), is_grads_batched=True, create_graph=True)
+    assert tape.autograd.grad(g.sum(), x)[0].tolist() == [2.0, 2.0]
+    z = x * x
+    tape.autograd.grad(z, x, tape.eye(2), is_grads_batched=True)
+    with pytest.raises(RuntimeError, match="Trying to backward through the graph a second time"):
+        tape.autograd.grad(z, x, tape.eye(2), is_grads_batched=True)
+    with pytest.raises(RuntimeError, match="we interpret the first dimension of each grad_output as the batch"):
+        tape.autograd.grad(x * x, x, tape.ones(3, 3), is_grads_batched=True)
+    with pytest.raises(ValueError, match="Expected all tensors to have the same size in the mapped dimension"):
+        tape.autograd.grad((x * x, x.sum()), x, (tape.ones(3, 2), tape.ones(2)), is_grads_batched=True)
+    assert tape.autograd.grad(x.sum(), x, tape.ones(3), is_grads_batched=True)[0].tolist() == [[1.0, 1.0]] * 3

@@ -8,7 +8,7 @@ and gives the same numbers by the same sweeps). jvp and hvp use PyTorch's
 double-backward trick: the VJP is linear in its cotangent u, so the gradient
 of <VJP(u), v> with respect to u is the forward-mode product.
 """
-from .._engine import _size, grad as _grad
+from .._engine import _as_list, _size, grad as _grad
 from .._factories import zeros_like
 from .._grad_mode import enable_grad, is_grad_enabled, set_grad_enabled
 from .._tensor import Tensor
@@ -119,6 +119,46 @@ _ZERO_IN_STRICT = {
                          "grad_jacobian. This is not allowed in strict mode as it prevents from using the double "
                          "backward trick to replace forward mode AD.",
 }
+
+
+def batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused, materialize_grads):
+    """autograd.grad with is_grads_batched=True: the first dimension of each
+    grad_output is a batch, one backward for each of its slices (PyTorch
+    vmaps one backward over it; the gradients are the same), stacked. An
+    input no slice reached is None, or materialized unbatched, as PyTorch's."""
+    from ops import stack
+    outputs = _as_list(outputs)
+    grad_outputs = [None] * len(outputs) if grad_outputs is None else _as_list(grad_outputs)
+    if len(grad_outputs) != len(outputs) or any(not isinstance(g, Tensor) for g in grad_outputs):
+        raise RuntimeError("grad can be implicitly created only for scalar outputs")
+    for i, (g, out) in enumerate(zip(grad_outputs, outputs)):
+        if g.ndim == 0 or tuple(g.shape[1:]) != tuple(out.shape):
+            raise RuntimeError(
+                "If `is_grads_batched=True`, we interpret the first dimension of each grad_output as the batch "
+                "dimension. The sizes of the remaining dimensions are expected to match the shape of "
+                f"corresponding output, but a mismatch was detected: grad_output[{i}] has a shape of "
+                f"{list(g.shape[1:])} and output[{i}] has a shape of {list(out.shape)}. If you only want some "
+                "tensors in `grad_output` to be considered batched, consider using vmap.")
+    sizes = {g.shape[0] for g in grad_outputs}
+    if len(sizes) > 1:
+        raise ValueError(f"vmap: Expected all tensors to have the same size in the mapped dimension, got sizes "
+                         f"{[g.shape[0] for g in grad_outputs]} for the mapped dimension")
+    (n,) = sizes
+    if n == 0:
+        raise IndexError("index 0 is out of bounds for dimension 0 with size 0")
+    keep = create_graph if retain_graph is None else retain_graph
+    per_slice = [_grad(outputs, inputs, [g[k] for g in grad_outputs], retain_graph=keep or k < n - 1,
+                       create_graph=create_graph, allow_unused=True) for k in range(n)]
+    result = []
+    for i, (t, grads) in enumerate(zip(_as_list(inputs), zip(*per_slice))):
+        if all(g is None for g in grads):
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError(f"The differentiated Tensor at index {i} appears to not have been used in the "
+                                   "graph. Set allow_unused=True if this is the desired behavior.")
+            result.append(zeros_like(t, requires_grad=bool(create_graph)) if materialize_grads else None)
+        else:
+            result.append(stack([zeros_like(t) if g is None else g for g in grads], 0))
+    return tuple(result)
 
 
 def _fill_in_zeros(grads, refs, strict, create_graph, stage):
