@@ -8,7 +8,7 @@ import pytest
 
 import tape
 from tape.autograd import Function, gradcheck, gradgradcheck
-from tape.autograd._gradcheck import GradcheckError
+from tape.autograd.gradcheck import GradcheckError
 
 
 def _x():
@@ -153,3 +153,8 @@ def test_pytorchs_other_keywords_are_accepted():
         assert gradcheck(lambda t: (t * t).sin(), (_x(),), nondet_tol=1e-12, check_grad_dtypes=True, masked=True)
         assert gradgradcheck(lambda t: (t * t).sin(), (_x(),), gen_non_contig_grad_outputs=True,
                              check_grad_dtypes=True, masked=False)
+
+
+def test_the_gradcheck_module_is_importable_beside_the_function_as_pytorchs():
+    from tape.autograd.gradcheck import GradcheckError as error, gradcheck  # as from torch.autograd.gradcheck
+    assert tape.autograd.gradcheck is gradcheck and issubclass(error, RuntimeError)

@@ -1,7 +1,8 @@
 """tape.autograd: backward, grad, custom Functions, the gradient checkers and anomaly detection, as in
 torch.autograd."""
 from .._engine import backward, grad
-from ._gradcheck import gradcheck, gradgradcheck
+# the functions; the module stays importable, as torch.autograd.gradcheck (its GradcheckError)
+from .gradcheck import gradcheck, gradgradcheck
 from . import functional
 from . import function
 from .function import Function
