@@ -116,12 +116,26 @@ def test_a_backward_that_cannot_take_an_undefined_gradient_is_caught():
     assert gradcheck(NeedsItsGradient.apply, (_x(),), check_undefined_grad=False)
 
 
-def test_check_batched_grad_fails_as_pytorchs_for_a_backward_vmap_cannot_batch():
-    # tape has no batched backward (vmap over autograd.grad), so every
-    # backward is one PyTorch's check_batched_grad reports
-    with pytest.raises(GradcheckError, match=r"(?s)^While computing batched gradients, got: vmap: .*\n\n"
-                                             r"gradcheck or gradgradcheck failed while testing batched gradient"):
-        gradcheck(lambda t: (t * t).sin(), (_x(),), check_batched_grad=True)
+def test_check_batched_grad_compares_a_batched_backward_with_one_per_grad_output():
+    assert gradcheck(lambda t: (t * t).sin(), (_x(),), check_batched_grad=True)
+    unused = tape.tensor(1.0, requires_grad=True)
+    assert gradcheck(lambda t, u: (t * 2).sum(), (_x(), unused), check_batched_grad=True)
+
+    class CountsItsBackwards(tape.autograd.Function):
+        calls = 0
+
+        @staticmethod
+        def forward(ctx, t):
+            return t * 1.0
+
+        @staticmethod
+        def backward(ctx, g):
+            CountsItsBackwards.calls += 1
+            return g * CountsItsBackwards.calls
+
+    with pytest.raises(GradcheckError, match="^For output 0 and input 0:"):
+        tape.autograd.gradcheck(CountsItsBackwards.apply, (_x(),), check_batched_grad=True, check_undefined_grad=False,
+                                atol=1e9, rtol=1e9, nondet_tol=1e9)
 
 
 def test_a_float32_input_warns_as_pytorch():

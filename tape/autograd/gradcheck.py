@@ -344,8 +344,8 @@ def _slow_mode_error(func, inputs, func_out, output, input_idx, output_idx, rtol
 # -- PyTorch's further checks of backward -------------------------------------------
 
 def _test_batched_grad(inputs, output, output_idx):
-    """vmap over the backward against one backward per grad_output, as PyTorch."""
-    from ..func import vmap
+    """A batched backward (is_grads_batched, which PyTorch vmaps) against one
+    backward per grad_output, as PyTorch."""
     diff_inputs = [t for t in inputs if isinstance(t, Tensor) and t.requires_grad]
 
     def vjp(v):
@@ -357,7 +357,10 @@ def _test_batched_grad(inputs, output, output_idx):
     grad_outputs = [_array_tensor(rng.standard_normal(output.shape).astype(output.dtype)) for _ in range(2)]
     expected = [np.stack([_flat(g) for g in shards]) for shards in zip(*(vjp(v) for v in grad_outputs))]
     try:
-        result = vmap(vjp)(_array_tensor(np.stack([np.asarray(v._array()) for v in grad_outputs])))
+        batched = _array_tensor(np.stack([np.asarray(v._array()) for v in grad_outputs]))
+        result = [g if g is not None else _array_tensor(np.zeros((2, *t.shape), t.dtype)) for g, t in zip(
+            grad(output, diff_inputs, batched, retain_graph=True, allow_unused=True, is_grads_batched=True),
+            diff_inputs)]
     except RuntimeError as ex:
         raise GradcheckError(f"While computing batched gradients, got: {ex}\n\n{_FAILED_BATCHED_GRAD_MSG}") from ex
     for input_idx, (res, exp) in enumerate(zip(result, expected)):
