@@ -231,11 +231,12 @@ _rsub_number = _with_constant("rsub", "RsubBackward1", "-1", lambda x, c: c - x,
 _rpow_number = _with_constant("rpow", "PowBackward2", "out * log(y + zero_base(y, x))",
                               lambda x, c: c ** x, lambda x, c: _power_tensor(c, x),
                               saved=(("exponent", "x"), ("self", "c"), ("result", "out")), forward="y ** x")
-# and for its base y * x ** (y - 1): 0 where the exponent is 0, with its exact
-# derivative for the exponent there, 1 / x (PyTorch's where() gives 0); at
-# x == y == 0 the exponent is 0, not -1, so that no order is 0 * inf
+# and for its base y * x ** (y - 1): 0 where the exponent is 0, whatever x
+# (nan too), and so is its derivative for the exponent there, as PyTorch's
+# where(exponent == 0, 0, ...); the exponent is 0 there, not -1, so that no
+# order is 0 * inf at x == 0
 _pow_tensor = _binary("pow", "PowBackward1",
-                      ("y * x ** (y - 1 + is_zero(x) * is_zero(y))", "out * log(x + zero_base(x, y))"),
+                      ("(1 - is_zero(y)) * y * x ** (y - 1 + is_zero(y))", "out * log(x + zero_base(x, y))"),
                       operator.pow, _power_tensor, saved=(("exponent", "y"), ("self", "x"), ("result", "out")),
                       forward="x ** y")
 def _remainder_scalar(x, y):
@@ -410,13 +411,31 @@ erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf
              forward="erf(x)")
 
 
+def _refuse_integers(kernel, t):
+    """PyTorch's error for an integer or bool tensor given to a kernel that has no loop for them."""
+    if isinstance(t, Tensor) and t.dtype.kind in "biu":
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(t.dtype)}\'')
+
+
+def _refusing_integers(kernel, array_fn):
+    """array_fn, raising PyTorch's error for integer and bool operands, which
+    PyTorch's kernel has no loop for (NumPy would compute in floats)."""
+    def forward(*operands):
+        kinds = [np.asarray(v).dtype.kind for v in operands if not isinstance(v, (int, float))]
+        if kinds and all(k in "biu" for k in kinds):
+            dtype = np.result_type(*(v for v in operands if not isinstance(v, (int, float))))
+            raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
+        return array_fn(*operands)
+    return forward
+
+
 def _silu_scalar(x):
     return x * sigmoid_of_number(x)
 
 
 # x * sigmoid(x), PyTorch's torch.nn.functional.silu
 silu = _unary("silu", "SiluBackward0", "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", _silu_scalar,
-              lambda x: x * _sigmoid_array(x), inplace=False, signature="input", forward="x * sigmoid(x)")
+              _refusing_integers("silu_cpu", lambda x: x * _sigmoid_array(x)), inplace=False, signature="input", forward="x * sigmoid(x)")
 
 
 def _gelu_scalar(x):
@@ -451,6 +470,7 @@ _gelu_tanh = _unary("gelu_tanh", "GeluBackward0",
 def gelu(input, *, approximate="none"):
     """x times the standard normal CDF of x (PyTorch's torch.nn.functional.gelu);
     approximate="tanh" is its tanh approximation."""
+    _refuse_integers("GeluKernelImpl", input)
     if approximate == "none":
         return _gelu(input)
     if approximate == "tanh":
@@ -478,6 +498,7 @@ _softplus = _with_constant("softplus", "SoftplusBackward0",
 def softplus(input, beta=1, threshold=20):
     """log(1 + exp(beta x)) / beta, and x where beta x > threshold (PyTorch's
     torch.nn.functional.softplus)."""
+    _refuse_integers("softplus_cpu", input)
     if beta == 1:  # PyTorch's node shows its Scalars as given
         return keep_arguments(_softplus(input, threshold), beta=beta, threshold=threshold)
     return _softplus(input * beta, threshold) / beta
@@ -502,23 +523,16 @@ log10 = _unary("log10", "Log10Backward0", f"1 / (x * {_LN10!r})", math.log10, np
 log1p = _unary("log1p", "Log1PBackward0", "1 / (x + 1)", math.log1p, np.log1p, forward="log1p(x)")
 rsqrt = _unary("rsqrt", "RsqrtBackward0", "-0.5 * out * out * out", lambda x: 1.0 / math.sqrt(x),
                lambda x: 1.0 / np.sqrt(x), forward="1.0 / sqrt(x)")
-square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, np.square,
+def _square_array(x):
+    # a bool squared is int64, as PyTorch's x ** 2 (NumPy's would be bool)
+    return np.square(x.astype(np.int64) if x.dtype == np.bool_ else x)
+
+
+square = _unary("square", "PowBackward0", "2 * x", lambda x: x * x, _square_array,
                 saved=(("self", "x"), ("exponent", lambda row: 2)), forward="x * x")
 clone = _unary("clone", "CloneBackward0", "1", lambda x: x * 1.0, np.copy, inplace=False, signature="input",
                forward="x * 1.0")
 _to_copy = defop("to_copy", "ToCopyBackward0", 1, partials=("1",))
-
-
-def _refusing_integers(kernel, array_fn):
-    """array_fn, raising PyTorch's error for integer and bool operands, which
-    PyTorch's kernel has no loop for (NumPy would compute in floats)."""
-    def forward(*operands):
-        kinds = [np.asarray(v).dtype.kind for v in operands if not isinstance(v, (int, float))]
-        if kinds and all(k in "biu" for k in kinds):
-            dtype = np.result_type(*(v for v in operands if not isinstance(v, (int, float))))
-            raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
-        return array_fn(*operands)
-    return forward
 
 
 def _xlogy_array(x, y):
@@ -809,7 +823,12 @@ def _scaled(other, alpha, tensors):
                                         for t in tensors if isinstance(t, Tensor)):
         raise RuntimeError("For integral input tensors, argument alpha must not be a floating point "
                            "number.")
-    return mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    if not isinstance(other, Tensor):
+        return other * alpha
+    # scaled in the sum's dtype, as PyTorch's kernel: an int64 other times 0.5
+    # must not make float32 - int64 a float64
+    dtype = result_type(*(operand_value(t) for t in tensors))
+    return mul(other if other.dtype == dtype else other.to(dtype), alpha)
 
 
 @declare(signature="input, other, *, alpha=1, out=None", operands=2, batch=elementwise)

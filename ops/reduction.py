@@ -284,19 +284,39 @@ def _extreme_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
         GA[i] += G[j] * (1.0 if X[i] == O[j] else 0.0) / count[j]
 
 
-def _extreme_vjp(ctx, g):
+def _evenly_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # max() and min() of all elements: a nan result is attained by the nans
+    # (PyTorch's evenly_distribute_backward; amax's mask, x == out, has none)
+    nan = O[0] != O[0]
+    count = 0.0
+    for i in range(X.size):
+        if (X[i] != X[i]) if nan else (X[i] == O[0]):
+            count += 1.0
+    for i in range(X.size):
+        GA[i] += G[0] * (1.0 if ((X[i] != X[i]) if nan else (X[i] == O[0])) else 0.0) / count
+
+
+def _extreme_vjp(ctx, g, nan_attains=False):
     kshape = tuple(ctx.ints)
     x = ctx.x._array()
-    attained = (x == np.reshape(ctx.out._array(), kshape)).astype(x.dtype)
+    out = np.reshape(ctx.out._array(), kshape)
+    attained = (np.isnan(x) if nan_attains and np.isnan(out).all() else x == out).astype(x.dtype)
     reduced = tuple(k for k, d in enumerate(kshape) if d == 1 and x.shape[k] != 1)
-    share = new_tensor(wrap_value(attained / attained.sum(axis=reduced, keepdims=True)))
+    share = new_tensor(wrap_value(quiet(np.divide, attained, attained.sum(axis=reduced, keepdims=True))))
     return (expand(reshape(g, kshape), ctx.x_shape) * share,)
 
 
-_EXTREMES = {name: defop(name, grad_fn, 1, saves=SAVES_X | SAVES_OUT, vjp=_extreme_vjp,
-                         native=_extreme_native, saved=(("self", "x"), ("result", "out")) + over)
-             for name, grad_fn, over in (("amax", "AmaxBackward0", _OVER_DIMS), ("amin", "AminBackward0", _OVER_DIMS),
-                                         ("max_all", "MaxBackward1", ()), ("min_all", "MinBackward1", ()))}
+def _evenly_vjp(ctx, g):
+    return _extreme_vjp(ctx, g, nan_attains=True)
+
+
+_EXTREMES = {name: defop(name, grad_fn, 1, saves=SAVES_X | SAVES_OUT, vjp=vjp, native=native,
+                         saved=(("self", "x"), ("result", "out")) + over)
+             for name, grad_fn, over, vjp, native in (
+                 ("amax", "AmaxBackward0", _OVER_DIMS, _extreme_vjp, _extreme_native),
+                 ("amin", "AminBackward0", _OVER_DIMS, _extreme_vjp, _extreme_native),
+                 ("max_all", "MaxBackward1", (), _evenly_vjp, _evenly_native),
+                 ("min_all", "MinBackward1", (), _evenly_vjp, _evenly_native))}
 
 
 def _extreme(x, dim, keepdim, ufunc, opdef, name):
@@ -306,9 +326,9 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
         raise RuntimeError(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. "
                            f"Specify the reduction dim with the 'dim' argument.")
     reduced = tuple(range(x.ndim)) if all_dims else _dims(x, dim)
-    for k in reduced:
-        if x.shape[k] == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {k} to have non-zero size.")
+    for given in ((dim,) if isinstance(dim, (int, np.integer)) else reduced if all_dims else tuple(dim)):
+        if x.shape[_norm_dim(given, x.ndim)] == 0:  # named as given, as PyTorch's
+            raise IndexError(f"{name}(): Expected reduction dim {given} to have non-zero size.")
     value = wrap_value(ufunc.reduce(a, axis=reduced if x.ndim else None, keepdims=keepdim))
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
@@ -406,6 +426,12 @@ def _finite_max(a, axis):
     empty): subtracted before exp, it keeps exp from overflowing."""
     m = np.max(a, axis=axis, keepdims=True, initial=-np.inf)
     return np.where(np.isfinite(m), m, 0.0).astype(a.dtype, copy=False)
+
+
+def _line_max(a, axis):
+    """The max of a over axis, kept, as softmax subtracts it: an infinite or
+    nan max makes the line nan, as in PyTorch (logsumexp's is _finite_max)."""
+    return np.max(a, axis=axis, keepdims=True, initial=-np.inf)
 
 
 # logsumexp, softmax, log_softmax, var and std are each one recorded op, as in
@@ -512,7 +538,7 @@ def softmax(input, dim, dtype=None):
     """exp(input) over its sum along dim."""
     x, d = _softmax_input("softmax", input, dim, dtype)
     a = x._array().reshape(x.shape or (1,))
-    e = np.exp(a - _finite_max(a, d))
+    e = quiet(np.exp, quiet(np.subtract, a, _line_max(a, d)))
     return _softmax_op(_SOFTMAX, x, dim, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
 
 
@@ -522,8 +548,8 @@ def log_softmax(input, dim, dtype=None):
     adding the max back first would round large logits (1e10 + 1) to its ulp."""
     x, d = _softmax_input("log_softmax", input, dim, dtype)
     a = x._array().reshape(x.shape or (1,))
-    z = a - _finite_max(a, d)
     # quiet: a +inf logit gives inf - inf there, nan as in PyTorch, with no NumPy warning
+    z = quiet(np.subtract, a, _line_max(a, d))
     log_sum = quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True))
     return _softmax_op(_LOG_SOFTMAX, x, dim, d, quiet(np.subtract, z, log_sum))
 

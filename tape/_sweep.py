@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "64298181b9f5483f"
+REGISTRY_DIGEST = "b47070ad2988f8b7"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0], np.int64)
@@ -2687,48 +2687,48 @@ def _k_pow(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+                G[i] = (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+                GA[i] += (G[i] * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
 
 
 def _s0_pow(g, x, y, out, pp):
     p = pp
-    return g * (y * npow(x, y - 1 + is_zero(x) * is_zero(y)))
+    return (g * ((1 - is_zero(y)) * y * npow(x, y - 1 + is_zero(y))) if (1 - is_zero(y)) != 0 else 0.0)
 
 
 def _s1_pow(g, x, y, out, pp):
@@ -5690,6 +5690,23 @@ def _k_amax(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, 
 
 
 @_jit
+def _vjp_max_all(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # max() and min() of all elements: a nan result is attained by the nans
+    # (PyTorch's evenly_distribute_backward; amax's mask, x == out, has none)
+    nan = O[0] != O[0]
+    count = 0.0
+    for i in range(X.size):
+        if (X[i] != X[i]) if nan else (X[i] == O[0]):
+            count += 1.0
+    for i in range(X.size):
+        GA[i] += G[0] * (1.0 if ((X[i] != X[i]) if nan else (X[i] == O[0])) else 0.0) / count
+
+
+def _k_max_all(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, GC_p, GC_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, zsh_p, zsh_n, ints_p, ints_n, pp, cc):
+    _vjp_max_all(carray(G_p, (G_n,)), carray(X_p, (X_n,)), carray(Y_p, (Y_n,)), carray(O_p, (O_n,)), carray(GA_p, (GA_n,)), carray(GB_p, (GB_n,)), carray(osh_p, (osh_n,)), carray(xsh_p, (xsh_n,)), carray(ysh_p, (ysh_n,)), carray(ints_p, (ints_n,)), pp)
+
+
+@_jit
 def _vjp_logsumexp(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
@@ -6328,8 +6345,8 @@ KERNELS = (
     ((_k_sum, STRUCTURAL_KERNEL), None, None, None, None, (_Fs_sum, STRUCTURAL_KERNEL)),  # mean_dim
     ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None, None),  # amax
     ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None, None),  # amin
-    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None, None),  # max_all
-    ((_k_amax, STRUCTURAL_KERNEL), None, None, None, None, None),  # min_all
+    ((_k_max_all, STRUCTURAL_KERNEL), None, None, None, None, None),  # max_all
+    ((_k_max_all, STRUCTURAL_KERNEL), None, None, None, None, None),  # min_all
     ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # max_dim
     ((_k_index, STRUCTURAL_KERNEL), None, None, None, None, None),  # min_dim
     ((_k_logsumexp, STRUCTURAL_KERNEL), None, None, None, None, None),  # logsumexp
