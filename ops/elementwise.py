@@ -174,6 +174,10 @@ def _power_tensor(x, y):
         negative = np.where(xa == 1, 1, np.where(xa == -1, np.where(ya % 2 == 0, 1, -1), 0))
         return np.where(ya < 0, negative, np.power(xa, np.maximum(ya, 0))).astype(
             np.result_type(xa, ya))
+    if xa.ndim and not ya.ndim and ya == 0.5:
+        # NumPy takes sqrt for a repeated exponent of 0.5, which is not PyTorch's
+        # pow of two tensors at -inf and -0.0 ((-inf) ** 0.5 is inf there)
+        return np.power(x, np.full(xa.shape, ya))
     return np.power(x, y)
 
 

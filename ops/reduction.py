@@ -327,7 +327,7 @@ def _extreme(x, dim, keepdim, ufunc, opdef, name):
                            f"Specify the reduction dim with the 'dim' argument.")
     reduced = tuple(range(x.ndim)) if all_dims else _dims(x, dim)
     for given in ((dim,) if isinstance(dim, (int, np.integer)) else reduced if all_dims else tuple(dim)):
-        if x.shape[_norm_dim(given, x.ndim)] == 0:  # named as given, as PyTorch's
+        if x.ndim and x.shape[_norm_dim(given, x.ndim)] == 0:  # named as given, as PyTorch's
             raise IndexError(f"{name}(): Expected reduction dim {given} to have non-zero size.")
     value = wrap_value(ufunc.reduce(a, axis=reduced if x.ndim else None, keepdims=keepdim))
     if not (x._rg and state.tape.grad_enabled):

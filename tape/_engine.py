@@ -1287,7 +1287,7 @@ _CREATE_GRAPH_WARNING = (
     "your parameters to None after use to break the cycle and avoid the leak.")
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, grad_variables=None, inputs=None):
     """Compute the sum of gradients of `tensors` and accumulate them into the
     `.grad` of the graph's leaves (or of `inputs`), as torch.autograd.backward.
 
@@ -1297,6 +1297,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     >>> x.grad
     tensor(6.)
     """
+    if grad_variables is not None:  # PyTorch's deprecated name
+        warnings.warn("`grad_variables` is deprecated. Use `grad_tensors` instead.", FutureWarning, stacklevel=2)
+        if grad_tensors is not None:
+            raise RuntimeError("`grad_tensors` and `grad_variables` (deprecated) arguments both passed to "
+                               "`backward()`. Please only use `grad_tensors`.")
+        grad_tensors = grad_variables
     tensors = _as_list(tensors)
     grad_tensors = _as_list(grad_tensors)
     inputs = _as_list(inputs)
@@ -1349,7 +1355,7 @@ def _into_grads(tp, rows, grads, receivers, create_graph):
 
 def _tensor_backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Accumulate d(self)/d(leaf) into each leaf's `.grad`; see `tape.autograd.backward`."""
-    backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs)
+    backward([self], None if gradient is None else [gradient], retain_graph, create_graph, inputs=inputs)
 
 
 # a method defined here, not in _tensor: an import inside it ran importlib's
@@ -1358,7 +1364,7 @@ _tensor_backward.__name__, _tensor_backward.__qualname__ = "backward", "Tensor.b
 Tensor.backward = _tensor_backward
 
 
-def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False, only_inputs=True,
          allow_unused=None, is_grads_batched=False, materialize_grads=False):
     """Gradients of `outputs` with respect to `inputs`, as a tuple, without
     touching `.grad` (torch.autograd.grad).
@@ -1368,6 +1374,14 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> tape.autograd.grad(x ** 3, x)
     (tensor(12.),)
     """
+    if not only_inputs:
+        warnings.warn("only_inputs argument is deprecated and is ignored now (defaults to True). To accumulate "
+                      "gradient for other parts of the graph, please use torch.autograd.backward.", FutureWarning,
+                      stacklevel=2)
+    if isinstance(inputs, dict):  # gradients by name, as PyTorch's
+        names = list(inputs)
+        return dict(zip(names, grad(outputs, [inputs[k] for k in names], grad_outputs, retain_graph, create_graph,
+                                    True, allow_unused, is_grads_batched, materialize_grads)))
     if materialize_grads and allow_unused is False:
         raise ValueError("Expected allow_unused to be True or not passed when materialize_grads=True, "
                          "but got: allow_unused=False.")

@@ -401,10 +401,13 @@ class SavedTensor:
     def __init__(self, node, name, source, arguments):
         self._node, self._name, self._source, self._arguments = node, name, source, arguments
 
-    def register_hooks(self, pack_hook, unpack_hook):
-        if not (callable(pack_hook) and callable(unpack_hook)):
-            raise TypeError("register_hooks(): incompatible function arguments: pack_hook and unpack_hook "
-                            "must be callable")
+    def register_hooks(self, *hooks):
+        # two callables, else pybind11's error, as PyTorch's binding raises it
+        if len(hooks) != 2 or not all(callable(h) for h in hooks):
+            raise TypeError("register_hooks(): incompatible function arguments. The following argument types are "
+                            "supported:\n    1. (self: tape.SavedTensor, arg0: Callable, arg1: Callable) -> None\n\n"
+                            f"Invoked with: {', '.join(map(repr, (self, *hooks)))}")
+        pack_hook, unpack_hook = hooks
         tp, r = self._node._ep.tape, self._node.row()
         source = self._source
         of_row = isinstance(source, RowTensor)

@@ -362,3 +362,12 @@ def test_a_bool_squared_is_int64_and_an_empty_reduction_names_the_dim_as_given()
         tape.zeros(2, 0).amax(-1)
     with pytest.raises(IndexError, match=r"^max\(\): Expected reduction dim 1 to have non-zero size\.$"):
         tape.zeros(2, 0).max(-1)
+
+
+def test_a_power_of_two_tensors_is_cs_pow_and_a_0d_reduction_takes_dim_minus_one():
+    # PyTorch 2.13: pow of two tensors has no sqrt shortcut, (-inf) ** 0.5 is inf, (-0.0) ** 0.5 is +0.0
+    x = tape.tensor([0.7, -inf, -0.0])
+    for out in (x ** tape.tensor(0.5), x ** tape.tensor([0.5] * 3)):
+        assert out.tolist()[1:] == [inf, 0.0] and math.copysign(1.0, out.tolist()[2]) == 1.0
+    assert (tape.tensor(-inf) ** tape.tensor(0.5)).item() == inf
+    assert tape.tensor(1.5).amax(-1).item() == 1.5 and tape.tensor(2).amax(-1).item() == 2

@@ -808,3 +808,37 @@ def test_broadcast_to_takes_sizes_as_arguments():
 def test_requires_grad_set_on_an_integer_tensor_is_pytorchs_setter_text():
     with pytest.raises(RuntimeError, match="^only Tensors of floating point and complex dtype can require gradients$"):
         tape.tensor([1]).requires_grad = True
+
+
+def test_deprecated_only_inputs_and_grad_variables_are_taken_as_pytorch_takes_them():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    y = tape.tensor(3.0, requires_grad=True)
+    # positional, as PyTorch's order: grad_outputs, retain_graph, create_graph, only_inputs, allow_unused
+    gx, gy = tape.autograd.grad((x * x).sum(), [x, y], None, None, False, True, True)
+    assert gx.tolist() == [2.0, 4.0] and gy is None
+    with pytest.warns(FutureWarning, match="^only_inputs argument is deprecated and is ignored now"):
+        tape.autograd.grad((x * x).sum(), x, only_inputs=False)
+    with pytest.warns(FutureWarning, match="^`grad_variables` is deprecated. Use `grad_tensors` instead.$"):
+        tape.autograd.backward(x * 2, grad_variables=tape.ones(2))
+    assert x.grad.tolist() == [2.0, 2.0]
+    with pytest.warns(FutureWarning), pytest.raises(RuntimeError, match="arguments both passed to `backward\\(\\)`"):
+        tape.autograd.backward(x * 2, grad_tensors=tape.ones(2), grad_variables=tape.ones(2))
+    assert tape.autograd.grad((x * y).sum(), {"x": x, "y": y})["y"].item() == 3.0
+
+
+def test_variable_is_a_detached_tensor_and_every_tensor_is_one():
+    from tape.autograd import Variable
+    x = tape.tensor([1.0, 2.0])
+    v = Variable(x, requires_grad=True)
+    assert type(v) is tape.Tensor and v.requires_grad and v.is_leaf and isinstance(x, Variable)
+    assert not isinstance(3.0, Variable) and Variable().shape == (0,)
+    with pytest.raises(TypeError, match="^Variable data has to be a tensor, but got list$"):
+        Variable([1.0])
+
+
+def test_register_hooks_on_a_saved_tensor_wants_two_callables_in_pybind11s_words():
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    saved = (x * x).grad_fn._raw_saved_self
+    for args in ((lambda t: t,), (1, 2), ()):
+        with pytest.raises(TypeError, match="^register_hooks\\(\\): incompatible function arguments"):
+            saved.register_hooks(*args)

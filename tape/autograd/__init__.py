@@ -8,6 +8,7 @@ from . import function
 from .function import Function
 from .anomaly_mode import detect_anomaly, set_detect_anomaly
 from . import graph
+from .variable import Variable
 
-__all__ = ["backward", "grad", "Function", "function", "gradcheck", "gradgradcheck", "graph", "functional", "detect_anomaly",
+__all__ = ["backward", "grad", "Function", "Variable", "function", "gradcheck", "gradgradcheck", "graph", "functional", "detect_anomaly",
            "set_detect_anomaly"]
