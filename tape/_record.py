@@ -498,12 +498,15 @@ def elementwise_vjp(opdef):
     # Tensor for x, y or out costs microseconds
     operands = [[name for name in ("x", "y", "out", "p") if name in code.co_names]
                 for code in opdef.compiled_partials]
+    # a partial that is the constant 1 passes g on itself, as PyTorch's add;
+    # one that evaluates to 1 (x * 1.0's) gives a new tensor, as its mul
+    passes_on = [partial.strip() == "1" for partial in opdef.partials]
 
     def vjp(ctx, g):
         grads = []
-        for need, partial, selection, names, shape in zip(ctx.needs, opdef.compiled_partials,
-                                                          opdef.compiled_selections, operands,
-                                                          ("x_shape", "y_shape")):
+        for need, partial, selection, names, shape, passes in zip(ctx.needs, opdef.compiled_partials,
+                                                                  opdef.compiled_selections, operands,
+                                                                  ("x_shape", "y_shape"), passes_on):
             if not need:
                 grads.append(None)
                 continue
@@ -523,7 +526,7 @@ def elementwise_vjp(opdef):
                 grads.append(new_tensor(wrap_value(np.zeros(getattr(ctx, shape), g.dtype))))
                 continue
             if type(d) in _NUMBER:
-                gi = g if d == 1 else (-g if d == -1 else g * d)
+                gi = g if d == 1 and passes else (-g if d == -1 else g * d)
             else:
                 gi = g * d
             if selection is not None:  # Note [Selecting partials]

@@ -1282,3 +1282,22 @@ def test_a_gradient_for_an_argument_that_is_not_a_tensor_is_pytorchs_error():
         Scale.apply(a, 2.0).backward()
     (a * 3).backward()  # the tape is not corrupted
     assert a.grad.item() == 3.0
+
+
+def test_a_backward_may_write_a_gradient_that_a_mul_by_one_made_as_pytorchs_does():
+    # x * 1's backward gives a new tensor (PyTorch's mul), not sum's broadcast
+    # gradient itself, which PyTorch also refuses to write in place
+    class Doubles(tape.autograd.Function):
+        @staticmethod
+        def forward(ctx, a):
+            return a.clone()
+
+        @staticmethod
+        def backward(ctx, g):
+            return g.mul_(2)
+
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    (Doubles.apply(x) * 1).sum().backward()
+    assert x.grad.tolist() == [2.0, 2.0]
+    with pytest.raises(RuntimeError, match="more than one element of the written-to tensor refers to a single"):
+        Doubles.apply(x).sum().backward()
