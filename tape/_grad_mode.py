@@ -4,8 +4,10 @@ modelled on torch/autograd/grad_mode.py.
 import functools
 import inspect
 import sys
+import threading
 import warnings
 
+from . import _tensor
 from ._tape import state
 
 __all__ = ["no_grad", "enable_grad", "set_grad_enabled", "is_grad_enabled", "inference_mode",
@@ -166,8 +168,19 @@ class set_grad_enabled(_Mode):
         _set_grad_mode(self.mode)
 
 
+_inference_lock = threading.Lock()
+_inference_entered = [0]  # inference_mode(True) contexts open in all threads
+
+
+def _mark_inference(t):
+    if state.tape.inference:
+        t._inference = True
+
+
 class inference_mode(_Mode):
-    """Like `no_grad` (and reported by `is_inference_mode_enabled`)."""
+    """Like `no_grad` (and reported by `is_inference_mode_enabled`); the
+    tensors made inside are inference tensors (`is_inference()`), which
+    refuse requires_grad and in-place changes outside it, as PyTorch's."""
 
     def __init__(self, mode=True):
         self.mode = bool(mode)
@@ -186,3 +199,16 @@ class inference_mode(_Mode):
         tp.grad_enabled = not self.mode
         tp.inference = self.mode
         tp.grad_in_inference = False
+        if self.mode:
+            with _inference_lock:
+                _inference_entered[0] += 1
+                _tensor.inference_marks[:] = [_mark_inference]
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        if self.mode:
+            with _inference_lock:
+                _inference_entered[0] -= 1
+                if not _inference_entered[0]:
+                    _tensor.inference_marks.clear()
+        return False

@@ -227,6 +227,8 @@ made_hooks = []
 read_hooks = []
 compared_hooks = []
 written_hooks = []
+# marks the tensors made in inference mode while some thread is in it (tape._grad_mode)
+inference_marks = []
 
 
 def new_tensor(value, requires_grad=False):
@@ -237,6 +239,8 @@ def new_tensor(value, requires_grad=False):
     t._ep = None
     if made_hooks:
         made_hooks[0](t)
+    if inference_marks:
+        inference_marks[0](t)
     return t
 
 
@@ -264,6 +268,7 @@ class Tensor:
     # The hot attributes are slots; the rarely set ones default on the class
     # and land in the instance dict when set, so making a tensor writes four.
     __slots__ = ("_value", "_rg", "_row", "_ep", "__dict__", "__weakref__")
+    _inference = False  # made in inference mode: set in the instance's __dict__ (inference_marks)
     _grad = None
     _vc = None
     # the tensor whose storage this one views, when it is a view that autograd
@@ -434,7 +439,13 @@ class Tensor:
             raise RuntimeError("only Tensors of floating point and complex dtype can require gradients")
         self.requires_grad_(flag)
 
+    def is_inference(self):
+        """Whether the tensor was made in inference mode, as PyTorch's."""
+        return self._inference
+
     def requires_grad_(self, requires_grad=True):
+        if requires_grad and self._inference and not state.tape.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside InferenceMode is not allowed.")
         if not self.is_leaf:
             if not requires_grad:
                 raise RuntimeError(
@@ -712,6 +723,10 @@ class Tensor:
 
     def bump_version(self):
         """Record an in-place change: rows aliasing the old value become dirty."""
+        if self._inference and not state.tape.inference:
+            raise RuntimeError("Inplace update to inference tensor outside InferenceMode is not allowed.You can "
+                               "make a clone to get a normal tensor before doing inplace update.See "
+                               "https://github.com/pytorch/rfcs/pull/17 for more details.")
         if written_hooks:  # tape.compile's recording or a replay's undo log (Note [Side effects of a replay])
             written_hooks[0](self)
         vc = self._version_counter()

@@ -138,3 +138,21 @@ def test_enable_grad_inside_inference_mode_turns_grad_mode_on_and_records_nothin
             assert tape.is_grad_enabled() and not (x * 2).requires_grad
         assert not tape.is_grad_enabled()
     assert tape.is_grad_enabled() and (x * 2).requires_grad
+
+
+def test_tensors_made_in_inference_mode_are_inference_tensors_as_pytorchs():
+    x = tape.tensor(1.0, requires_grad=True)
+    with tape.inference_mode():
+        made, factory = x * 2, tape.ones(2)
+        factory.add_(1)  # allowed inside
+    assert made.is_inference() and factory.is_inference() and not x.is_inference()
+    assert not (factory * 2).is_inference()
+    with tape.no_grad():
+        assert not tape.ones(1).is_inference()
+    with pytest.raises(RuntimeError, match="^Inplace update to inference tensor outside InferenceMode is not allowed"):
+        factory.add_(1)
+    with pytest.raises(RuntimeError, match="^Inplace update to inference tensor outside InferenceMode"):
+        factory[0] = 5.0
+    with pytest.raises(RuntimeError, match="^Setting requires_grad=True on inference tensor outside InferenceMode"):
+        factory.requires_grad_()
+    assert factory.tolist() == [2.0, 2.0]  # nothing written
