@@ -129,11 +129,39 @@ mul = declare(_binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multip
 # change to the quotient does not spoil the division's backward
 # -x / y / y, not -x / (y * y), as PyTorch's: its own derivatives stay 0, not
 # 0 * inf, where y is infinite, and y * y does not overflow first
-div = _binary("div", "DivBackward0", ("1 / y", "-x / y / y"),
-              operator.truediv, np.true_divide, forward="x / y")
-declare(div, signature=_BINARY, methods=("div", "__truediv__"), aliases=("divide",), operands=2, batch=elementwise)
-declare(div, name="true_divide", signature=_BINARY, methods=(), operands=2, batch=elementwise)
-true_divide = div
+true_divide = _binary("div", "DivBackward0", ("1 / y", "-x / y / y"),
+                      operator.truediv, np.true_divide, forward="x / y")
+declare(true_divide, name="true_divide", signature=_BINARY, methods=(), operands=2, batch=elementwise)
+
+
+def _trunc_div_scalar(x, y):
+    q = x / y
+    return float(math.trunc(q)) if math.isfinite(q) else q
+
+
+def _trunc_div_array(x, y):
+    # integers as C divides them (toward zero), floats as trunc(x / y), as PyTorch's
+    if np.result_type(x, y).kind in "biu":
+        q = np.floor_divide(x, y)
+        return np.where((np.remainder(x, y) != 0) & ((np.asarray(x) < 0) != (np.asarray(y) < 0)), q + 1, q)
+    return np.trunc(np.true_divide(x, y))
+
+
+# div with rounding_mode: recorded with no gradient, as PyTorch's
+_trunc_div = _binary("trunc_div", "DivBackward0", ("0", "0"), _trunc_div_scalar, _trunc_div_array)
+
+
+@declare(signature="input, other, *, rounding_mode=None, out=None", methods=("div", "__truediv__"),
+         aliases=("divide",), operands=2, batch=elementwise)
+def div(input, other, *, rounding_mode=None):
+    """input / other; rounding_mode "trunc" or "floor" rounds the quotient, as PyTorch's."""
+    if rounding_mode is None:
+        return true_divide(input, other)
+    if rounding_mode == "floor":
+        return floor_div_op(input, other)
+    if rounding_mode == "trunc":
+        return _trunc_div(input, other)
+    raise RuntimeError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{rounding_mode}'")
 def _negative(x):
     if x.dtype == np.bool_:
         raise RuntimeError("Negation, the `-` operator, on a bool tensor is not supported. If you are "
@@ -328,7 +356,13 @@ def _sign_array(x):
 
 
 sign = _unary("sign", "SignBackward0", "0", _sign_scalar, _sign_array)
-floor = _unary("floor", "FloorBackward0", "0", lambda x: float(math.floor(x)),
+
+
+def _signed_whole(whole, x):
+    # math's rounding gives an int: a zero result takes x's sign, as the
+    # float rounding of NumPy and PyTorch (ceil(-0.2) is -0.0)
+    return math.copysign(float(whole), x)
+floor = _unary("floor", "FloorBackward0", "0", lambda x: _signed_whole(math.floor(x), x),
                _not_for_bool("floor_vml_cpu", _floor_array), forward="floor(x)")
 # relu's partial (PyTorch's threshold_backward); not public
 # 1 at nan, where relu's backward (its one use) keeps the gradient in PyTorch
@@ -341,12 +375,12 @@ def _integer_rounding(ufunc):
     return lambda x: ufunc(x) if x.dtype.kind == "f" else x.copy()
 
 
-ceil = _unary("ceil", "CeilBackward0", "0", lambda x: float(math.ceil(x)),
+ceil = _unary("ceil", "CeilBackward0", "0", lambda x: _signed_whole(math.ceil(x), x),
               _not_for_bool("ceil_vml_cpu", _integer_rounding(np.ceil)))
-trunc = _unary("trunc", "TruncBackward0", "0", lambda x: float(math.trunc(x)),
+trunc = _unary("trunc", "TruncBackward0", "0", lambda x: _signed_whole(math.trunc(x), x),
                _not_for_bool("trunc_vml_cpu", _integer_rounding(np.trunc)))
 # half to even, as Python's round, NumPy's and PyTorch's
-_round = _unary("round", "RoundBackward0", "0", lambda x: float(builtins.round(x)),
+_round = _unary("round", "RoundBackward0", "0", lambda x: _signed_whole(builtins.round(x), x),
                 _not_for_bool("round_vml_cpu", _integer_rounding(np.round)), public=False)
 # to `decimals` places as PyTorch computes it, x * 10**d rounded, over 10**d
 # (NumPy's formula too; Python's round(x, d) rounds the exact decimal instead)
@@ -877,6 +911,8 @@ _CLAMP = {kind: defop(name, grad_fn, 1, partials=("within(x, y, p)",), saved=(("
 def _clamp_scalar(x, lo, hi):
     # min(max(x, lo), hi), as PyTorch (hi wins when lo > hi), and nan stays
     # nan; a new float, never x itself: the float is the row's liveness token
+    if lo != lo or hi != hi:  # a nan bound makes the result nan, as NumPy's and PyTorch's
+        return math.nan
     v = lo if x < lo else x
     return (hi if v > hi else v) * 1.0
 

@@ -168,5 +168,6 @@ OPCODES = {
     "view_copy_slices": 163,
     "view_copy_slices_at": 164,
     "squeeze_dim_": 165,
+    "trunc_div": 166,
 }
-NEXT_OPCODE = 166
+NEXT_OPCODE = 167

@@ -211,6 +211,14 @@ def _operand(t, read):
     return new_tensor(value), 0.0
 
 
+def _signed_zero(tp, t, c):
+    """t, whose row's constant is c: a row's c is written only when it is
+    truthy, so a -0.0 (1 / -0.0 is -inf in the partial) is written here."""
+    if c == 0.0:
+        tp.m_c[t._row] = c
+    return t
+
+
 def _scalar_row(tp, code, out, x, y, c):
     """The hot path: append a row for a 0-d float64 result of x and y
     (Tensors, or None for the constant c) and return its Tensor."""
@@ -388,8 +396,8 @@ def binary(opdef, scalar_fn, array_fn):
                 # Tensor (see _operand); a number rides in c
                 # (kept while tape.compile records: a replay reads the row, Note [Compiled replay])
                 if rgx:
-                    return _scalar_row(tp, code, out, x, y if reads_y or made_hooks else None, yv)
-                return _scalar_row(tp, code, out, x if reads_x or made_hooks else None, y, xv)
+                    return _signed_zero(tp, _scalar_row(tp, code, out, x, y if reads_y or made_hooks else None, yv), yv)
+                return _signed_zero(tp, _scalar_row(tp, code, out, x if reads_x or made_hooks else None, y, xv), xv)
         return new_tensor(out)
 
     def _mixed(x, y):
@@ -438,7 +446,8 @@ def binary(opdef, scalar_fn, array_fn):
         reads = (saves_for[0] if rgx else 0) | (saves_for[1] if rgy else 0)
         a, ca = (x, 0.0) if rgx else _operand(x, reads & SAVES_X)
         b, cb = (y, 0.0) if rgy else _operand(y, reads & SAVES_Y)
-        return record(opdef, out, (a, b), c=ca or cb)
+        c = cb if rgx else ca
+        return _signed_zero(state.tape, record(opdef, out, (a, b), c=c), c)
     saves_for = opdef.saves_for
     reads_y = saves_for[0] & SAVES_Y
     reads_x = saves_for[1] & SAVES_X

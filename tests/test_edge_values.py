@@ -371,3 +371,28 @@ def test_a_power_of_two_tensors_is_cs_pow_and_a_0d_reduction_takes_dim_minus_one
         assert out.tolist()[1:] == [inf, 0.0] and math.copysign(1.0, out.tolist()[2]) == 1.0
     assert (tape.tensor(-inf) ** tape.tensor(0.5)).item() == inf
     assert tape.tensor(1.5).amax(-1).item() == 1.5 and tape.tensor(2).amax(-1).item() == 2
+
+
+def test_0d_clamp_rounding_and_a_signed_zero_constant_are_pytorchs():
+    # PyTorch 2.13: a nan bound gives nan; ceil(-0.22) is -0.0; the partial of x / -0.0 is -inf
+    assert math.isnan(tape.clamp(tape.tensor(0.6), max=nan).item())
+    assert math.isnan(tape.tensor(0.6).clamp(min=nan).item())
+    for out in (tape.tensor(-0.22).ceil(), tape.tensor(-0.4).round(), tape.tensor(-0.7).trunc(), tape.tensor(-0.0).floor()):
+        assert out.item() == 0.0 and math.copysign(1.0, out.item()) == -1.0
+    for data in ([1.0, -2.0], 1.0):
+        a = tape.tensor(data, requires_grad=True)
+        assert np.all(tape.autograd.grad((a / -0.0).sum(), a)[0].numpy() == -inf)
+        assert np.all(np.signbit(tape.autograd.grad((a * -0.0).sum(), a)[0].numpy()))
+
+
+def test_div_rounds_as_pytorchs_rounding_modes():
+    a, i = tape.tensor([7.0, -7.0, 5.5], requires_grad=True), tape.tensor([7, -7, 5])
+    assert tape.div(a, 2.0, rounding_mode="floor").tolist() == [3.0, -4.0, 2.0]
+    trunc = a.div(tape.tensor(2.0), rounding_mode="trunc")
+    assert trunc.tolist() == [3.0, -3.0, 2.0] and tape.autograd.grad(trunc.sum(), a)[0].tolist() == [0.0] * 3
+    assert tape.div(i, 2, rounding_mode="trunc").tolist() == [3, -3, 2]
+    assert tape.div(i, -2, rounding_mode="floor").tolist() == [-4, 3, -3]
+    assert tape.div(i, 2, rounding_mode=None).tolist() == [3.5, -3.5, 2.5]
+    with pytest.raises(RuntimeError, match="^div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                                           "found 'x'$"):
+        tape.div(a, 2, rounding_mode="x")

@@ -158,6 +158,11 @@ ELEMENTWISE_BINARY = [
     ("pow_tensor", lambda x, y: x ** y, np.power, (0.5, -2), (2, 2)),
     ("remainder", lambda x, y: x % y, np.remainder, (2.2, 1.0), (2.8, 1.05)),
     ("remainder_negative", lambda x, y: tape.remainder(x, y), np.remainder, (-2.8, 1.0), (-2.2, 1.05)),
+    # quotients away from the jumps of the rounding: zero gradients, as PyTorch's
+    ("div_trunc", lambda x, y: tape.div(x, y, rounding_mode="trunc"), lambda a, b: np.trunc(a / b),
+     (-2.8, 1.0), (-2.2, 1.05)),
+    ("div_floor", lambda x, y: tape.div(x, y, rounding_mode="floor"), lambda a, b: np.floor(a / b),
+     (-2.8, 1.0), (-2.2, 1.05)),
     # x above y: each input wins one of the two, away from ties
     ("maximum", lambda x, y: tape.maximum(x, y), np.maximum, (0.5, -2), (2, 0)),
     ("minimum", lambda x, y: x.minimum(y), np.minimum, (0.5, -2), (2, 0)),
