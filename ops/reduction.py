@@ -292,22 +292,27 @@ def _evenly_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     for i in range(X.size):
         if (X[i] != X[i]) if nan else (X[i] == O[0]):
             count += 1.0
+    # the others get 0, not g * 0: an inf g stays off them (PyTorch's masked_fill)
+    share = G[0] / count
     for i in range(X.size):
-        GA[i] += G[0] * (1.0 if ((X[i] != X[i]) if nan else (X[i] == O[0])) else 0.0) / count
+        if (X[i] != X[i]) if nan else (X[i] == O[0]):
+            GA[i] += share
 
 
-def _extreme_vjp(ctx, g, nan_attains=False):
+def _extreme_vjp(ctx, g, evenly=False):
     kshape = tuple(ctx.ints)
     x = ctx.x._array()
     out = np.reshape(ctx.out._array(), kshape)
-    attained = (np.isnan(x) if nan_attains and np.isnan(out).all() else x == out).astype(x.dtype)
+    attained = np.isnan(x) if evenly and np.isnan(out).all() else x == out
     reduced = tuple(k for k, d in enumerate(kshape) if d == 1 and x.shape[k] != 1)
-    share = new_tensor(wrap_value(quiet(np.divide, attained, attained.sum(axis=reduced, keepdims=True))))
-    return (expand(reshape(g, kshape), ctx.x_shape) * share,)
+    mask = attained.astype(x.dtype)
+    share = new_tensor(wrap_value(quiet(np.divide, mask, mask.sum(axis=reduced, keepdims=True))))
+    spread = expand(reshape(g, kshape), ctx.x_shape) * share
+    return (spread.where(attained, 0.0) if evenly else spread,)
 
 
 def _evenly_vjp(ctx, g):
-    return _extreme_vjp(ctx, g, nan_attains=True)
+    return _extreme_vjp(ctx, g, evenly=True)
 
 
 _EXTREMES = {name: defop(name, grad_fn, 1, saves=SAVES_X | SAVES_OUT, vjp=vjp, native=native,

@@ -396,3 +396,10 @@ def test_div_rounds_as_pytorchs_rounding_modes():
     with pytest.raises(RuntimeError, match="^div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
                                            "found 'x'$"):
         tape.div(a, 2, rounding_mode="x")
+
+
+@SWEEPS
+def test_max_of_all_elements_keeps_an_infinite_gradient_off_the_others(retaped):
+    # PyTorch 2.13's masked_fill: 0 where the max is not attained, not inf * 0
+    assert _grads_for(lambda t: t.max(), [[1.0, 3.0, 2.0]], inf, retaped) == [[0.0, inf, 0.0]]
+    assert _grads_for(lambda t: t.min(), [[1.0, 3.0, 1.0]], inf, retaped) == [[inf, 0.0, inf]]
