@@ -10,7 +10,7 @@ import operator
 import numpy as np
 
 from tape import _vecmath
-from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, promoted, result_type, scalar_type_name
+from tape._dtypes import as_dtype, cpp_type_name, get_default_dtype, not_implemented_for, promoted, result_type
 from tape._batched import elementwise
 from tape._node import keep_arguments
 from tape._record import (binary, broadcast_shapes, formula_node, operand_value, python_number, quiet, record, sum_to,
@@ -49,7 +49,7 @@ def _relu_array(x):
 
 
 def _not_for_bool(kernel, fn):
-    return _refusing_bool(fn, NotImplementedError(f'"{kernel}" not implemented for \'Bool\''))
+    return _refusing_bool(fn, not_implemented_for(kernel, np.bool_))
 
 
 # below this many elements NumPy's ufunc call is as fast as the kernel, and a
@@ -386,7 +386,7 @@ _round = _unary("round", "RoundBackward0", "0", lambda x: _signed_whole(builtins
 # (NumPy's formula too; Python's round(x, d) rounds the exact decimal instead)
 def _round_to(x, decimals):
     if x.dtype.kind != "f":
-        raise NotImplementedError(f'"round_cpu" not implemented for \'{scalar_type_name(x.dtype)}\'')
+        raise not_implemented_for("round_cpu", x.dtype)
     return np.round(x, int(decimals))
 
 
@@ -452,7 +452,7 @@ erf = _unary("erf", "ErfBackward0", "1.1283791670955126 * exp(-x * x)", math.erf
 def _refuse_integers(kernel, t):
     """PyTorch's error for an integer or bool tensor given to a kernel that has no loop for them."""
     if isinstance(t, Tensor) and t.dtype.kind in "biu":
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(t.dtype)}\'')
+        raise not_implemented_for(kernel, t.dtype)
 
 
 def _refusing_integers(kernel, array_fn):
@@ -461,8 +461,7 @@ def _refusing_integers(kernel, array_fn):
     def forward(*operands):
         kinds = [np.asarray(v).dtype.kind for v in operands if not isinstance(v, (int, float))]
         if kinds and all(k in "biu" for k in kinds):
-            dtype = np.result_type(*(v for v in operands if not isinstance(v, (int, float))))
-            raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(dtype)}\'')
+            raise not_implemented_for(kernel, np.result_type(*(v for v in operands if not isinstance(v, (int, float)))))
         return array_fn(*operands)
     return forward
 
@@ -473,7 +472,8 @@ def _silu_scalar(x):
 
 # x * sigmoid(x), PyTorch's torch.nn.functional.silu
 silu = _unary("silu", "SiluBackward0", "sigmoid(x) * (1 + x * (1 - sigmoid(x)))", _silu_scalar,
-              _refusing_integers("silu_cpu", lambda x: x * _sigmoid_array(x)), inplace=False, signature="input", forward="x * sigmoid(x)")
+              _refusing_integers("silu_cpu", lambda x: x * _sigmoid_array(x)), inplace=False, signature="input",
+              forward="x * sigmoid(x)")
 
 
 def _gelu_scalar(x):
@@ -695,7 +695,7 @@ def lerp(input, end, weight):
         raise TypeError(f"lerp(): argument 'end' (position 2) must be Tensor, not {type(end).__name__}")
     if input.dtype.kind not in "fc":
         kernel = "lerp_kernel_tensor" if isinstance(weight, Tensor) else "lerp_kernel_scalar"
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(input.dtype)}\'')
+        raise not_implemented_for(kernel, input.dtype)
     # PyTorch takes a 0-d weight of any dtype, as a number
     for name, t in (("end", end), ("weight", weight)):
         if isinstance(t, Tensor) and t.dtype != input.dtype and not (t is weight and t.ndim == 0):
@@ -728,7 +728,7 @@ def _added_product_operands(name, input, tensor1, tensor2):
     broadcast_shapes(broadcast_shapes(input.shape, tensor1.shape), tensor2.shape)  # PyTorch's error text
     dtype = result_type(input, tensor1, tensor2)
     if dtype == np.bool_:
-        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
+        raise not_implemented_for(f"{name}_cpu_out", np.bool_)
     return dtype, to(input, dtype), to(tensor1, dtype), to(tensor2, dtype)
 
 

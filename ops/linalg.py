@@ -13,7 +13,7 @@ import numpy as np
 from ops._declare import declare, exports
 from tape._batched import BatchedTensor, aligned, batched, composite, levels_of, physical
 
-from tape._dtypes import cpp_type_name, result_type, scalar_type_name
+from tape._dtypes import cpp_type_name, not_implemented_for, result_type, scalar_type_name
 from tape._record import broadcast_shapes, formula_node, record, sum_to
 from tape._registry import SAVES_X, SAVES_Y, defop, native_helper
 from tape._tape import state
@@ -411,7 +411,7 @@ def _check_same_dtype(pairs):
 
 def _refuse_bool(kernel, t):
     if t.dtype == np.bool_:
-        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
+        raise not_implemented_for(kernel, np.bool_)
 
 
 def _size(t, dim):

@@ -5,7 +5,7 @@ import numpy as np
 
 from ops._declare import declare, exports
 from tape._batched import elementwise, over_dims
-from tape._dtypes import get_default_dtype, scalar_type_name
+from tape._dtypes import get_default_dtype, not_implemented_for
 from tape._record import broadcast_shapes, operand_value
 from tape._tensor import Tensor, new_tensor
 
@@ -25,8 +25,7 @@ def _refuse_floats(kernel, *operands):
     if not floats and float in map(type, operands):
         floats = [get_default_dtype()]
     if floats:
-        raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
-                                  f"'{scalar_type_name(np.result_type(*floats))}'")
+        raise not_implemented_for(f"{kernel}_cpu", np.result_type(*floats))
 
 
 _BINARY = "input, other, *, out=None"

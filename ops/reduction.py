@@ -12,7 +12,7 @@ import numpy as np
 from ops._declare import declare, exports
 from tape._batched import along, elementwise, over_dims
 from tape._broadcast import bcast_index, trailing_block
-from tape._dtypes import as_dtype, get_default_dtype, scalar_type_name
+from tape._dtypes import as_dtype, get_default_dtype, not_implemented_for, scalar_type_name
 from tape._node import int_list, keep_arguments
 from tape._record import op_result, quiet, record
 from tape._registry import SAVES_OUT, SAVES_ROW, SAVES_X, RowTensor, defop, native_helper
@@ -529,7 +529,7 @@ def _softmax_input(name, input, dim, dtype):
     x = input if dtype is None else input.to(dtype)
     if x.dtype.kind not in "fc":
         kernel = "lastdim_kernel_impl" if x.ndim == 0 or _norm_dim(dim, x.ndim) == x.ndim - 1 else "kernel_impl"
-        raise NotImplementedError(f'"{name}_{kernel}" not implemented for \'{scalar_type_name(x.dtype)}\'')
+        raise not_implemented_for(f"{name}_{kernel}", x.dtype)
     return x, _norm_dim(dim, x.ndim)
 
 

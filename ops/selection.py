@@ -13,7 +13,7 @@ from tape._batched import (DYNAMIC_OUTPUT, BatchedTensor, aligned, along, batche
                            leading, levels_of, no_rule, with_levels)
 
 from tape._broadcast import bcast_index
-from tape._dtypes import cpp_type_name, result_type, scalar_type_name
+from tape._dtypes import cpp_type_name, not_implemented_for, result_type, scalar_type_name
 from tape._node import keep_arguments, keep_arguments_of
 from tape._record import broadcast_shapes, op_result, python_number, record
 from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop
@@ -455,7 +455,7 @@ def _a_matrix(input):
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     if input.dtype == np.bool_:
-        raise NotImplementedError("\"trace\" not implemented for 'Bool'")
+        raise not_implemented_for("trace", np.bool_)
 
 
 def _trace_rule(op, args):

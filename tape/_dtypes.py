@@ -114,6 +114,12 @@ _CPP_TYPE_NAMES = {"float64": "double", "float32": "float", "float16": "c10::Hal
                    "bool": "bool"}
 
 
+def not_implemented_for(kernel, dtype):
+    """PyTorch's error for a kernel that has no loop for `dtype`
+    ('"silu_cpu" not implemented for 'Long''), to raise."""
+    return NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(np.dtype(dtype))}\'')
+
+
 def cpp_type_name(dtype):
     """The C++ name of `dtype`, which some PyTorch errors use ("double" for float64)."""
     return _CPP_TYPE_NAMES.get(dtype.name, dtype.name)

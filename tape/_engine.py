@@ -13,7 +13,7 @@ import numpy as np
 
 from . import _kernels, _sweep
 from ._native import compiling
-from ._dtypes import float32, float64
+from ._dtypes import float32, float64, scalar_type_name
 from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z
 from ._saved import FREED_MESSAGE, drop_packed, keep_stand_in_reads, unpack_saved
 from ._saved import row_tensor as _row_tensor
@@ -105,7 +105,7 @@ def _raise_sweep_error(tp, status, bad):
         raise RuntimeError("Trying to use a saved tensor that has been detached in-place, i.e. with "
                            ".detach_().This is not supported, please use out-of-place `.detach()` instead")
     shape = list(tp.shape(bad))
-    dtype = "DoubleTensor" if tp.dt[bad] == 0 else "FloatTensor"  # PyTorch's legacy type names
+    dtype = scalar_type_name(float32 if tp.dt[bad] == 1 else float64)  # as Tensor.type(): tape.DoubleTensor
     # as PyTorch, name the op that made the tensor (MulBackward0 is Mul),
     # unless it is a leaf or a constant; a graph input's was another
     # thread's (Note [Graphs across threads])
@@ -129,7 +129,7 @@ def _raise_sweep_error(tp, status, bad):
             " Hint: enable anomaly detection to find the operation that failed to compute its gradient, with "
             "tape.autograd.set_detect_anomaly(True, check_nan=False).")
     raise RuntimeError("one of the variables needed for gradient computation has been modified by an inplace "
-                       f"operation: [tape.{dtype} {shape}]{made_by}{versions}{hint}")
+                       f"operation: [tape.{dtype}Tensor {shape}]{made_by}{versions}{hint}")
 
 
 def raise_modified(tp, r):

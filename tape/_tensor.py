@@ -730,8 +730,9 @@ class Tensor:
         if written_hooks:  # tape.compile's recording or a replay's undo log (Note [Side effects of a replay])
             written_hooks[0](self)
         vc = self._version_counter()
-        written = self if self._base is None else self._base
         tp, r = recorded_row(self)  # a stale view's old row, not a new one to dirty
+        # what names the write's op (mark_dirty), wanted only where a row is dirtied
+        written = (self if self._view_of is None else self._view_of) if tp is not None or vc.rows else None
         if tp is not None:
             tp.mark_dirty(r, vc, written)
         for ep, r in vc.rows:

@@ -69,16 +69,11 @@ def _op_name(t):
     return None if node is None else re.sub(r"Backward\d*$", "", node.name())
 
 
-# how PyTorch's in-place error names a tensor's type: [torch.DoubleTensor [2]]
-_LEGACY_TYPE_NAMES = {"float64": "DoubleTensor", "float32": "FloatTensor", "int64": "LongTensor", "bool": "BoolTensor"}
-
-
 def _modified(t, index, made_by, saved_version):
-    dtype = _LEGACY_TYPE_NAMES.get(t.dtype.name, t.dtype.name)
     made = f", which is output {index} of {made_by}," if made_by else ""
     return RuntimeError(
         "one of the variables needed for gradient computation has been modified by an inplace "
-        f"operation: [tape.{dtype} {list(t.shape)}]{made} is at version {t._version}; expected version "
+        f"operation: [{t.type()} {list(t.shape)}]{made} is at version {t._version}; expected version "
         f"{saved_version} instead. Hint: enable anomaly detection to find the operation that failed to "
         "compute its gradient, with tape.autograd.set_detect_anomaly(True, check_nan=False).")
 
