@@ -8,7 +8,7 @@ from ops._declare import declare, exports
 from tape._batched import NO_RULE, elementwise, no_rule, over_dims
 from tape._dtypes import promoted, scalar_type_name
 from tape._record import broadcast_shapes, operand_value
-from tape._tensor import Tensor, compared_hooks, new_tensor, wrap_value
+from tape._tensor import Tensor, compared_hooks, new_tensor, note_value_read, wrap_value
 
 from ops.reduction import _dims
 
@@ -115,7 +115,10 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     >>> tape.allclose(tape.tensor([1.0, 2.0]), tape.tensor([1.0, 2.0 + 1e-9]))
     True
     """
-    return bool(isclose(input, other, rtol, atol, equal_nan)._array().all())
+    close = isclose(input, other, rtol, atol, equal_nan)
+    note_value_read(input)
+    note_value_read(other)
+    return bool(close._array().all())
 
 
 @declare(signature="input, other", operands=2, batch=NO_RULE)
@@ -128,7 +131,11 @@ def equal(input, other):
     True
     """
     _expect_tensor("equal", 2, "other", other)
-    return input.shape == other.shape and bool(np.array_equal(input._array(), other._array()))
+    if input.shape != other.shape:
+        return False
+    note_value_read(input)
+    note_value_read(other)
+    return bool(np.array_equal(input._array(), other._array()))
 
 
 @declare(signature="input, *, out=None, as_tuple=False",

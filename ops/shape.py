@@ -3,6 +3,7 @@ family, permutations, and indexing. Each registers a differentiable VJP and
 a native kernel; the native kernels work on flat C-order buffers.
 """
 import functools
+import operator
 import re
 import warnings
 
@@ -561,8 +562,12 @@ def broadcast_to(x, *shape):
 def _index_key(key):
     if isinstance(key, tuple):
         return tuple(_index_key(k) for k in key)
-    if isinstance(key, slice) and key.step is not None and key.step <= 0:
-        raise ValueError("step must be greater than zero")
+    if isinstance(key, slice):
+        # a tensor bound is read once, as an int (tape.compile guards the read)
+        key = slice(*(k if k is None or type(k) is int else operator.index(k) for k in (key.start, key.stop,
+                                                                                        key.step)))
+        if key.step is not None and key.step <= 0:
+            raise ValueError("step must be greater than zero")
     if isinstance(key, (float, np.floating)):
         raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or byte "
                          f"Variables are valid indices (got {type(key).__name__})")
@@ -575,7 +580,7 @@ def _index_key(key):
         return key._array().astype(np.bool_)
     if isinstance(key, Tensor):
         # a 0-d integer tensor indexes as its int does (a view in PyTorch)
-        return int(key._value) if key.ndim == 0 and key.dtype.kind in "iu" else key._array()
+        return operator.index(key) if key.ndim == 0 and key.dtype.kind in "iu" else key._array()
     if isinstance(key, list):
         if not key:  # no positions, not NumPy's float array
             return np.zeros(0, np.int64)

@@ -806,6 +806,8 @@ def _map_structure(obj, is_leaf, fn):
         return type(obj)(*(_map_structure(v, is_leaf, fn) for v in obj))
     if type(obj) is dict:
         return {k: _map_structure(v, is_leaf, fn) for k, v in obj.items()}
+    if type(obj) is slice:  # x[:k] for a tensor k
+        return slice(*(_map_structure(v, is_leaf, fn) for v in (obj.start, obj.stop, obj.step)))
     return obj
 
 
@@ -1041,6 +1043,8 @@ def _sources_in(obj):
     elif type(obj) is dict:
         for v in obj.values():
             yield from _sources_in(v)
+    elif type(obj) is slice:
+        yield from _sources_in((obj.start, obj.stop, obj.step))
 
 
 def _plan_steps(tp, rec, lo, hi):

@@ -639,6 +639,32 @@ def test_value_reads_of_an_argument_are_guarded(read):
         check(compiled, fn, lambda: [leaf(0.5), leaf(n, requires_grad=False)])
 
 
+@pytest.mark.parametrize("fn, ks", [
+    (lambda x, k: x[:k] * 2.0, [1, 2, 3, 3, 4]),
+    (lambda x, k: x[k:] * 2.0, [0, 1, 3, 1]),
+    (lambda x, k: x[::k] * 2.0, [1, 2, 3, 2]),
+    (lambda x, k: x[k] * 2.0, [0, 1, 3, 1]),
+], ids=["stop", "start", "step", "index"])
+@MAY_RUN_EAGERLY
+def test_an_index_given_as_a_tensor_is_guarded(fn, ks):
+    compiled = tape.compile(fn)
+    for k in ks:
+        check(compiled, fn, lambda: [leaf([1.0, 2.0, 3.0, 4.0]), tape.tensor(k)])
+
+
+@pytest.mark.parametrize("compare", [tape.equal, tape.allclose, lambda x, y: x.allclose(y), lambda x, y: x.equal(y)],
+                         ids=["equal", "allclose", "Tensor.allclose", "Tensor.equal"])
+@MAY_RUN_EAGERLY
+def test_a_branch_on_equal_or_allclose_is_guarded(compare):
+    def fn(x, y):
+        return x * 2.0 if compare(x.detach(), y) else x - 1.0
+
+    compiled = tape.compile(fn)
+    for y in [[1.0, 2.0], [1.0, 2.0], [0.0, 2.0], [1.0, 2.0], [0.0, 2.0]]:
+        check(compiled, fn, lambda: [leaf([1.0, 2.0]), leaf(y, requires_grad=False)])
+    assert compiled.recordings == 2
+
+
 @pytest.mark.parametrize("fn", [
     lambda x, n: x * 2.0 if n.requires_grad else x * 3.0,
     lambda x, n: x * float(n.numpy()[1]),
