@@ -150,7 +150,33 @@ def _wrote(t):
     log = _undo.log
     if log is not None:
         v = t._value
-        log.append((t, v if type(v) is float else v.copy(), t._version))
+        log.append(functools.partial(_restore_value, t, v if type(v) is float else v.copy(), t._version))
+
+
+def _restore_value(t, value, version):
+    if type(value) is float or type(t._value) is float:
+        t._value = value
+    else:
+        np.copyto(t._value, value)
+    if t._vc is not None:
+        t._vc.n = version
+
+
+def _setting(t, name):
+    """A setter's report, before it changes t's `name` (grad, data,
+    requires_grad): a change of t as an in-place op's is, undone by setting
+    it back."""
+    rec = state.tape.recorder
+    if rec is not None:
+        rec.written.append(t)
+    log = _undo.log
+    if log is not None:
+        log.append(functools.partial(_RESTORE[name], t, t._grad if name == "grad" else t._value if name == "data"
+                                     else t._rg))
+
+
+_RESTORE = {"grad": lambda t, grad: setattr(t, "_grad", grad), "data": Tensor._set_storage,
+            "requires_grad": Tensor.requires_grad_}
 
 
 def note_read(t, kind, outcome):
@@ -173,7 +199,7 @@ def _install(on):
         _tensor.made_hooks[:] = [_made] if running else []
         _tensor.read_hooks[:] = [note_read] if running else []
         _tensor.compared_hooks[:] = [_compared] if running else []
-        _tensor.written_hooks[:] = [_wrote] if running or _undoing[0] else []
+        _set_change_hooks()
         _factories.static_hooks[:] = [_made_static] if running else []
 
 
@@ -190,19 +216,22 @@ def _keep_undo_log(on):
     _undo.log = [] if on else None
     with _hooks_lock:
         _undoing[0] += 1 if on else -1
-        _tensor.written_hooks[:] = [_wrote] if _recordings_running[0] > 0 or _undoing[0] else []
+        _set_change_hooks()
+
+
+def _set_change_hooks():
+    """The reports of in-place changes and setters, wanted while any thread
+    records or keeps an undo log (called with _hooks_lock held)."""
+    wanted = _recordings_running[0] > 0 or _undoing[0] > 0
+    _tensor.written_hooks[:] = [_wrote] if wanted else []
+    _tensor.set_hooks[:] = [_setting] if wanted else []
 
 
 def _undo_changes(log):
-    """Set the tensors an abandoned replay changed in place back to their
-    values and versions before it, the last change first."""
-    for t, value, version in reversed(log):
-        if type(value) is float or type(t._value) is float:
-            t._value = value
-        else:
-            np.copyto(t._value, value)
-        if t._vc is not None:
-            t._vc.n = version
+    """Set the tensors an abandoned replay changed back to their values,
+    versions and attributes before it, the last change first."""
+    for restore in reversed(log):
+        restore()
 
 
 class _Call:
@@ -270,11 +299,14 @@ def _capture_targets():
         from .autograd import functional
         targets = []
         for name, v in list(vars(Tensor).items()):
-            if name in _NOT_CAPTURED or name.startswith("_") and not name.endswith("__"):
+            if name.startswith("_") and not name.endswith("__"):
                 continue
-            if isinstance(v, property) and v.fget is not None:
-                targets.append((Tensor, name, v, property(_captured(v.fget), v.fset, v.fdel, v.__doc__)))
-            elif isinstance(v, types.FunctionType):
+            if isinstance(v, property):  # a setter changes the tensor: a step (x.grad = None)
+                fget = v.fget if name in _NOT_CAPTURED or v.fget is None else _captured(v.fget)
+                fset, fdel = (f and _captured(f) for f in (v.fset, v.fdel))
+                if (fget, fset, fdel) != (v.fget, v.fset, v.fdel):
+                    targets.append((Tensor, name, v, property(fget, fset, fdel, v.__doc__)))
+            elif isinstance(v, types.FunctionType) and name not in _NOT_CAPTURED:
                 targets.append((Tensor, name, v, _captured(v)))
         for module in (face, face.linalg, autograd, functional):
             for name in module.__all__:
@@ -716,9 +748,10 @@ def _spec(obj):
 # must then be as before it, or eager mode's one call would have changed it
 # twice (buf.add_(1), then a branch that goes the other way).
 #   - Random numbers: the generator is set back (Note [Python steps]).
-#   - In-place changes: a replay whose steps change tensors in place keeps
-#     an undo log, the value and version of each tensor before each change
-#     (Tensor.bump_version reports it first), and sets them back. That is
+#   - In-place changes and setters (x.grad = None, x.data = v): a replay
+#     whose steps change tensors keeps an undo log, the value and version of
+#     each tensor before each change (Tensor.bump_version reports it first),
+#     or the attribute a setter changes, and sets them back. That is
 #     all there is to undo for a tensor that needs no gradient (a buffer, a
 #     running statistic), whose rows are constants.
 #   - A backward, a retained gradient or an in-place change of a tensor that

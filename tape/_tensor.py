@@ -227,6 +227,7 @@ made_hooks = []
 read_hooks = []
 compared_hooks = []
 written_hooks = []
+set_hooks = []  # called as set_hooks[0](t, name) before grad, data or requires_grad of t changes
 # marks the tensors made in inference mode while some thread is in it (tape._grad_mode)
 inference_marks = []
 
@@ -465,6 +466,8 @@ class Tensor:
         if requires_grad:
             refuse_half_grad(self.dtype)
         if bool(requires_grad) != self._rg:
+            if set_hooks:
+                set_hooks[0](self, "requires_grad")
             self._drop_row()
             self._rg = bool(requires_grad)
         return self
@@ -513,10 +516,14 @@ class Tensor:
                     "attribute with a specific dtype, or None to allow any dtype. Set grad_dtype with caution. "
                     "Diverging the dtypes of a tensor and its gradient may break downstream systems that "
                     "assume they match.")
+        if set_hooks:
+            set_hooks[0](self, "grad")
         self._grad = value
 
     @grad.deleter
     def grad(self):
+        if set_hooks:
+            set_hooks[0](self, "grad")
         self._grad = None
 
     def retain_grad(self):
@@ -594,6 +601,8 @@ class Tensor:
         if self._rg and value.dtype.kind not in "fc":
             raise RuntimeError("data set to a tensor that requires gradients must be floating point "
                                "or complex dtype")
+        if set_hooks:
+            set_hooks[0](self, "data")
         self._set_storage(value._value)
 
     def keep_recorded_value(self):

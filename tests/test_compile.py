@@ -802,6 +802,55 @@ def test_a_backward_before_a_branch_runs_eagerly():
             assert_same(*runs)
 
 
+def _sgd_step_inside(w):
+    def step(x):
+        loss = (x * w).sum()
+        loss.backward()
+        with tape.no_grad():
+            w.sub_(0.1 * w.grad)
+        w.grad = None
+        w.data = w.data * 0.5 + 0.25
+        return loss.detach()
+    return step
+
+
+def test_setters_inside_fn_run_on_every_call():
+    """x.grad = None and x.data = v are steps of the replay, not of the recording alone."""
+    runs = []
+    for compiled in [True, False]:
+        w = leaf([0.5, -1.0])
+        step = _sgd_step_inside(w)
+        f = tape.compile(step) if compiled else step
+        runs.append([[f(leaf([1.0 + i, 2.0], requires_grad=False)).numpy(), w.detach().numpy().copy(), w.grad]
+                     for i in range(4)])
+        if compiled:
+            assert f.recordings == 1
+    for c, e in zip(*runs):
+        assert_same(c[:2], e[:2])
+        assert c[2] is None and e[2] is None
+
+
+def _set_then_branch(buf):
+    def fn(x):
+        buf.data = buf.data + 1.0
+        if x.sum() > 0:
+            return x * buf
+        return x - buf
+    return fn
+
+
+def test_a_setter_before_a_branch_that_goes_the_other_way_happens_once():
+    """A replay whose guard fails after a step set .data sets it back."""
+    runs = []
+    for compiled in [True, False]:
+        buf = tape.zeros(2)
+        fn = _set_then_branch(buf)
+        f = tape.compile(fn) if compiled else fn
+        runs.append([[f(leaf([v, v])).detach().numpy(), buf.numpy().copy()] for v in [1.0, -1.0, 1.0, -1.0, 2.0]])
+    for c, e in zip(*runs):
+        assert_same(c, e)
+
+
 # -- results
 
 def _several(x, a):
