@@ -50,7 +50,12 @@ __all__ = ["compile", "CompiledFunction"]
 # recording that uses such a result runs eagerly (below). A call under
 # no_grad records with grad mode on, and the replay gives each row the
 # requires_grad of the call (a row of inputs that need no gradient is not RG,
-# and its result a plain tensor).
+# and its result a plain tensor). That recording follows an eager call under
+# no_grad, and is kept only if it read the same values, changed nothing and
+# gave equal results: fn that reads grad mode or requires_grad may compute
+# otherwise with it on (its changes are then undone and the key's calls are
+# eager ones). Past cache_size recordings for one key, its calls are eager
+# ones too, as torch.compile's past its recompile_limit.
 #
 # A replay is one native call (tape._sweep.replay, compiled once per machine:
 # a recording is data) that appends the program's rows to the caller's tape
@@ -98,8 +103,9 @@ __all__ = ["compile", "CompiledFunction"]
 class _Recorder:
     """What a recording notes while fn runs (Note [Compiled replay])."""
 
-    def __init__(self, slots, capture=False):
+    def __init__(self, slots, capture=False, repeats=False):
         self.slots = slots  # id of an argument tensor -> its argument number
+        self.repeats = repeats  # a recording with grad mode on of a call under no_grad, after its eager call
         self.calls = [] if capture else None  # the outermost calls of tape's functions and methods (_Call)
         self.depth = 0  # > 0 inside a captured call
         self.read_at = []  # (calls made before it, depth) of each value read, while capturing
@@ -1150,8 +1156,7 @@ def _replay_steps(program, tp, args):
     if tp.tail is not None:
         tp.drop_dead_tail()
     env = _Env(tp, args, program)
-    generator = _factories._rng[0]
-    drawn = generator.bit_generator.state if program.draws else None
+    drawn = _generator_state() if program.draws else None
     if program.writes:
         _keep_undo_log(True)
     log = _undo.log
@@ -1185,9 +1190,19 @@ def _replay_steps(program, tp, args):
     if log:
         _undo_changes(log)
     if drawn is not None:
-        _factories._rng[0] = generator
-        generator.bit_generator.state = drawn
+        _set_generator_state(drawn)
     return _FAILED
+
+
+def _generator_state():
+    """tape's generator and its state, which _set_generator_state sets back."""
+    generator = _factories._rng[0]
+    return generator, generator.bit_generator.state
+
+
+def _set_generator_state(saved):
+    generator, _factories._rng[0] = saved[0], saved[0]
+    generator.bit_generator.state = saved[1]
 
 
 def _run_segment(segment, tp, env):
@@ -1541,6 +1556,15 @@ class CompiledFunction:
             result = recording.replay(recording.program, tp, tensors)
             if result is not _FAILED:
                 return result
+        if len(recordings) >= self.cache_size:
+            # as torch.compile at its recompile_limit: fn records on most calls, which costs more than an
+            # eager call, and a failed replay's Python steps ran the user's code once more each
+            why = (f"its guards failed on {self.cache_size} recordings for one set of arguments (a value it reads "
+                   "changes between calls, such as item() of a result): read values outside fn, branch on a "
+                   "comparison of tensors (if y > 0), which is guarded by its outcome, or raise cache_size")
+            with self._lock:
+                self._cache[key] = [_Recording(None, why)]
+            return self._eagerly(why, args, kwargs)
         return self._record(key, tp, tensors, args, kwargs, capture=self.fullgraph or self.captures)
 
     def _store(self, key, recording):
@@ -1548,11 +1572,6 @@ class CompiledFunction:
         4 * cache_size keys used last."""
         with self._lock:
             recordings = self._cache.setdefault(key, [])
-            if len(recordings) == self.cache_size and recording.program is not None:
-                self._warn(f"records again on most calls: its guards failed on {self.cache_size + 1} recordings "
-                           "for one set of arguments (a value it reads changes between calls, such as item() of "
-                           "a result): read values outside fn, or branch on a comparison of tensors (if y > 0), "
-                           "which is guarded by its outcome", eagerly=False)
             recordings.append(recording)
             del recordings[:-self.cache_size]
             self._cache.move_to_end(key)
@@ -1568,16 +1587,15 @@ class CompiledFunction:
         raise RuntimeError(f"tape.compile(fullgraph=True): {getattr(self._fn, '__qualname__', self._fn)} cannot be "
                            f"replayed natively: {why}")
 
-    def _warn(self, why, eagerly=True):
-        """The warning, once per reason, that fn runs eagerly or records again
-        (Note [Compiled replay]); with fullgraph, the error that it would run eagerly."""
-        if eagerly and self.fullgraph:
+    def _warn(self, why):
+        """The warning, once per reason, that fn runs eagerly (Note [Compiled
+        replay]); with fullgraph, the error that it would."""
+        if self.fullgraph:
             self._refuse(why)
         if why not in self._warned:
             self._warned.add(why)
-            what = "runs eagerly on every call: " if eagerly else ""
-            warnings.warn(f"tape.compile: {getattr(self._fn, '__qualname__', self._fn)} {what}{why}", UserWarning,
-                          stacklevel=_caller_level())
+            warnings.warn(f"tape.compile: {getattr(self._fn, '__qualname__', self._fn)} runs eagerly on every call: "
+                          f"{why}", UserWarning, stacklevel=_caller_level())
 
     def _record(self, key, tp, tensors, args, kwargs, capture=False, counted=False):
         """Record fn; with `capture`, its calls of tape's functions and methods
@@ -1587,16 +1605,18 @@ class CompiledFunction:
         if not grad_enabled:
             # the call under no_grad is an eager one, then a recording with grad mode on for the next calls, if
             # the eager call changed nothing but its result (Note [Side effects of a replay])
-            eager, changed = self._eager_call(tp, args, kwargs)
+            eager, changed, eager_reads = self._eager_call(tp, args, kwargs)
             if changed:
                 self._store(key, _Recording(None, _CHANGES_UNDER_NO_GRAD))
                 self._warn(_CHANGES_UNDER_NO_GRAD)
                 return eager
+            _keep_undo_log(True)  # what the recording changes, the eager call did not: it is undone
+            drawn = _generator_state()
         arg_rg = [grad_enabled and t._rg for t in tensors]
         slots = {}
         for k, t in enumerate(tensors):
             slots.setdefault(id(t), k)
-        rec = _Recorder(slots, capture)
+        rec = _Recorder(slots, capture, repeats=not grad_enabled)
         events = _events(tp)
         tp.reserve(1)
         tp.new_epoch()
@@ -1615,15 +1635,18 @@ class CompiledFunction:
             # recorded with grad mode on, fn may refuse what it does under no_grad: this key's next calls
             # are eager ones
             failure = f"recording it with grad mode on failed ({type(e).__name__}: {e})"
-            self._store(key, _Recording(None, failure))
-            self._warn(failure)
-            return eager
+            return self._eager_after_all(key, failure, eager, drawn)
         finally:
             if capture:
                 _capture(False)
             _install(False)
             tp.recorder = None
             tp.sweeping -= 1
+        if not grad_enabled and (rec.written or _events(tp) != events or not _same_reads(rec.reads, eager_reads)
+                                 or not _same_result(result, eager)):
+            return self._eager_after_all(key, _OTHERWISE_WITH_GRAD, eager, drawn)
+        if not grad_enabled:
+            _keep_undo_log(False)
         hi = tp.n
         self.recordings += not counted
         refusal = None
@@ -1674,8 +1697,8 @@ class CompiledFunction:
         return eager
 
     def _eager_call(self, tp, args, kwargs):
-        """fn's eager call, and whether it changed anything besides its
-        result: a tensor in place, the generator's state, a gradient."""
+        """fn's eager call, whether it changed anything besides its result (a
+        tensor in place, the generator's state, a gradient), and its value reads."""
         rec = _Recorder({})
         events = _events(tp)
         tp.recorder = rec
@@ -1685,7 +1708,37 @@ class CompiledFunction:
         finally:
             _install(False)
             tp.recorder = None
-        return result, bool(rec.written) or _events(tp) != events
+        return result, bool(rec.written) or _events(tp) != events, rec.reads
+
+    def _eager_after_all(self, key, why, eager, drawn):
+        """A recording under no_grad that did not do what the eager call did:
+        its changes undone, this key's calls are eager ones."""
+        log = _undo.log
+        _keep_undo_log(False)
+        _undo_changes(log)
+        _set_generator_state(drawn)
+        self._store(key, _Recording(None, why))
+        self._warn(why)
+        return eager
+
+
+_OTHERWISE_WITH_GRAD = ("it computes otherwise with grad mode on (it reads is_grad_enabled() or requires_grad), "
+                        "and a call under no_grad is recorded with grad mode on")
+
+
+def _same_reads(reads, others):
+    """Whether two calls read the same values in the same order."""
+    return len(reads) == len(others) and all(kind == other_kind and _holds(kind, outcome, other)
+                                             for (_, kind, outcome), (_, other_kind, other) in zip(reads, others))
+
+
+def _same_result(result, other):
+    """Whether two results of fn are equal: their structure, plain values
+    and tensors' shapes, dtypes and values (nan equal to nan)."""
+    tensors, others = [], []
+    return _result_matches(_result_spec(result, tensors), other, others) and all(
+        t.shape == o.shape and t.dtype == o.dtype
+        and np.array_equal(t._array(), o._array(), equal_nan=t.dtype.kind in "fc") for t, o in zip(tensors, others))
 
 
 _CHANGES_UNDER_NO_GRAD = ("it draws random numbers, runs a backward or changes a tensor in place under no_grad, "

@@ -232,6 +232,13 @@ set_hooks = []  # called as set_hooks[0](t, name) before grad, data or requires_
 inference_marks = []
 
 
+def _repeating():
+    """Whether this thread records a call under no_grad with grad mode on
+    (tape.compile), after an eager call that gave the warnings due."""
+    rec = state.tape.recorder
+    return rec is not None and rec.repeats
+
+
 def note_value_read(t):
     """An op's report that its Python-level answer (equal, allclose) depends
     on all of t's value, which tape.compile then guards."""
@@ -488,7 +495,7 @@ class Tensor:
 
     @property
     def grad(self):
-        if self._grad is None and not self.is_leaf and not self.retains_grad:
+        if self._grad is None and not self.is_leaf and not self.retains_grad and not _repeating():
             warnings.warn(
                 "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its .grad "
                 "attribute won't be populated during autograd.backward(). If you indeed want the .grad "
@@ -821,7 +828,7 @@ class Tensor:
     def _scalar(self, kind):
         if self.numel() != 1:
             raise ValueError("only one element tensors can be converted to Python scalars")
-        if self._rg and kind is float:  # PyTorch warns for float() only
+        if self._rg and kind is float and not _repeating():  # PyTorch warns for float() only
             warn_once("Converting a tensor with requires_grad=True to a scalar may lead to unexpected "
                       "behavior.\nConsider using tensor.detach() first.", stacklevel=3)
         return kind(self.item())

@@ -15,6 +15,7 @@ import collections
 import gc
 import threading
 import types
+import warnings
 
 import numpy as np
 import pytest
@@ -149,10 +150,45 @@ def test_cache_size_bounds_the_recordings_kept_for_a_key():
         check(compiled, _branch_on_item, lambda: [leaf(x), leaf(1.5)])
     assert compiled.recordings == 2
     compiled = tape.compile(_branch_on_item, cache_size=1)
-    with pytest.warns(UserWarning, match="_branch_on_item records again on most calls") as warned:
+    with pytest.warns(UserWarning, match="_branch_on_item runs eagerly on every call: its guards failed on 1 "
+                                         "recordings") as warned:
         for x in [0.5, -0.5] * 3:
             check(compiled, _branch_on_item, lambda: [leaf(x), leaf(1.5)])
-    assert compiled.recordings == 6 and len(warned) == 1
+    assert compiled.recordings == 1 and len(warned) == 1
+
+
+class _Squared(autograd.Function):
+    calls = 0
+
+    @staticmethod
+    def forward(ctx, a):
+        _Squared.calls += 1
+        ctx.save_for_backward(a)
+        return a * a
+
+    @staticmethod
+    def backward(ctx, g):
+        a, = ctx.saved_tensors
+        return 2.0 * a * g
+
+
+def _function_then_item(x):
+    y = _Squared.apply(x)
+    return y * y.sum().item()
+
+
+@MAY_RUN_EAGERLY
+def test_a_value_read_that_changes_every_call_ends_in_eager_calls():
+    """Past cache_size recordings of one key fn runs eagerly, as torch.compile
+    past its recompile_limit: a custom Function's forward, which each failed
+    replay runs once more, runs once per call again."""
+    compiled = tape.compile(_function_then_item, cache_size=2)
+    runs = []
+    for value in [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]:
+        _Squared.calls = 0
+        check(compiled, _function_then_item, lambda: [leaf([value])])
+        runs.append(_Squared.calls)
+    assert compiled.recordings == 2 and runs[-2:] == [2, 2]  # one compiled call and one eager call each
 
 
 # -- value reads: branches and loop bounds
@@ -346,6 +382,49 @@ def test_no_grad_and_inference_mode_around_the_call(mode):
         assert out.item() == pytest.approx(expected.item(), rel=1e-15)
         assert (out.requires_grad, out.grad_fn) == (expected.requires_grad, expected.grad_fn) == (False, None)
         check(compiled, _scaled, lambda: [leaf(value), leaf(1.5)])
+
+
+def _counting_when_tracked(count):
+    def fn(x, w):
+        y = x * w
+        if y.requires_grad:  # only when the call tracks gradients: a step counter
+            count.add_(1.0)
+        return y.sum() * (2.0 if tape.is_grad_enabled() else 3.0)
+    return fn
+
+
+def test_a_call_under_no_grad_sees_grad_mode_off():
+    """A call under no_grad records with grad mode on after an eager call: where
+    the two differ (is_grad_enabled(), requires_grad, a change made only with
+    grad mode on), the recording's changes are undone and calls are eager, with
+    no warning the eager call did not give."""
+    runs = []
+    for compiled in [True, False]:
+        count = tape.zeros(())
+        fn = _counting_when_tracked(count)
+        f = tape.compile(fn) if compiled else fn
+        with tape.no_grad(), warnings.catch_warnings(record=True) as warned:
+            warnings.simplefilter("always")
+            outs = [f(leaf([1.0, 2.0]), leaf([3.0, 4.0])).item() for _ in range(3)]
+        runs.append([outs, count.item(), [str(w.message) for w in warned if "computes otherwise" not in str(w.message)]])
+        outs = [f(leaf([1.0, 2.0]), leaf([3.0, 4.0])).item() for _ in range(3)]  # with grad mode on: replays
+        runs[-1] += [outs, count.item()]
+    assert runs[0] == runs[1] == [[33.0] * 3, 0.0, [], [22.0] * 3, 3.0]
+
+
+def test_a_call_under_no_grad_gives_no_warning_about_requires_grad():
+    def fn(x):
+        y = x * 2.0
+        _ = y.grad  # a non-leaf's .grad with grad mode on only
+        return x * float(x.sum())  # float() of a tensor that requires grad, with grad mode on only
+
+    compiled = tape.compile(fn)
+    with tape.no_grad(), warnings.catch_warnings(record=True) as warned:
+        warnings.simplefilter("always")
+        for value in [1.0, 1.0, 1.0]:
+            check(compiled, fn, lambda: [leaf([value])], order=0)
+    assert warned == []
+    assert compiled.recordings == 1
 
 
 def test_grad_mode_is_part_of_the_key():
