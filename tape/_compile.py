@@ -1339,7 +1339,7 @@ def _replay(program, tp, args):
     if inputs is None:
         return _FAILED
     if tp.tail is not None:
-        tp.drop_dead_tail()
+        tp.drop_dead_tail(keep_owners=True)  # _run sets the owners' list right
     if program.first_replay:  # its recording's rows are garbage by now: they would stay below every replay
         program.first_replay = False
         with tp.lock:
@@ -1347,6 +1347,8 @@ def _replay(program, tp, args):
                 tp.compact()
     tp.reserve(program.m + len(inputs) + 3)
     ep = tp.ep
+    if len(tp.owners) != tp.n and any(t._ep is not ep for t in inputs):
+        tp.trim_owners()  # adopt appends owners
     scanned = tp.kernels_scanned == tp.n
     erows = np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64)
     seg = tp.segment_epoch()  # Note [Dropping a dead tail] in tape/_tape.py
@@ -1407,10 +1409,15 @@ def _run(program, tp, erows, ep):
         status = _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base)
     if status < 0:
         tp.clear_rows(base, base + m)
+        tp.trim_owners()
         return -1
     tp.n = base + m
     owners = tp.owners
-    owners.extend(repeat(None, m))
+    spare = len(owners) - base  # those a dropped tail left (Tape.drop_dead_tail), all None
+    if spare < m:
+        owners.extend(repeat(None, m - spare))
+    elif spare > m:
+        del owners[base + m:]
     tp.replayed = True
     tp.tensor_rows += program.tensor_rows
     if arrays:

@@ -626,6 +626,7 @@ class Tape:
     def compact(self):
         """Drop every row no live Tensor or node can reach; renumber the rest
         in a new epoch (see Note [Tape layout])."""
+        self.trim_owners()
         n = self.n
         kept = self._with_nodes(self.reachable(self._roots(), 0, n))
         while self.python_rows:
@@ -721,9 +722,13 @@ class Tape:
             segments[:] = [ref for ref in segments if ref() is not None and ref().remap is None]
         return ep
 
-    def drop_dead_tail(self):
+    def drop_dead_tail(self, keep_owners=False):
         """Move the tape's end back over the last replayed segment when
-        nothing can reach its rows any more (Note [Dropping a dead tail])."""
+        nothing can reach its rows any more (Note [Dropping a dead tail]).
+        With `keep_owners`, for a native replay about to append its rows
+        again, the owners' list keeps its length (its entries past n None):
+        a list that shrinks and grows by 30,000 entries a call (W1) spent a
+        sixth of the call there; the replay or trim_owners sets it right."""
         tail, self.tail = self.tail, None
         seg, lo, hi, tensor_rows, pool_lo, pool_hi, steps = tail
         if self.n != hi or seg.remap is not None or self.sweeping or self.swept_across or self.graph_tasks:
@@ -732,7 +737,8 @@ class Tape:
         if owned < 0:
             return
         owners, op = self.owners, self.op
-        for r in self.work[2, :owned].tolist():
+        owned = self.work[2, :owned].tolist()
+        for r in owned:
             # a constant's row is no root (compaction's _roots): its live
             # tensor (a fixed input) keeps it only through a cache of this
             # segment's epoch, which no later use matches
@@ -749,7 +755,11 @@ class Tape:
                                  self.shp, self.ptr, self.ia, self.ian)
             if steps:  # eager rows write columns a native replay leaves alone (dt, oi, nx, xs, fresh_from)
                 self.clear_rows(lo, hi)
-            del owners[lo:]
+            if keep_owners:
+                for r in owned:
+                    owners[r] = None
+            else:
+                del owners[lo:]
             self.n = lo
             seg.remap = self.dropped  # every name of its rows is of a dropped row
             self.tensor_rows -= tensor_rows
@@ -767,6 +777,12 @@ class Tape:
                 self.node_data = {r: v for r, v in self.node_data.items() if r < lo}
             if self.last_inputs:
                 self.last_inputs = tuple(r if r < lo else -1 for r in self.last_inputs)
+
+    def trim_owners(self):
+        """The owners' list as long as the tape again, after
+        drop_dead_tail(keep_owners=True)."""
+        if len(self.owners) > self.n:
+            del self.owners[self.n:]
 
     def clear_rows(self, lo, hi):
         """Give rows lo..hi-1, past n, their columns' defaults again (a replay
