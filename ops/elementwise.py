@@ -990,7 +990,7 @@ def to(x, dtype):
     dtype = as_dtype(dtype)
     if x.dtype == dtype:
         return x
-    out = wrap_value(x._array().astype(dtype))
+    out = wrap_value(quiet(x._array().astype, dtype))  # nan and inf to an int, without NumPy's warning
     if x._rg and state.tape.grad_enabled and dtype.kind == "f":
         return record(_to_copy, out, (x,))
     return new_tensor(out)

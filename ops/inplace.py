@@ -442,6 +442,8 @@ def copy_(t, other):
     src = other
     if not isinstance(src, Tensor):
         raise TypeError(f"copy_(): argument 'src' must be Tensor, not {type(src).__name__}")
+    if not np.can_cast(src.dtype, t.dtype, "same_kind"):  # copy_ casts any dtype, floats to ints by truncation
+        src = src.to(t.dtype)
     return _apply(t, _copy, src)
 
 

@@ -830,8 +830,8 @@ def cumsum(input, dim, *, dtype=None):
     _one_dim("cumsum", dim)
     x = input if dtype is None else input.to(dtype)
     d = _norm_dim(dim, x.ndim)
-    if x.ndim == 0:
-        return x.clone()
+    if x.ndim == 0:  # its one element, integers as int64 (the sum's dtype)
+        return x.to(np.int64) if x.dtype.kind in "bui" and x.dtype != np.int64 else x.clone()
     a = x._array()
     return keep_arguments(op_result(_CUMSUM, np.cumsum(a, axis=d, dtype=np.int64 if a.dtype.kind in "bui" else None),
                                     (x,), ints=(d,)), dim=dim)

@@ -207,6 +207,8 @@ _UNBIND = defop("unbind", "UnbindBackward0", 1, vjp=_strided_vjp, native=_stride
 def split(tensor, split_size, dim=0):
     """Slices of `tensor` along dim: of split_size each (the last may be
     smaller), or of the given sizes."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
     d = _norm_dim(dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size, (list, tuple)):
@@ -261,6 +263,8 @@ def _views_of(name, input, opdef, keys, arguments):
 @declare(signature="input, chunks, dim=0", batch=along("dim"))
 def chunk(input, chunks, dim=0):
     """input split into `chunks` slices of equal size along dim (the last may be smaller)."""
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError(f"chunk expects `chunks` to be greater than 0, got: {chunks}")
     n = input.shape[_norm_dim(dim, input.ndim)]
@@ -273,6 +277,8 @@ def chunk(input, chunks, dim=0):
 def unbind(input, dim=0):
     """The slices of input at each index along dim, without that dim."""
     d = _norm_dim(dim, input.ndim)
+    if input.ndim == 0:
+        raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
     return _views_of("Unbind", input, _UNBIND, [(slice(None),) * d + (i,) for i in range(input.shape[d])],
                      {"dim": dim})
 
@@ -360,9 +366,12 @@ def gather(input, dim, index):
     d = _norm_dim(dim, input.ndim)
     if a.ndim != input.ndim:
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    bad = a[(a < 0) | (a >= input.shape[d])]
+    size = input.shape[d] if input.ndim else 1  # a 0-d input is one element along dim 0
+    bad = a[(a < 0) | (a >= size)]
     if bad.size:
-        raise RuntimeError(f"index {bad[0]} is out of bounds for dimension {d} with size {input.shape[d]}")
+        raise RuntimeError(f"index {bad.flat[0]} is out of bounds for dimension {d} with size {size}")
+    if input.ndim == 0:
+        return keep_arguments(_take(_GATHER, input, _flat_positions(input)), dim=dim, sparse_grad=False)
     grid = list(np.indices(a.shape, sparse=True))
     grid[d] = a
     return keep_arguments(_take(_GATHER, input, _flat_positions(input)[tuple(grid)]), dim=dim, sparse_grad=False)

@@ -3,6 +3,7 @@ singular matrices), each class of issue 18 against PyTorch 2.13's figures
 for the same script, through the native sweep and the re-taped one."""
 import contextlib
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -403,3 +404,33 @@ def test_max_of_all_elements_keeps_an_infinite_gradient_off_the_others(retaped):
     # PyTorch 2.13's masked_fill: 0 where the max is not attained, not inf * 0
     assert _grads_for(lambda t: t.max(), [[1.0, 3.0, 2.0]], inf, retaped) == [[0.0, inf, 0.0]]
     assert _grads_for(lambda t: t.min(), [[1.0, 3.0, 1.0]], inf, retaped) == [[inf, 0.0, inf]]
+
+
+def test_0d_gather_split_unbind_and_cumsum_are_pytorchs():
+    # PyTorch 2.13: a 0-d gather takes its one element; split, chunk and unbind refuse a 0-d tensor
+    x = tape.tensor(3.0, requires_grad=True)
+    y = x.gather(-1, tape.tensor(0))
+    assert y.item() == 3.0 and y.grad_fn.name() == "GatherBackward0"
+    assert tape.autograd.grad(y, x)[0].item() == 1.0
+    with pytest.raises(RuntimeError, match="^index 1 is out of bounds for dimension 0 with size 1$"):
+        x.gather(0, tape.tensor(1))
+    with pytest.raises(RuntimeError, match="^split expects at least a 1-dimensional tensor$"):
+        x.split(1)
+    with pytest.raises(RuntimeError, match="^chunk expects at least a 1-dimensional tensor$"):
+        x.chunk(1)
+    with pytest.raises(IndexError, match="^Dimension specified as 0 but tensor has no dimensions$"):
+        x.unbind(-1)
+    for value, dtype in [(True, tape.bool), (3, tape.int32)]:
+        out = tape.tensor(value, dtype=dtype).cumsum(0)
+        assert out.dtype == tape.int64 and out.item() == int(value)
+
+
+def test_copy_casts_to_the_tensors_dtype_as_pytorchs():
+    # PyTorch 2.13: copy_ truncates floats into ints, nan to int64's minimum, with no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tape.zeros(2, dtype=tape.int64).copy_(tape.tensor([1.5, -2.5])).tolist() == [1, -2]
+        assert tape.zeros(1, dtype=tape.int64).copy_(tape.tensor([nan])).tolist() == [-2 ** 63]
+    assert tape.zeros(2, dtype=tape.bool).copy_(tape.tensor([1.5, 0.0])).tolist() == [True, False]
+    out = tape.zeros(2, dtype=tape.int64).copy_(tape.tensor([1.5, 2.0], requires_grad=True))
+    assert out.tolist() == [1, 2] and not out.requires_grad
