@@ -236,6 +236,8 @@ def _view_result(opdef, x, value, ints=None):
         out = new_tensor(value)
     if shares:
         x._share_storage(out)
+        if x._inference:  # a view of an inference tensor is one, as in PyTorch
+            out._inference = True
         if not state.tape.grad_enabled:
             out._made_in_no_grad = True
         _inherit_refusal(out, x)

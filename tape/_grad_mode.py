@@ -175,6 +175,7 @@ _inference_entered = [0]  # inference_mode(True) contexts open in all threads
 def _mark_inference(t):
     if state.tape.inference:
         t._inference = True
+        _tensor.inference_made[0] = True
 
 
 class inference_mode(_Mode):

@@ -7,7 +7,7 @@ from ._dtypes import _default as _default_dtype, float16, float32, float64, get_
 from ._registry import PARTIAL_FUNCTIONS, SAVES_OUT, SAVES_X, SAVES_Y, SAVES_Z, lookup
 from ._saved import pack_row
 from ._tape import HIDDEN, RG, anomaly, keep_trace, state
-from ._tensor import Tensor, made_hooks, new_tensor, wrap_value
+from ._tensor import Tensor, inference_made, made_hooks, new_tensor, wrap_value
 
 __all__ = ["record", "record_many", "formula_node", "op_result", "unary", "binary", "with_constant", "quiet", "broadcast_shapes", "value_of", "elementwise_vjp",
            "operand_value", "python_number", "sum_to"]
@@ -82,6 +82,8 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     numel = tp.m_numel
     tp.last_inputs = ((a, b) if a >= 0 and numel[a] >= _EARLY_RELEASE_NUMEL
                       or b >= 0 and numel[b] >= _EARLY_RELEASE_NUMEL else ())
+    if inference_made[0] and opdef.saves_for != _SAVES_NOTHING:
+        _refuse_saving_inference(tp, opdef.saves_for, inputs, a, b)
     out = Tensor.__new__(Tensor)
     out._value = value
     out._rg = True
@@ -110,6 +112,18 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
 
 
 _SAVES_NOTHING = (0, 0, 0)
+
+
+def _refuse_saving_inference(tp, saves_for, inputs, a, b):
+    """PyTorch's error where a recorded op would save an inference tensor."""
+    flags = tp.m_flags
+    saves = (saves_for[0] if a >= 0 and flags[a] & RG else 0) | (saves_for[1] if b >= 0 and flags[b] & RG else 0)
+    for k, bit in ((0, SAVES_X), (1, SAVES_Y)):
+        if saves & bit and len(inputs) > k and inputs[k] is not None and inputs[k]._inference:
+            raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use Tensors created "
+                               "in inference mode in computation tracked by autograd. To work around this, you can "
+                               "make a clone to get a normal tensor and use it in autograd, or use "
+                               "`torch.no_grad()` instead of `torch.inference_mode()`.")
 
 
 def record_many(opdef, value, inputs, *, c=0.0, p=1.0, ints=None):

@@ -230,6 +230,7 @@ written_hooks = []
 set_hooks = []  # called as set_hooks[0](t, name) before grad, data or requires_grad of t changes
 # marks the tensors made in inference mode while some thread is in it (tape._grad_mode)
 inference_marks = []
+inference_made = [False]  # whether any inference tensor was made: record then checks what it saves
 
 
 def _repeating():

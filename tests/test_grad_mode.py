@@ -156,3 +156,20 @@ def test_tensors_made_in_inference_mode_are_inference_tensors_as_pytorchs():
     with pytest.raises(RuntimeError, match="^Setting requires_grad=True on inference tensor outside InferenceMode"):
         factory.requires_grad_()
     assert factory.tolist() == [2.0, 2.0]  # nothing written
+
+
+@pytest.mark.parametrize("use", [lambda x, a: x * a, lambda x, a: a / x, lambda x, a: x.pow(a), lambda x, a: x @ a,
+                                 lambda x, a: tape.outer(x, a), lambda x, a: tape.maximum(x, a)],
+                         ids=["mul", "div", "pow", "matmul", "outer", "maximum"])
+def test_an_op_that_would_save_an_inference_tensor_raises_as_pytorchs(use):
+    with tape.inference_mode():
+        a = tape.ones(2)
+    x = tape.ones(2, requires_grad=True)
+    assert a[None].is_inference()  # a view of one is one
+    with pytest.raises(RuntimeError, match="^Inference tensors cannot be saved for backward. Please do not use "
+                                           "Tensors created in inference mode"):
+        use(x, a)
+    # what saves no inference tensor records, and the tape goes on
+    y = (x + a) * a.clone() + tape.cat([x, a]).sum()
+    y.sum().backward()
+    assert x.grad.tolist() == [3.0, 3.0]
