@@ -186,11 +186,10 @@ def _with_constant(name, grad_fn, partial, scalar, array, saved=None, forward=No
 
 def _power(x, c):
     """np.power for a number exponent, with PyTorch's RuntimeError for
-    integers to negative integer powers."""
-    try:
-        return np.power(x, c)
-    except ValueError as e:
-        raise RuntimeError(str(e)) from None
+    integers to negative integer powers, empty ones too."""
+    if np.result_type(x).kind in "biu" and isinstance(c, (int, np.integer)) and c < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return np.power(x, c)
 
 
 def _power_tensor(x, y):
@@ -278,7 +277,7 @@ def _remainder_scalar(x, y):
 
 def _integer_divisor_check(x, y):
     # integer division by zero: PyTorch raises where NumPy returns 0
-    if (np.result_type(x, y).kind in "iub") and not np.all(y):
+    if np.result_type(x, y).kind in "iub" and not np.all(y) and np.broadcast(x, y).size:
         raise RuntimeError("ZeroDivisionError")
 
 

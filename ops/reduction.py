@@ -524,17 +524,23 @@ _LOG_SOFTMAX = defop("log_softmax", "LogSoftmaxBackward0", 1, saves=SAVES_OUT, v
 
 def _softmax_input(name, input, dim, dtype):
     """(input in `dtype`, dim as a dim of it), once dim is known to be one int;
-    PyTorch has no softmax kernel for integers."""
+    PyTorch has no softmax kernel for integers (an empty tensor needs none)."""
     _one_dim(name, dim)
     x = input if dtype is None else input.to(dtype)
-    if x.dtype.kind not in "fc":
+    if x.dtype.kind not in "fc" and x.numel():
         kernel = "lastdim_kernel_impl" if x.ndim == 0 or _norm_dim(dim, x.ndim) == x.ndim - 1 else "kernel_impl"
         raise not_implemented_for(f"{name}_{kernel}", x.dtype)
     return x, _norm_dim(dim, x.ndim)
 
 
+def _softmax_lines(x):
+    """x's value as softmax reads it: 0-d as one line, an (empty) integer tensor as floats."""
+    a = x._array().reshape(x.shape or (1,))
+    return a if a.dtype.kind in "fc" else a.astype(np.float64)
+
+
 def _softmax_op(opdef, x, dim, d, value):
-    return keep_arguments(op_result(opdef, value.reshape(x.shape), (x,), p=1.0 if opdef is _SOFTMAX else 0.0,
+    return keep_arguments(op_result(opdef, value.reshape(x.shape).astype(x.dtype, copy=False), (x,), p=1.0 if opdef is _SOFTMAX else 0.0,
                                     ints=(d,)), dim=dim)
 
 
@@ -542,7 +548,7 @@ def _softmax_op(opdef, x, dim, d, value):
 def softmax(input, dim, dtype=None):
     """exp(input) over its sum along dim."""
     x, d = _softmax_input("softmax", input, dim, dtype)
-    a = x._array().reshape(x.shape or (1,))
+    a = _softmax_lines(x)
     e = quiet(np.exp, quiet(np.subtract, a, _line_max(a, d)))
     return _softmax_op(_SOFTMAX, x, dim, d, quiet(np.divide, e, np.add.reduce(e, axis=d, keepdims=True)))
 
@@ -552,7 +558,7 @@ def log_softmax(input, dim, dtype=None):
     """input less its logsumexp along dim, as (input - max) - log(sum(exp(input - max))):
     adding the max back first would round large logits (1e10 + 1) to its ulp."""
     x, d = _softmax_input("log_softmax", input, dim, dtype)
-    a = x._array().reshape(x.shape or (1,))
+    a = _softmax_lines(x)
     # quiet: a +inf logit gives inf - inf there, nan as in PyTorch, with no NumPy warning
     z = quiet(np.subtract, a, _line_max(a, d))
     log_sum = quiet(np.log, np.add.reduce(np.exp(z), axis=d, keepdims=True))
@@ -715,6 +721,14 @@ _NORM0 = defop("norm0", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OU
                native=_no_gradient_native, saved=_NORM_SAVED)
 
 
+def _exact_where_one(a, norms):
+    """`norms` of a, or |a| where each norm is of one element, as PyTorch's
+    (a power of 1e-300 or 1e300 would under- or overflow)."""
+    if a.size and a.size == np.size(norms):
+        return np.abs(a).reshape(np.shape(norms))
+    return norms
+
+
 def _refuse_empty_extreme(x, order, dim):
     """PyTorch's refusal of an inf-norm over nothing (the max has no identity),
     naming the first empty dim as it was given."""
@@ -776,8 +790,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         dims = _dims(x, dim) if dim is not None else None
         a = x._array()
         reduced = range(x.ndim) if dims is None else dims if x.ndim else ()
-        value = wrap_value(np.sqrt(np.add.reduce(a * a, axis=None if dims is None or not x.ndim else dims,
-                                                 keepdims=keepdim)))
+        value = wrap_value(_exact_where_one(a, np.sqrt(np.add.reduce(
+            quiet(np.multiply, a, a), axis=None if dims is None or not x.ndim else dims, keepdims=keepdim))))
         if not (x._rg and state.tape.grad_enabled):
             return new_tensor(value)
         kshape = _kept_shape(x.shape, reduced)
@@ -795,7 +809,8 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     dims = _dims(x, dim) if dim is not None else None
     a = x._array()
     axis = None if dims is None or not x.ndim else dims
-    value = wrap_value(quiet(lambda: np.add.reduce(np.abs(a) ** p, axis=axis, keepdims=keepdim) ** (1.0 / p)))
+    value = wrap_value(_exact_where_one(a, quiet(lambda: np.add.reduce(np.abs(a) ** p, axis=axis,
+                                                                       keepdims=keepdim) ** (1.0 / p))))
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
     return keep_arguments(record(_NORMP, value, (x,), p=float(p),

@@ -434,3 +434,29 @@ def test_copy_casts_to_the_tensors_dtype_as_pytorchs():
     assert tape.zeros(2, dtype=tape.bool).copy_(tape.tensor([1.5, 0.0])).tolist() == [True, False]
     out = tape.zeros(2, dtype=tape.int64).copy_(tape.tensor([1.5, 2.0], requires_grad=True))
     assert out.tolist() == [1, 2] and not out.requires_grad
+
+
+def test_a_norm_of_one_element_is_its_magnitude_as_pytorchs():
+    # PyTorch 2.13: the p-norm of one element is |x| (no square under- or overflows), gradient sign(x)
+    for value, p, dim, norms, grads in [(1e-300, 2, None, 1e-300, 1.0), ([[1e-300], [-2e-300]], 2, 1, [1e-300, 2e-300],
+                                         [[1.0], [-1.0]]), (-1e-300, 0.5, None, 1e-300, -1.0),
+                                        ([1e-300, 0.0], 2, None, 0.0, [0.0, 0.0])]:
+        x = tape.tensor(value, requires_grad=True)
+        y = x.norm(p=p, dim=dim)
+        assert y.tolist() == norms and tape.autograd.grad(y.sum(), x)[0].tolist() == grads
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert tape.tensor([1e300, 1.0]).norm().item() == inf
+
+
+def test_softmax_pow_and_floor_divide_of_empty_integer_tensors_are_pytorchs():
+    # PyTorch 2.13: an empty integer softmax is an empty tensor of its dtype, an
+    # integer to a negative power raises even when empty, // 0 of nothing is nothing
+    out = tape.log_softmax(tape.zeros(2, 0, dtype=tape.int32), -1)
+    assert out.shape == (2, 0) and out.dtype == tape.int32
+    for base in (tape.zeros(0, dtype=tape.int64), tape.tensor([True])):
+        with pytest.raises(RuntimeError, match="^Integers to negative integer powers are not allowed.$"):
+            base ** -1
+    assert (tape.zeros(0, dtype=tape.int64) // 0).shape == (0,)
+    with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
+        tape.tensor([1]) // 0
