@@ -94,8 +94,9 @@ def promoted(*operands):
     """`operands` with the tensors' values cast to their result_type; the
     numbers stay numbers, which NumPy computes in the arrays' dtype."""
     dtype = result_type(*operands)
-    return tuple(v if type(v) in _PYTHON_NUMBERS or v.dtype == dtype and type(v) is np.ndarray
-                 else np.asarray(v, dtype) for v in operands)
+    with np.errstate(over="ignore", invalid="ignore"):  # 1e300 as a float32 is inf, as in PyTorch
+        return tuple(v if type(v) in _PYTHON_NUMBERS or v.dtype == dtype and type(v) is np.ndarray
+                     else np.asarray(v, dtype) for v in operands)
 
 
 # PyTorch's C++ names of dtypes, which its error messages use

@@ -460,3 +460,16 @@ def test_softmax_pow_and_floor_divide_of_empty_integer_tensors_are_pytorchs():
     assert (tape.zeros(0, dtype=tape.int64) // 0).shape == (0,)
     with pytest.raises(RuntimeError, match="^ZeroDivisionError$"):
         tape.tensor([1]) // 0
+
+
+def test_a_0d_float64_operand_of_a_float32_op_ties_as_it_was_cast():
+    # PyTorch 2.13: the 0-d float64 operand is cast to float32 (1e-300 -> 0, 1e300 -> inf) before the
+    # gradient's masks compare it, and without an overflow warning
+    g = tape.tensor([0.5, 1.0, 1.5], dtype=tape.float32)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for fn, xs, y, expected in [(tape.minimum, [1.0, 0.0, 0.5], 1e-300, [0.0, 0.5, 0.0]),
+                                    (lambda x, y: tape.clamp(x, max=y), [inf, 3.0, 0.7], 1e300, [0.5, 1.0, 1.5])]:
+            x = tape.tensor(xs, dtype=tape.float32, requires_grad=True)
+            out = fn(x, tape.tensor(y))
+            assert out.dtype == tape.float32 and tape.autograd.grad(out, x, g)[0].tolist() == expected
