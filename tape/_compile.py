@@ -115,6 +115,7 @@ class _Recorder:
         self.compared = {}  # id of a comparison's result -> (its op's name, its operands)
         self.static = set()  # ids of those made by a factory from Python data
         self.written = []  # the tensors fn changed in place, once per change
+        self.functions = 0  # the custom Functions fn ran (Function.apply reports each): user code, a step each
 
     def adopted(self, t, r):
         self.entered.setdefault(r, t)
@@ -274,15 +275,16 @@ def _captured(fn):
         rec = tp.recorder
         if rec is None or rec.calls is None or rec.depth:
             return fn(*args, **kwargs)
-        before, wrote = _events(tp), len(rec.written)
+        before, wrote, functions = _events(tp), len(rec.written), rec.functions
         n0 = tp.n
         rec.depth = 1
         try:
             out = fn(*args, **kwargs)
         finally:
             rec.depth = 0
-        rec.calls.append(_Call(fn, args, kwargs, out, n0, tp.n, before, _events(tp), rec.written[wrote:],
-                               tp.grad_enabled))
+        call = _Call(fn, args, kwargs, out, n0, tp.n, before, _events(tp), rec.written[wrote:], tp.grad_enabled)
+        call.changed |= rec.functions != functions  # a custom Function's forward runs on every call
+        rec.calls.append(call)
         return out
 
     captured.__wrapped__ = fn
@@ -1666,12 +1668,12 @@ class CompiledFunction:
                 steps, native = _plan_steps(tp, rec, lo, hi)
                 if steps and not grad_enabled:
                     raise _Unsupported("it needs Python steps, which replay under grad mode only")
-                if (_events(tp) != events or in_place) and not any(c.changed for c in steps):
-                    raise _Unsupported("it draws random numbers, runs a backward or changes a tensor in place "
-                                       "outside the calls of tape's functions and methods")
+                if (_events(tp) != events or in_place or rec.functions) and not any(c.changed for c in steps):
+                    raise _Unsupported("it draws random numbers, runs a backward or a custom Function or changes "
+                                       "a tensor in place outside the calls of tape's functions and methods")
             elif in_place:
                 raise _Unsupported("it changes a tensor in place, which replays under grad mode only")
-            elif _events(tp) != events or any(lo <= r < hi for table in (tp.python_rows, tp.hooks, tp.retained,
+            elif _events(tp) != events or rec.functions or any(lo <= r < hi for table in (tp.python_rows, tp.hooks, tp.retained,
                                                                           tp.node_data) for r in table):
                 raise _Unsupported("it draws random numbers, runs a backward, a custom Function or hooks, which "
                                    "replay under grad mode only")

@@ -172,6 +172,20 @@ class _Squared(autograd.Function):
         return 2.0 * a * g
 
 
+def _function_of_a_constant(x, c):
+    _Squared.apply(c)  # its result unused, its input needing no grad: no row, but user code all the same
+    return x * 2.0
+
+
+def test_a_custom_function_that_records_no_row_runs_on_every_call():
+    compiled = tape.compile(_function_of_a_constant)
+    for value in [1.0, 2.0, 3.0]:
+        _Squared.calls = 0
+        check(compiled, _function_of_a_constant, lambda: [leaf(value), leaf(value, requires_grad=False)])
+        assert _Squared.calls == 2  # once compiled, once eagerly
+    assert compiled.recordings == 1
+
+
 def _function_then_item(x):
     y = _Squared.apply(x)
     return y * y.sum().item()

@@ -434,6 +434,8 @@ class Function(metaclass=_FunctionMeta):
         ctx._fn = cls
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._rg for a in args)
         tp = state.tape
+        if tp.recorder is not None:  # tape.compile replays the call, recorded or not (Note [Python steps])
+            tp.recorder.functions += 1
         recording = tp.grad_enabled and any(ctx.needs_input_grad)
         with no_grad():
             if setup:
