@@ -766,6 +766,36 @@ _NORMP = defop("norm_p", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_O
                native=_normp_native, saved=_NORM_SAVED)
 
 
+def _norminf_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    # PyTorch's: sgn(x) g / k on the k elements of a line at its norm or nan
+    # (sgn(nan) is 0, so a line holding nan gets no gradient), 0 elsewhere
+    count = np.zeros(O.size)
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        if abs(X[i]) == O[j] or X[i] != X[i]:
+            count[j] += 1.0
+    for i in range(X.size):
+        j = bcast_index(i, xsh, ints)
+        if abs(X[i]) == O[j] and X[i] != 0.0:
+            GA[i] += (1.0 if X[i] > 0.0 else -1.0) * G[j] / count[j]
+
+
+def _norminf_vjp(ctx, g):
+    from ops.elementwise import sign
+    kshape = tuple(ctx.ints)
+    x = ctx.x._array()
+    attained = (np.abs(x) == np.reshape(ctx.out._array(), kshape)) | np.isnan(x)
+    reduced = tuple(k for k, d in enumerate(kshape) if d == 1 and x.shape[k] != 1)
+    mask = attained.astype(x.dtype)
+    share = new_tensor(wrap_value(quiet(np.divide, mask, mask.sum(axis=reduced, keepdims=True))))
+    return (sign(ctx.x) * expand(reshape(g, kshape), ctx.x_shape) * share,)
+
+
+# the inf- and -inf-norms: the max or min of |x|, one node as PyTorch's (not amax's of abs's)
+_NORMINF = defop("norm_inf", "LinalgVectorNormBackward0", 1, saves=SAVES_X | SAVES_OUT, vjp=_norminf_vjp,
+                 native=_norminf_native, saved=_NORM_SAVED)
+
+
 def _norm_rule(op, args):
     """The rule of norm: a vector norm of all dims is that of each sample
     flattened; a matrix norm ("nuc", "fro" over more than two dims) keeps them."""
@@ -777,7 +807,6 @@ def _norm_rule(op, args):
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     """The vector p-norm over dim (all dims by default): 2 ("fro"), 1, inf,
     -inf, 0 or any other number. The 2-norm's gradient is 0 where it is 0."""
-    from ops.elementwise import abs as _abs
     x = input if dtype is None else input.to(dtype)
     if x.dtype.kind not in "fc":
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as input. "
@@ -786,36 +815,33 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
                                                     or len(dim) <= 2)):
         from ops.matrix import matrix_norm  # as PyTorch's Tensor.norm: ops.matrix imports this module
         return matrix_norm(x, p, tuple(range(x.ndim)) if dim is None else dim, keepdim)
+    dims = _dims(x, dim) if dim is not None else None
+    axis = None if dims is None or not x.ndim else dims
+    kshape = _kept_shape(x.shape, range(x.ndim) if axis is None else axis)
+    a = x._array()
     if p is None or p == "fro" or p == 2:
-        dims = _dims(x, dim) if dim is not None else None
-        a = x._array()
-        reduced = range(x.ndim) if dims is None else dims if x.ndim else ()
-        value = wrap_value(_exact_where_one(a, np.sqrt(np.add.reduce(
-            quiet(np.multiply, a, a), axis=None if dims is None or not x.ndim else dims, keepdims=keepdim))))
+        value = wrap_value(_exact_where_one(a, np.sqrt(np.add.reduce(quiet(np.multiply, a, a), axis=axis,
+                                                                     keepdims=keepdim))))
         if not (x._rg and state.tape.grad_enabled):
             return new_tensor(value)
-        kshape = _kept_shape(x.shape, reduced)
         # PyTorch's node shows the order as given: 2 for "fro", 2.0 for None
         return keep_arguments(record(_NORM2, value, (x,), ints=kshape), ord=2 if p == "fro" else 2.0 if p is None else p,
                               dim=int_list(dim), keepdim=keepdim)
     if p in (math.inf, -math.inf):
         _refuse_empty_extreme(x, "inf" if p > 0 else "-inf", dim)
-        return (amax if p > 0 else amin)(_abs(x), () if dim is None else dim, keepdim)
+        value = wrap_value((np.max if p > 0 else np.min)(np.abs(a), axis=axis, keepdims=keepdim))
+        if not (x._rg and state.tape.grad_enabled):
+            return new_tensor(value)
+        return keep_arguments(record(_NORMINF, value, (x,), ints=kshape), ord=p, dim=int_list(dim), keepdim=keepdim)
     if p == 0:  # the count of nonzeros: in x's graph, with no gradient, as PyTorch's
         return keep_arguments(op_result(_NORM0, sum((x != 0).to(x.dtype), dim, keepdim)._value, (x,)),
                               ord=p, dim=int_list(dim), keepdim=keepdim)
-    if p == 1:
-        return sum(_abs(x), dim, keepdim)
-    dims = _dims(x, dim) if dim is not None else None
-    a = x._array()
-    axis = None if dims is None or not x.ndim else dims
     value = wrap_value(_exact_where_one(a, quiet(lambda: np.add.reduce(np.abs(a) ** p, axis=axis,
                                                                        keepdims=keepdim) ** (1.0 / p))))
     if not (x._rg and state.tape.grad_enabled):
         return new_tensor(value)
-    return keep_arguments(record(_NORMP, value, (x,), p=float(p),
-                                 ints=_kept_shape(x.shape, range(x.ndim) if axis is None else axis)),
-                          ord=p, dim=int_list(dim), keepdim=keepdim)
+    return keep_arguments(record(_NORMP, value, (x,), p=float(p), ints=kshape), ord=p, dim=int_list(dim),
+                          keepdim=keepdim)
 
 
 def _cumsum_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):

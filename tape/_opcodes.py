@@ -169,5 +169,6 @@ OPCODES = {
     "view_copy_slices_at": 164,
     "squeeze_dim_": 165,
     "trunc_div": 166,
+    "norm_inf": 167,
 }
-NEXT_OPCODE = 167
+NEXT_OPCODE = 168

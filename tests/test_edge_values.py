@@ -473,3 +473,14 @@ def test_a_0d_float64_operand_of_a_float32_op_ties_as_it_was_cast():
             x = tape.tensor(xs, dtype=tape.float32, requires_grad=True)
             out = fn(x, tape.tensor(y))
             assert out.dtype == tape.float32 and tape.autograd.grad(out, x, g)[0].tolist() == expected
+
+
+@SWEEPS
+def test_the_inf_norm_is_one_node_whose_gradient_skips_a_line_holding_nan(retaped):
+    # PyTorch 2.13: LinalgVectorNormBackward0 for every order; sgn(x) g / k on the k elements at the norm
+    # or nan, and sgn(nan) is 0
+    assert _grads_for(lambda t: t.norm(inf), [[nan, -inf, 0.7]], 1.0, retaped) == [[0.0, 0.0, 0.0]]
+    assert _grads_for(lambda t: t.norm(inf), [[3.0, -4.0, 4.0]], 1.0, retaped) == [[0.0, -0.5, 0.5]]
+    assert _grads_for(lambda t: t.norm(1), [[nan, 2.0, -1.0]], 1.0, retaped) == [[0.0, 1.0, -1.0]]
+    x = tape.tensor([3.0, -4.0], requires_grad=True)
+    assert {x.norm(p).grad_fn.name() for p in (inf, -inf, 1)} == {"LinalgVectorNormBackward0"}

@@ -233,6 +233,8 @@ CASES += [
          ((2, 3),)),
     Case("norm_p3", lambda x: x.norm(3, dim=0), lambda a: (np.abs(a) ** 3).sum(0) ** (1 / 3), ((2, 3),),
          low=(0.2,)),
+    Case("norm_inf", lambda x: x.norm(np.inf, dim=1) * tape.linalg.vector_norm(x, -np.inf) + x.norm(1),
+         lambda a: np.abs(a).max(1) * np.abs(a).min() + np.abs(a).sum(), ((2, 3),)),
     Case("cumsum", lambda x: x.cumsum(1) * tape.cumsum(x, 0), lambda a: np.cumsum(a, 1) * np.cumsum(a, 0),
          ((2, 3),)),
     Case("split", lambda x: x.split([1, 2], 1)[1] * x.split(2)[0][:, :2],
