@@ -147,8 +147,9 @@ def _trunc_div_array(x, y):
     return np.trunc(np.true_divide(x, y))
 
 
-# div with rounding_mode: recorded with no gradient, as PyTorch's
-_trunc_div = _binary("trunc_div", "DivBackward0", ("0", "0"), _trunc_div_scalar, _trunc_div_array)
+# div with rounding_mode: recorded with no gradient, as PyTorch's DivBackward2
+_trunc_div = _binary("trunc_div", "DivBackward2", ("0", "0"), _trunc_div_scalar, _trunc_div_array,
+                     (("rounding_mode", lambda row: "trunc"),))
 
 
 @declare(signature="input, other, *, rounding_mode=None, out=None", methods=("div", "__truediv__"),
@@ -310,7 +311,8 @@ def floor_div(x, y):
 # algorithm): recorded with no gradient, as PyTorch's div(rounding_mode="floor"),
 # and no division to differentiate, whose 0 * inf made remainder's second
 # derivative nan
-floor_div_op = _binary("floor_div", "DivBackward0", ("0", "0"), floor_div, np.floor_divide)
+floor_div_op = _binary("floor_div", "DivBackward2", ("0", "0"), floor_div, np.floor_divide,
+                       (("rounding_mode", lambda row: "floor"),))
 # x % y takes y's sign, as Python's % and torch.remainder do; d/dy is minus
 # PyTorch's floor division of x by y (1 for x < 0 over y = inf, as x + y says)
 _remainder = _binary("remainder", "RemainderBackward1", ("1", "-floor_div(x, y)"), _remainder_scalar,

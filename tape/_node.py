@@ -236,7 +236,7 @@ def _saved_attributes(grad_fn):
 _TYPES = {"AccumulateGrad": AccumulateGrad}
 # nodes PyTorch implements in C++ by hand rather than generates: their name()
 # carries the namespace
-_NAMESPACED = {"CopySlices", "Error"}
+_NAMESPACED = {"CopySlices", "Error", "NotImplemented"}
 
 
 def _namespaced_name(self):

@@ -391,6 +391,8 @@ def test_div_rounds_as_pytorchs_rounding_modes():
     assert tape.div(a, 2.0, rounding_mode="floor").tolist() == [3.0, -4.0, 2.0]
     trunc = a.div(tape.tensor(2.0), rounding_mode="trunc")
     assert trunc.tolist() == [3.0, -3.0, 2.0] and tape.autograd.grad(trunc.sum(), a)[0].tolist() == [0.0] * 3
+    assert (trunc.grad_fn.name(), trunc.grad_fn._saved_rounding_mode) == ("DivBackward2", "trunc")
+    assert tape.div(a, 2.0, rounding_mode="floor").grad_fn._saved_rounding_mode == "floor"
     assert tape.div(i, 2, rounding_mode="trunc").tolist() == [3, -3, 2]
     assert tape.div(i, -2, rounding_mode="floor").tolist() == [-4, 3, -3]
     assert tape.div(i, 2, rounding_mode=None).tolist() == [3.5, -3.5, 2.5]

@@ -1292,7 +1292,7 @@ def test_floor_divide_matches_numpy_and_its_backward_raises_as_pytorchs():
     q = x // y
 
     assert q.tolist() == [0.0, -2.0, -2.0] and q.requires_grad
-    assert q.grad_fn.name() == "NotImplemented"
+    assert q.grad_fn.name() == "torch::autograd::NotImplemented" and type(q.grad_fn).__name__ == "NotImplemented"
     assert (7 // x).tolist() == [4.0, -3.0, 2.0]
     for sweep in (lambda: (x * q).sum().backward(),
                   lambda: tape.autograd.grad((x * q).sum(), x, create_graph=True)):

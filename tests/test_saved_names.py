@@ -667,8 +667,8 @@ PACKED_BEFORE = {"squeeze_dim_": 2}
 # ops with no PyTorch node of their own: the engine's leaves and constants, a
 # custom Function's rows (its ctx saves), the partials' vocabulary (step;
 # floor_div, remainder's), div with a rounding mode (floor_div and trunc_div:
-# tape names their node DivBackward0, PyTorch DivBackward2 or 3, whose saved
-# values are not modelled) and the rows a create_graph backward of indexing records
+# DivBackward2 as PyTorch's, which also saves self and other; tape's shows
+# rounding_mode alone) and the rows a create_graph backward of indexing records
 NO_NODE = {"leaf", "const", "function", "delayed_error", "step", "floor_div", "trunc_div",
            "strided_scatter", "index_put"}
 
