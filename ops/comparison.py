@@ -116,8 +116,7 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     True
     """
     close = isclose(input, other, rtol, atol, equal_nan)
-    note_value_read(input)
-    note_value_read(other)
+    note_value_read(input, other)
     return bool(close._array().all())
 
 
@@ -133,8 +132,7 @@ def equal(input, other):
     _expect_tensor("equal", 2, "other", other)
     if input.shape != other.shape:
         return False
-    note_value_read(input)
-    note_value_read(other)
+    note_value_read(input, other)
     return bool(np.array_equal(input._array(), other._array()))
 
 

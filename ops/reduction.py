@@ -299,15 +299,20 @@ def _evenly_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
             GA[i] += share
 
 
+def _line_shares(attained, kshape, dtype):
+    """A constant: 1/k on the k elements of each line (reduced to `kshape`)
+    that `attained` marks, 0 elsewhere."""
+    reduced = tuple(k for k, d in enumerate(kshape) if d == 1 and attained.shape[k] != 1)
+    mask = attained.astype(dtype)
+    return new_tensor(wrap_value(quiet(np.divide, mask, mask.sum(axis=reduced, keepdims=True))))
+
+
 def _extreme_vjp(ctx, g, evenly=False):
     kshape = tuple(ctx.ints)
     x = ctx.x._array()
     out = np.reshape(ctx.out._array(), kshape)
     attained = np.isnan(x) if evenly and np.isnan(out).all() else x == out
-    reduced = tuple(k for k, d in enumerate(kshape) if d == 1 and x.shape[k] != 1)
-    mask = attained.astype(x.dtype)
-    share = new_tensor(wrap_value(quiet(np.divide, mask, mask.sum(axis=reduced, keepdims=True))))
-    spread = expand(reshape(g, kshape), ctx.x_shape) * share
+    spread = expand(reshape(g, kshape), ctx.x_shape) * _line_shares(attained, kshape, x.dtype)
     return (spread.where(attained, 0.0) if evenly else spread,)
 
 
@@ -540,8 +545,8 @@ def _softmax_lines(x):
 
 
 def _softmax_op(opdef, x, dim, d, value):
-    return keep_arguments(op_result(opdef, value.reshape(x.shape).astype(x.dtype, copy=False), (x,), p=1.0 if opdef is _SOFTMAX else 0.0,
-                                    ints=(d,)), dim=dim)
+    value = value.reshape(x.shape).astype(x.dtype, copy=False)  # an empty integer input's dtype
+    return keep_arguments(op_result(opdef, value, (x,), p=1.0 if opdef is _SOFTMAX else 0.0, ints=(d,)), dim=dim)
 
 
 @declare(signature="input, dim, dtype=None, *, out=None", batch=along("dim"))
@@ -785,10 +790,7 @@ def _norminf_vjp(ctx, g):
     kshape = tuple(ctx.ints)
     x = ctx.x._array()
     attained = (np.abs(x) == np.reshape(ctx.out._array(), kshape)) | np.isnan(x)
-    reduced = tuple(k for k, d in enumerate(kshape) if d == 1 and x.shape[k] != 1)
-    mask = attained.astype(x.dtype)
-    share = new_tensor(wrap_value(quiet(np.divide, mask, mask.sum(axis=reduced, keepdims=True))))
-    return (sign(ctx.x) * expand(reshape(g, kshape), ctx.x_shape) * share,)
+    return (sign(ctx.x) * expand(reshape(g, kshape), ctx.x_shape) * _line_shares(attained, kshape, x.dtype),)
 
 
 # the inf- and -inf-norms: the max or min of |x|, one node as PyTorch's (not amax's of abs's)

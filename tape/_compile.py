@@ -148,16 +148,31 @@ def _compared(result, name, x, y):
 
 
 def _wrote(t):
-    """An in-place change's report (Tensor.bump_version), before the change:
-    to the calling thread's recording, or to the undo log of its replay
+    """An in-place change's report (Tensor.bump_version), before the change
     (Note [Side effects of a replay])."""
+    _changing(t, _value_restorer)
+
+
+def _setting(t, name):
+    """A setter's report, before it changes t's `name` (grad, data,
+    requires_grad): a change of t as an in-place op's is."""
+    _changing(t, _ATTRIBUTE_RESTORERS[name])
+
+
+def _changing(t, restorer):
+    """A change of t, to the calling thread's recording, or to the undo log
+    of its replay as restorer(t): what sets t back as it is now."""
     rec = state.tape.recorder
     if rec is not None:
         rec.written.append(t)
     log = _undo.log
     if log is not None:
-        v = t._value
-        log.append(functools.partial(_restore_value, t, v if type(v) is float else v.copy(), t._version))
+        log.append(restorer(t))
+
+
+def _value_restorer(t):
+    v = t._value
+    return functools.partial(_restore_value, t, v if type(v) is float else v.copy(), t._version)
 
 
 def _restore_value(t, value, version):
@@ -169,21 +184,11 @@ def _restore_value(t, value, version):
         t._vc.n = version
 
 
-def _setting(t, name):
-    """A setter's report, before it changes t's `name` (grad, data,
-    requires_grad): a change of t as an in-place op's is, undone by setting
-    it back."""
-    rec = state.tape.recorder
-    if rec is not None:
-        rec.written.append(t)
-    log = _undo.log
-    if log is not None:
-        log.append(functools.partial(_RESTORE[name], t, t._grad if name == "grad" else t._value if name == "data"
-                                     else t._rg))
-
-
-_RESTORE = {"grad": lambda t, grad: setattr(t, "_grad", grad), "data": Tensor._set_storage,
-            "requires_grad": Tensor.requires_grad_}
+_ATTRIBUTE_RESTORERS = {
+    "grad": lambda t: functools.partial(setattr, t, "_grad", t._grad),
+    "data": lambda t: functools.partial(Tensor._set_storage, t, t._value),
+    "requires_grad": lambda t: functools.partial(Tensor.requires_grad_, t, t._rg),
+}
 
 
 def note_read(t, kind, outcome):
@@ -1203,8 +1208,9 @@ def _generator_state():
 
 
 def _set_generator_state(saved):
-    generator, _factories._rng[0] = saved[0], saved[0]
-    generator.bit_generator.state = saved[1]
+    generator, generator_state = saved
+    _factories._rng[0] = generator
+    generator.bit_generator.state = generator_state
 
 
 def _run_segment(segment, tp, env):
@@ -1651,10 +1657,10 @@ class CompiledFunction:
             _install(False)
             tp.recorder = None
             tp.sweeping -= 1
-        if not grad_enabled and (rec.written or _events(tp) != events or not _same_reads(rec.reads, eager_reads)
-                                 or not _same_result(result, eager)):
-            return self._eager_after_all(key, _OTHERWISE_WITH_GRAD, eager, drawn)
         if not grad_enabled:
+            if (rec.written or _events(tp) != events or not _same_reads(rec.reads, eager_reads)
+                    or not _same_result(result, eager)):
+                return self._eager_after_all(key, _OTHERWISE_WITH_GRAD, eager, drawn)
             _keep_undo_log(False)
         hi = tp.n
         self.recordings += not counted
@@ -1673,8 +1679,8 @@ class CompiledFunction:
                                        "a tensor in place outside the calls of tape's functions and methods")
             elif in_place:
                 raise _Unsupported("it changes a tensor in place, which replays under grad mode only")
-            elif _events(tp) != events or rec.functions or any(lo <= r < hi for table in (tp.python_rows, tp.hooks, tp.retained,
-                                                                          tp.node_data) for r in table):
+            elif _events(tp) != events or rec.functions or any(
+                    lo <= r < hi for table in (tp.python_rows, tp.hooks, tp.retained, tp.node_data) for r in table):
                 raise _Unsupported("it draws random numbers, runs a backward, a custom Function or hooks, which "
                                    "replay under grad mode only")
             roots = [self._fn] + [v for v in (*args, *kwargs.values()) if not isinstance(v, _PLAIN + (Tensor,))]

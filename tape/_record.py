@@ -82,8 +82,14 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     numel = tp.m_numel
     tp.last_inputs = ((a, b) if a >= 0 and numel[a] >= _EARLY_RELEASE_NUMEL
                       or b >= 0 and numel[b] >= _EARLY_RELEASE_NUMEL else ())
-    if inference_made[0] and opdef.saves_for != _SAVES_NOTHING:
-        _refuse_saving_inference(tp, opdef.saves_for, inputs, a, b)
+    saves_for = opdef.saves_for
+    saves = 0  # which of x, y and out the row saves: those its inputs that require grad need
+    if saves_for != _SAVES_NOTHING:
+        flags = tp.m_flags
+        saves = ((saves_for[0] if a >= 0 and flags[a] & RG else 0)
+                 | (saves_for[1] if b >= 0 and flags[b] & RG else 0))
+        if inference_made[0]:
+            _refuse_saving_inference(saves, inputs)
     out = Tensor.__new__(Tensor)
     out._value = value
     out._rg = True
@@ -97,11 +103,8 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
     if tp.saved_hooks:  # Note [Saved tensor hooks]
         pack_row(tp, opdef.code, r, inputs[0] if inputs else None,
                  inputs[1] if len(inputs) > 1 else None, out)
-    saves_for = opdef.saves_for
-    if saves_for != _SAVES_NOTHING:
-        flags, nuse = tp.m_flags, tp.m_nuse
-        saves = ((saves_for[0] if a >= 0 and flags[a] & RG else 0)
-                 | (saves_for[1] if b >= 0 and flags[b] & RG else 0))
+    if saves:
+        nuse = tp.m_nuse
         if saves & SAVES_X and a >= 0:
             nuse[a] += 1
         if saves & SAVES_Y and b >= 0:
@@ -114,10 +117,8 @@ def record(opdef, value, inputs, *, c=0.0, p=1.0, ints=None, hidden=False):
 _SAVES_NOTHING = (0, 0, 0)
 
 
-def _refuse_saving_inference(tp, saves_for, inputs, a, b):
+def _refuse_saving_inference(saves, inputs):
     """PyTorch's error where a recorded op would save an inference tensor."""
-    flags = tp.m_flags
-    saves = (saves_for[0] if a >= 0 and flags[a] & RG else 0) | (saves_for[1] if b >= 0 and flags[b] & RG else 0)
     for k, bit in ((0, SAVES_X), (1, SAVES_Y)):
         if saves & bit and len(inputs) > k and inputs[k] is not None and inputs[k]._inference:
             raise RuntimeError("Inference tensors cannot be saved for backward. Please do not use Tensors created "

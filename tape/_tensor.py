@@ -240,11 +240,12 @@ def _repeating():
     return rec is not None and rec.repeats
 
 
-def note_value_read(t):
+def note_value_read(*tensors):
     """An op's report that its Python-level answer (equal, allclose) depends
-    on all of t's value, which tape.compile then guards."""
+    on all of the tensors' values, which tape.compile then guards."""
     if made_hooks:
-        read_hooks[0](t, "array", t._array().copy())
+        for t in tensors:
+            read_hooks[0](t, "array", t._array().copy())
 
 
 def new_tensor(value, requires_grad=False):
