@@ -1340,6 +1340,9 @@ def _inputs_now(program, args, outs=None):
     return tensors
 
 
+_EPOCH, _ROW = operator.attrgetter("_ep"), operator.attrgetter("_row")
+
+
 def _replay(program, tp, args):
     """Run `program` for the tensors `args` on tape tp: the result, or _FAILED
     when a guard does not hold (nothing appended then)."""
@@ -1358,7 +1361,12 @@ def _replay(program, tp, args):
     if len(tp.owners) != tp.n and any(t._ep is not ep for t in inputs):
         tp.trim_owners()  # adopt appends owners
     scanned = tp.kernels_scanned == tp.n
-    erows = np.array([t._row if t._ep is ep else tp.adopt(t) for t in inputs], np.int64)
+    rows = list(map(_ROW, inputs))  # in C, as the inputs' epochs: most inputs are named on the tape already
+    epochs = list(map(_EPOCH, inputs))
+    if epochs.count(ep) != len(epochs):
+        for j in [j for j, e in enumerate(epochs) if e is not ep]:
+            rows[j] = tp.adopt(inputs[j])
+    erows = np.array(rows, np.int64)
     seg = tp.segment_epoch()  # Note [Dropping a dead tail] in tape/_tape.py
     base = _run(program, tp, erows, seg)
     if base < 0:
@@ -1546,7 +1554,7 @@ class CompiledFunction:
             return self._eagerly("an argument is not hashable", args, kwargs)
         except _Eager:
             return self._fn(*args, **kwargs)
-        if len(tensors) != len({id(t) for t in tensors}):
+        if len(tensors) != len(set(tensors)):  # Tensor hashes by identity
             # which arguments are one tensor is part of the key: a recording of f(a, a) reads one input
             first = {}
             key.append(tuple(first.setdefault(id(t), k) for k, t in enumerate(tensors)))
