@@ -17,7 +17,7 @@ from tape._record import (binary, broadcast_shapes, formula_node, operand_value,
                           unary, with_constant)
 from tape._registry import SAVES_X, SAVES_Y, SAVES_Z, defop, native_helper
 from tape._tape import state
-from tape._tensor import Tensor, check_device, new_tensor, refuse_half_grad, wrap_value
+from tape._tensor import Tensor, check_device, made_hooks, new_tensor, refuse_half_grad, wrap_value
 from tape._tensor import device as _Device
 
 from ops._declare import declare, exports
@@ -104,9 +104,12 @@ def _binary(name, grad_fn, partials, scalar, array, saved=None, forward=None):
     return binary(defop(name, grad_fn, 2, partials=partials, saved=saved, forward=forward), scalar, array)
 
 
-# add and sub scale other by alpha in a row of their own: theirs has alpha 1
+# x + y and x - y save alpha 1; with another alpha, add and sub are rows of
+# their own that scale other's gradient by it (p), as PyTorch's nodes
 _ALPHA = (("alpha", lambda row: 1),)
 _add = _binary("add", "AddBackward0", ("1", "1"), operator.add, np.add, _ALPHA, forward="x + y")
+_ADD_ALPHA = defop("add_alpha", "AddBackward0", 2, partials=("1", "p"), saved=(("alpha", "p"),),
+                   forward="x + p * y")
 def _is_bool(v):
     return isinstance(v, (bool, np.bool_)) or isinstance(v, np.ndarray) and v.dtype == np.bool_
 
@@ -123,6 +126,8 @@ def _subtract(x, y):
 
 
 _sub = _binary("sub", "SubBackward0", ("1", "-1"), operator.sub, _subtract, _ALPHA, forward="x - y")
+_SUB_ALPHA = defop("sub_alpha", "SubBackward0", 2, partials=("1", "-p"), saved=(("alpha", "p"),),
+                   forward="x - p * y")
 mul = declare(_binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multiply, forward="x * y"), signature=_BINARY,
               methods=("mul", "__mul__", "__rmul__"), aliases=("multiply",), operands=2, batch=elementwise)
 # y's partial reads x and y, not out, as PyTorch's does: a later in-place
@@ -878,12 +883,30 @@ def add(input, other, *, alpha=1):
     >>> tape.add(tape.tensor([1., 2.]), 1)
     tensor([2., 3.])
     """
-    return _add(input, _scaled(other, alpha, (input, other)))
+    return _with_alpha(_add, _ADD_ALPHA, input, other, alpha)
 @declare(signature="input, other, *, alpha=1, out=None", operands=2, batch=elementwise)
 @declare(name="subtract", signature="input, other, alpha=1, *, out=None", operands=2, batch=elementwise)
 def sub(input, other, *, alpha=1):
     """input - alpha * other, broadcasting like NumPy."""
-    return _sub(input, _scaled(other, alpha, (input, other)))
+    return _with_alpha(_sub, _SUB_ALPHA, input, other, alpha)
+
+
+def _with_alpha(combine, opdef, input, other, alpha):
+    """input + alpha * other (combine: _add or _sub): with an alpha other
+    than 1 and an input that requires grad, one row of `opdef`, PyTorch's
+    AddBackward0 or SubBackward0 saving alpha, not a product's row beside it."""
+    tensors = (input, other)
+    if (alpha == 1 or type(input) is not Tensor or type(other) not in (Tensor, int, float)
+            or not (state.tape.grad_enabled and (input._rg or type(other) is Tensor and other._rg))):
+        return combine(input, _scaled(other, alpha, tensors))
+    if type(other) is Tensor:
+        value = combine(input.detach(), _scaled(other.detach(), alpha, tensors))._value
+        keep_other = other._rg or made_hooks  # kept while tape.compile records: a replay reads the row
+        operands, c = (input if input._rg or made_hooks else None, other if keep_other else None), 0.0
+    else:
+        value = combine(input.detach(), _scaled(other, alpha, tensors))._value
+        operands, c = (input, None), float(other)
+    return record(opdef, value, operands, c=c, p=float(alpha))
 @declare(signature="input, exponent, *, out=None", methods=("pow", "__pow__"), operands=2, batch=elementwise)
 def pow(x, exponent):
     """x ** exponent. A number exponent gives PowBackward0, a tensor one PowBackward1.

@@ -170,5 +170,7 @@ OPCODES = {
     "squeeze_dim_": 165,
     "trunc_div": 166,
     "norm_inf": 167,
+    "add_alpha": 168,
+    "sub_alpha": 169,
 }
-NEXT_OPCODE = 168
+NEXT_OPCODE = 170

@@ -373,6 +373,18 @@ def test_an_argument_that_needs_no_grad_gets_no_gradient():
     assert out.item() == pytest.approx(np.sin(0.75) * 2.0 + 0.5, rel=1e-15)
 
 
+def test_add_and_sub_with_alpha_replay_for_operands_that_need_no_grad():
+    # an optimizer's step: p.add(g, alpha=-lr); the scaled operand was a product computed without tracking
+    def step(p, g):
+        return tape.add(p, g, alpha=-0.1).sin() + tape.sub(g, p, alpha=2.5)
+    compiled = tape.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for value in [0.5, -1.0, 2.0]:
+            check(compiled, step, lambda: (leaf([value, 1.0]), leaf([2.0, value], requires_grad=False)))
+    assert compiled.recordings == 1
+
+
 def test_an_argument_returned_as_it_is():
     def fn(x, a):
         return x, a, x * a

@@ -153,6 +153,7 @@ ELEMENTWISE_BINARY = [
     ("add", lambda x, y: x + y, np.add, (-2, -2), (2, 2)),
     ("add_alpha", lambda x, y: tape.add(x, y, alpha=2.0), lambda a, b: a + 2 * b, (-2, -2), (2, 2)),
     ("sub", lambda x, y: x - y, np.subtract, (-2, -2), (2, 2)),
+    ("sub_alpha", lambda x, y: tape.sub(x, y, alpha=-0.5), lambda a, b: a + 0.5 * b, (-2, -2), (2, 2)),
     ("mul", lambda x, y: x * y, np.multiply, (-2, -2), (2, 2)),
     ("div", lambda x, y: x / y, np.divide, (-2, 0.5), (2, 2)),
     ("pow_tensor", lambda x, y: x ** y, np.power, (0.5, -2), (2, 2)),
@@ -584,6 +585,19 @@ def test_add_and_sub_scale_a_number_by_alpha():
     assert y.tolist() == [7.0, 8.0]
     with pytest.raises(RuntimeError, match="argument alpha must not be a floating point number"):
         tape.add(tape.tensor([1, 2]), tape.tensor([1, 2]), alpha=2.5)
+
+
+def test_add_and_sub_with_alpha_are_one_node_saving_alpha_as_pytorch():
+    # PyTorch 2.13: AddBackward0 / SubBackward0 straight to the leaves, _saved_alpha the alpha
+    x, y = tape.tensor([1.0, 2.0], requires_grad=True), tape.tensor([3.0, 4.0], requires_grad=True)
+    for out, name, alpha in ((tape.add(x, y, alpha=2), "AddBackward0", 2.0), (x.sub(y, alpha=-0.5), "SubBackward0", -0.5),
+                             (tape.add(x, 2, alpha=3), "AddBackward0", 3.0), (x + y, "AddBackward0", 1)):
+        node = out.grad_fn
+        assert (node.name(), node._saved_alpha) == (name, alpha)
+        assert [f and f.name() for f, _ in node.next_functions][0] == "torch::autograd::AccumulateGrad"
+    assert [f.name() for f, _ in tape.add(x, y, alpha=2).grad_fn.next_functions] == ["torch::autograd::AccumulateGrad"] * 2
+    gx, gy = tape.autograd.grad(tape.sub(x, y, alpha=3).sum(), (x, y))
+    assert (gx.tolist(), gy.tolist()) == ([1.0, 1.0], [-3.0, -3.0])
 
 
 def test_sum_and_mean_over_no_dims_reduce_everything():
