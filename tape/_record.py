@@ -555,9 +555,11 @@ def elementwise_vjp(opdef):
                 # tensors they give PyTorch's inf or nan
                 env.update({name: new_tensor(v) for name in names if type(v := env[name]) is float})
                 d = eval(partial, env)
-            if type(d) in _NUMBER and d == 0:
-                # PyTorch's zeros_like(grad): a constant, +0 (g * 0 would
-                # require grad with g, and be -0 where g < 0)
+            if not names and type(d) in _NUMBER and d == 0:
+                # a partial that is 0 whatever the operands (floor's): PyTorch's
+                # zeros_like(grad), a constant, +0 (g * 0 would require grad
+                # with g, and be -0 where g < 0); one that is 0 for these
+                # operands (x * 0.0's) is PyTorch's grad * 0, nan where g is inf
                 grads.append(new_tensor(wrap_value(np.zeros(getattr(ctx, shape), g.dtype))))
                 continue
             if type(d) in _NUMBER:

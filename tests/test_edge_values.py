@@ -486,3 +486,16 @@ def test_the_inf_norm_is_one_node_whose_gradient_skips_a_line_holding_nan(retape
     assert _grads_for(lambda t: t.norm(1), [[nan, 2.0, -1.0]], 1.0, retaped) == [[0.0, 1.0, -1.0]]
     x = tape.tensor([3.0, -4.0], requires_grad=True)
     assert {x.norm(p).grad_fn.name() for p in (inf, -inf, 1)} == {"LinalgVectorNormBackward0"}
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_product_by_a_zero_operand_passes_nan_on_from_an_infinite_gradient(create_graph):
+    # PyTorch 2.13: grad * 0 is nan where grad is inf, with or without create_graph; only a partial that is
+    # 0 whatever the operands (floor's) gives zeros_like(grad)
+    x = tape.tensor([1.0, 2.0], requires_grad=True)
+    for zero in (0.0, tape.tensor(0.0), tape.tensor(0.0, dtype=tape.float32)):
+        out = (x * zero) * tape.tensor([np.inf, 1.0])
+        (g,) = tape.autograd.grad(out.sum(), x, create_graph=create_graph)
+        assert np.isnan(g[0].item()) and g[1].item() == 0.0
+    (g,) = tape.autograd.grad(x.floor(), x, tape.tensor([np.inf, -1.0]), create_graph=create_graph)
+    assert g.tolist() == [0.0, 0.0] and not g.requires_grad
