@@ -602,11 +602,15 @@ def group_means(X, xsh, kept):
 
 
 def _var_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
-    # 2 (x - mean) / dof times g; pp is 1 / dof
+    # 2 (x - mean) / dof times g; pp is 1 / dof, or nan where PyTorch's
+    # gradient is g times nan where x is its mean, else inf (_moment)
     means = group_means(X, xsh, ints)
     for i in range(X.size):
         j = bcast_index(i, xsh, ints)
-        GA[i] += G[j] * 2.0 * (X[i] - means[j]) * pp
+        if pp != pp:
+            GA[i] += G[j] * (np.nan if X[i] == means[j] else np.inf)
+        else:
+            GA[i] += G[j] * 2.0 * (X[i] - means[j]) * pp
 
 
 def _std_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
@@ -626,6 +630,9 @@ def _centred(ctx):
 
 
 def _var_vjp(ctx, g):
+    if math.isnan(ctx.p):  # no degrees of freedom over all elements (_moment): a constant factor
+        x = ctx.x._array()
+        return (g * new_tensor(wrap_value(np.where(x == x.mean(), np.nan, np.inf).astype(x.dtype))),)
     centred, kshape = _centred(ctx)
     return (reshape(g, kshape) * centred * (2.0 * ctx.p),)
 
@@ -671,11 +678,11 @@ def _moment(opdef, name, input, dim, unbiased, keepdim, correction):
         value = np.sqrt(value)
     reduced = range(input.ndim) if dims is None else dims
     # PyTorch's gradient divides by the degrees of freedom even where they
-    # are negative (the value divides by 0 there), but over all elements
-    # (no dim) by none: 1 / 0, so std's gradient there is nan (0 * inf)
-    out = op_result(opdef, value.astype(a.dtype, copy=False), (input,),
-                    p=1.0 / dof if dof > 0 or dof and dim is not None else math.inf,
-                    ints=_kept_shape(input.shape, reduced))
+    # are not positive (1 / 0 is inf), but over all elements (no dim, or a
+    # 0-d input) without any it is g times nan where x is the mean, else
+    # inf, a constant (p nan; std's is nan throughout then: g / inf times it)
+    p = math.nan if dof <= 0 and (dim is None or input.ndim == 0) else 1.0 / dof if dof else math.inf
+    out = op_result(opdef, value.astype(a.dtype, copy=False), (input,), p=p, ints=_kept_shape(input.shape, reduced))
     return keep_arguments(out, correction=_shown_correction(dim, unbiased, correction), dim=int_list(dim),
                           keepdim=keepdim)
 

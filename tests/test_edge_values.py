@@ -499,3 +499,21 @@ def test_a_product_by_a_zero_operand_passes_nan_on_from_an_infinite_gradient(cre
         assert np.isnan(g[0].item()) and g[1].item() == 0.0
     (g,) = tape.autograd.grad(x.floor(), x, tape.tensor([np.inf, -1.0]), create_graph=create_graph)
     assert g.tolist() == [0.0, 0.0] and not g.requires_grad
+
+
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0:UserWarning")
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_var_without_degrees_of_freedom_has_pytorchs_constant_gradient(create_graph):
+    # PyTorch 2.13's var_backward over all elements (or of a 0-d input) with no degrees of freedom: g times
+    # nan where x is the mean, else +inf (not 2 (x - mean) / 0), a constant: no second order
+    cases = [(lambda x: x.var(), [0.5], [np.nan]), (lambda x: x.var(correction=2), [1.0, 3.0], [np.inf, np.inf]),
+             (lambda x: x.var(correction=5), [1.0, 2.0, -1.0], [np.inf] * 3), (lambda x: x.var(dim=0), 0.7, np.nan)]
+    for fn, value, expected in cases:
+        x = tape.tensor(value, requires_grad=True)
+        (g,) = tape.autograd.grad(fn(x) * 1.5, x, create_graph=create_graph)
+        np.testing.assert_array_equal(g.numpy(), expected)
+        assert not g.requires_grad
+    # over dims it divides by them: 2 (x - mean) / 0
+    x = tape.tensor([1.0, 3.0], requires_grad=True)
+    (g,) = tape.autograd.grad(x.var(dim=0, correction=2), x, create_graph=create_graph)
+    assert g.tolist() == [-np.inf, np.inf] and g.requires_grad == create_graph
