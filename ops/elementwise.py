@@ -132,9 +132,10 @@ mul = declare(_binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multip
               methods=("mul", "__mul__", "__rmul__"), aliases=("multiply",), operands=2, batch=elementwise)
 # y's partial reads x and y, not out, as PyTorch's does: a later in-place
 # change to the quotient does not spoil the division's backward
-# -x / y / y, not -x / (y * y), as PyTorch's: its own derivatives stay 0, not
-# 0 * inf, where y is infinite, and y * y does not overflow first
-true_divide = _binary("div", "DivBackward0", ("1 / y", "-x / y / y"),
+# -(x / y / y), not -x / (y * y), as PyTorch's: its own derivatives stay 0,
+# not 0 * inf, where y is infinite, and y * y does not overflow first; a
+# product, g * -(x / y / y), as PyTorch's -grad * ((self / other) / other)
+true_divide = _binary("div", "DivBackward0", ("1 / y", "-(x / y / y)"),
                       operator.truediv, np.true_divide, forward="x / y")
 declare(true_divide, name="true_divide", signature=_BINARY, methods=(), operands=2, batch=elementwise)
 
@@ -340,7 +341,7 @@ relu = _unary("relu", "ReluBackward0", "step(out)",
               lambda x: x * 1.0 if x > 0 or x != x else math.fabs(0.0),
               _refusing_bool(_relu_array, RuntimeError("Boolean inputs not supported for relu")),
               forward="x * 1.0 if x > 0 or x != x else 0.0")
-sqrt = _unary("sqrt", "SqrtBackward0", "0.5 / out", math.sqrt, np.sqrt, forward="sqrt(x)")
+sqrt = _unary("sqrt", "SqrtBackward0", "1 / (2 * out)", math.sqrt, np.sqrt, forward="sqrt(x)")
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, _not_for_bool("abs_cpu", np.abs), aliases=("absolute",),
              methods=("abs", "__abs__"), forward="fabs(x)")
 

@@ -14,7 +14,7 @@ import pathlib
 import textwrap
 
 from ._opcodes import NEXT_OPCODE
-from ._registry import NATIVE_HELPERS, REFUSES_ALWAYS, REFUSES_NEVER, REGISTRY, opdefs, selecting_factor
+from ._registry import NATIVE_HELPERS, REFUSES_ALWAYS, REFUSES_NEVER, REGISTRY, opdefs, quotient, selecting_factor
 
 __all__ = ["digest", "render", "render_opcodes", "main"]
 
@@ -1378,10 +1378,13 @@ def _native(expr, opdef):
 
 
 def _gradient(g, expr):
-    """g times the native partial `expr`, or 0 where its mask factor is 0
+    """g times the native partial `expr` (g * numerator / denominator for a
+    quotient: tape._registry.quotient), or 0 where its mask factor is 0
     (Note [Selecting partials] in tape/_registry.py)."""
     mask = selecting_factor(expr)
-    return f"{g} * ({expr})" if mask is None else f"({g} * ({expr}) if {mask} != 0 else 0.0)"
+    q = quotient(expr)
+    product = f"{g} * ({expr})" if q is None else f"{g} / ({q[1]})" if q[0] is None else f"{g} * ({q[0]}) / ({q[1]})"
+    return product if mask is None else f"({product} if {mask} != 0 else 0.0)"
 
 
 def _operands(expr):

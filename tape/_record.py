@@ -537,24 +537,32 @@ def elementwise_vjp(opdef):
     # one that evaluates to 1 (x * 1.0's) gives a new tensor, as its mul
     passes_on = [partial.strip() == "1" for partial in opdef.partials]
 
+    def evaluate(code, env, names):
+        try:
+            return eval(code, env)
+        except (ArithmeticError, ValueError):
+            # math refuses a number operand (1 / 0.0, log(-1.0)); as 0-d
+            # tensors they give PyTorch's inf or nan
+            env.update({name: new_tensor(v) for name in names if type(v := env[name]) is float})
+            return eval(code, env)
+
     def vjp(ctx, g):
         grads = []
-        for need, partial, selection, names, shape, passes in zip(ctx.needs, opdef.compiled_partials,
-                                                                  opdef.compiled_selections, operands,
-                                                                  ("x_shape", "y_shape"), passes_on):
+        for need, partial, selection, q, names, shape, passes in zip(
+                ctx.needs, opdef.compiled_partials, opdef.compiled_selections, opdef.compiled_quotients, operands,
+                ("x_shape", "y_shape"), passes_on):
             if not need:
                 grads.append(None)
                 continue
             env = dict(functions)
             for name in names:
                 env[name] = getattr(ctx, name)
-            try:
-                d = eval(partial, env)
-            except (ArithmeticError, ValueError):
-                # math refuses a number operand (1 / 0.0, log(-1.0)); as 0-d
-                # tensors they give PyTorch's inf or nan
-                env.update({name: new_tensor(v) for name in names if type(v := env[name]) is float})
-                d = eval(partial, env)
+            if q is not None:  # g * numerator / denominator, in that order (tape._registry.quotient)
+                denominator = evaluate(q[1], env, names)
+                gi = (g if q[0] is None else g * evaluate(q[0], env, names)) / denominator
+                grads.append(sum_to(_selected(gi, selection, env), getattr(ctx, shape)))
+                continue
+            d = evaluate(partial, env, names)
             if not names and type(d) in _NUMBER and d == 0:
                 # a partial that is 0 whatever the operands (floor's): PyTorch's
                 # zeros_like(grad), a constant, +0 (g * 0 would require grad
@@ -566,12 +574,17 @@ def elementwise_vjp(opdef):
                 gi = g if d == 1 and passes else (-g if d == -1 else g * d)
             else:
                 gi = g * d
-            if selection is not None:  # Note [Selecting partials]
-                mask = eval(selection, env)
-                kept = mask._array() != 0 if type(mask) is Tensor else mask != 0
-                if not (type(kept) is bool and kept):
-                    gi = gi.where(kept, 0.0)
             # an input that broadcast to the output gets its gradient summed back
-            grads.append(sum_to(gi, getattr(ctx, shape)))
+            grads.append(sum_to(_selected(gi, selection, env), getattr(ctx, shape)))
         return tuple(grads)
     return vjp
+
+
+def _selected(gi, selection, env):
+    """gi, and 0 where the partial's mask factor is 0 (Note [Selecting partials])."""
+    if selection is not None:
+        mask = eval(selection, env)
+        kept = mask._array() != 0 if type(mask) is Tensor else mask != 0
+        if not (type(kept) is bool and kept):
+            gi = gi.where(kept, 0.0)
+    return gi

@@ -13,7 +13,7 @@ from ._opcodes import NEXT_OPCODE, OPCODES
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
            "SAVES_X", "SAVES_Y", "SAVES_OUT", "SAVES_Z", "SAVES_ROW", "PARTIAL_FUNCTIONS", "FORWARD_FUNCTIONS",
            "MASK_FUNCTIONS",
-           "selecting_factor", "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed",
+           "selecting_factor", "quotient", "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed",
            "RowTensor"]
 
 SAVES_X, SAVES_Y, SAVES_OUT, SAVES_Z = 1, 2, 4, 8
@@ -150,6 +150,19 @@ def _factors(node):
     return [node]
 
 
+def quotient(expr):
+    """(numerator, denominator) as source of partial `expr` when it is a
+    quotient, the numerator None where it is 1; else None. The gradient is
+    then g * numerator / denominator, in that order, as PyTorch's formulas
+    divide the gradient (log's grad / self): g * (1 / x) rounds twice, and
+    is 0 * inf = nan where x is tiny (1 / x overflows) but g / x is 0."""
+    node = ast.parse(expr, mode="eval").body
+    if not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+        return None
+    one = isinstance(node.left, ast.Constant) and node.left.value == 1
+    return None if one else ast.unparse(node.left), ast.unparse(node.right)
+
+
 def selecting_factor(expr):
     """The mask factor of partial `expr` as source (Note [Selecting
     partials]), or None for a partial that multiplies."""
@@ -214,6 +227,7 @@ class OpDef:
     code: int = -1
     compiled_partials: tuple = field(default=None, repr=False)
     compiled_selections: tuple = field(default=None, repr=False)
+    compiled_quotients: tuple = field(default=None, repr=False)  # per partial: None, or (numerator, denominator)
     saves_for: tuple = (0, 0, 0)
     not_differentiable: str = None
     python_only: bool = False
@@ -371,6 +385,10 @@ def defop(name, grad_fn, arity, *, partials=None, saves=None, vjp=None, native=N
                                         for i, e in enumerate(partials))
         opdef.compiled_selections = tuple(
             None if (m := selecting_factor(e)) is None else compile(m, f"<mask of partial {i} of {name}>", "eval")
+            for i, e in enumerate(partials))
+        opdef.compiled_quotients = tuple(
+            None if (q := quotient(e)) is None else
+            tuple(None if part is None else compile(part, f"<quotient of partial {i} of {name}>", "eval") for part in q)
             for i, e in enumerate(partials))
     if opdef.code == len(REGISTRY):
         REGISTRY.append(opdef)

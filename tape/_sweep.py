@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "00ceffe7815dded8"
+REGISTRY_DIGEST = "f50a054ee46806a9"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0], np.int64)
@@ -646,7 +646,7 @@ def _scalar_vjp_a(o, g, x, y, out, pp, kernels):
     if o == 8:
         return g * (y)
     elif o == 9:
-        return g * (1 / y)
+        return g / (y)
     elif o == 11:
         return g * (-out * out)
     elif o == 16:
@@ -654,7 +654,7 @@ def _scalar_vjp_a(o, g, x, y, out, pp, kernels):
     elif o == 19:
         return g * (out)
     elif o == 20:
-        return g * (1 / x)
+        return g / (x)
     elif o == 21:
         return g * (cos(x))
     elif o == 22:
@@ -664,7 +664,7 @@ def _scalar_vjp_a(o, g, x, y, out, pp, kernels):
     elif o == 24:
         return g * (out * (1 - out))
     elif o == 26:
-        return g * (0.5 / out)
+        return g / (2 * out)
     elif o == 28:
         return (g * (0) if (0) != 0 else 0.0)
     elif o == 29:
@@ -686,41 +686,41 @@ def _scalar_vjp_a(o, g, x, y, out, pp, kernels):
     elif o == 43:
         return g * (1 + out * out)
     elif o == 44:
-        return g * (1 / sqrt(1 - x * x))
+        return g / (sqrt(1 - x * x))
     elif o == 45:
-        return g * (-1 / sqrt(1 - x * x))
+        return g * (-1) / (sqrt(1 - x * x))
     elif o == 46:
-        return g * (1 / (1 + x * x))
+        return g / (1 + x * x)
     elif o == 47:
         return g * ((exp(x) + exp(-x)) * 0.5)
     elif o == 48:
         return g * ((exp(x) - exp(-x)) * 0.5)
     elif o == 49:
-        return g * (1 / sqrt(x * x + 1))
+        return g / (sqrt(x * x + 1))
     elif o == 50:
-        return g * (1 / sqrt(x * x - 1))
+        return g / (sqrt(x * x - 1))
     elif o == 51:
-        return g * (1 / (1 - x * x))
+        return g / (1 - x * x)
     elif o == 52:
         return g * (out * 0.6931471805599453)
     elif o == 53:
         return g * (out + 1)
     elif o == 54:
-        return g * (1 / (x * 0.6931471805599453))
+        return g / (x * 0.6931471805599453)
     elif o == 55:
-        return g * (1 / (x * 2.302585092994046))
+        return g / (x * 2.302585092994046)
     elif o == 56:
-        return g * (1 / (x + 1))
+        return g / (x + 1)
     elif o == 57:
         return g * (-0.5 * out * out * out)
     elif o == 58:
         return g * (2 * x)
     elif o == 63:
-        return g * (y / x)
+        return g * (y) / (x)
     elif o == 64:
-        return g * (x / out)
+        return g * (x) / (out)
     elif o == 65:
-        return g * (1 / (1 + exp(y - x)))
+        return g / (1 + exp(y - x))
     elif o == 66:
         return g * (1 - p)
     elif o == 147:
@@ -737,15 +737,15 @@ def _scalar_vjp_b(o, g, x, y, out, pp, kernels):
     if o == 8:
         return g * (x)
     elif o == 9:
-        return g * (-x / y / y)
+        return g * (-(x / y / y))
     elif o == 16:
         return (g * (0) if (0) != 0 else 0.0)
     elif o == 61:
-        return g * (x / y)
+        return g * (x) / (y)
     elif o == 64:
-        return g * (y / out)
+        return g * (y) / (out)
     elif o == 65:
-        return g * (1 / (1 + exp(x - y)))
+        return g / (1 + exp(x - y))
     elif o == 66:
         return g * (p)
     elif o == 166:
@@ -2197,50 +2197,50 @@ def _k_div(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (-x / y / y)
+                GB[i] += G[i] * (-(x / y / y))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (-x / y / y)
+                GB[i] += G[i] * (-(x / y / y))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (-x / y / y)
+                GB[i] += G[i] * (-(x / y / y))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (-x / y / y)
+                GB[i] += G[i] * (-(x / y / y))
     if into_g:
         if sy == 1:
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (1 / y)
+                G[i] = G[i] / (y)
         else:
             y = Y[0]
             for i in range(n):
-                G[i] = G[i] * (1 / y)
+                G[i] = G[i] / (y)
     elif GA.size:
         if sy == 1:
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (1 / y)
+                GA[i] += G[i] / (y)
         else:
             y = Y[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / y)
+                GA[i] += G[i] / (y)
 
 
 def _s0_div(g, x, y, out, pp):
     p = pp
-    return g * (1 / y)
+    return g / (y)
 
 
 def _s1_div(g, x, y, out, pp):
     p = pp
-    return g * (-x / y / y)
+    return g * (-(x / y / y))
 
 
 def _f_div(g, x, y, out, pp):
@@ -2952,25 +2952,25 @@ def _k_log(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, i
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / x)
+                G[i] = G[i] / (x)
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / x)
+                G[i] = G[i] / (x)
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / x)
+                GA[i] += G[i] / (x)
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / x)
+                GA[i] += G[i] / (x)
 
 
 def _s0_log(g, x, y, out, pp):
     p = pp
-    return g * (1 / x)
+    return g / (x)
 
 
 def _f_log(g, x, y, out, pp):
@@ -3283,16 +3283,16 @@ def _k_sqrt(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
     if into_g:
         for i in range(n):
             out = O[i]
-            G[i] = G[i] * (0.5 / out)
+            G[i] = G[i] / (2 * out)
     elif GA.size:
         for i in range(n):
             out = O[i]
-            GA[i] += G[i] * (0.5 / out)
+            GA[i] += G[i] / (2 * out)
 
 
 def _s0_sqrt(g, x, y, out, pp):
     p = pp
-    return g * (0.5 / out)
+    return g / (2 * out)
 
 
 def _f_sqrt(g, x, y, out, pp):
@@ -3607,74 +3607,74 @@ def _k_atan2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                GB[i] += G[i] * (-x * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
     if into_g:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                G[i] = G[i] * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+                GA[i] += G[i] * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
 
 
 def _s0_atan2(g, x, y, out, pp):
     p = pp
-    return g * (y * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+    return g * (y * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
 
 
 def _s1_atan2(g, x, y, out, pp):
     p = pp
-    return g * (-x * (1 - is_zero(x * x + y * y)) / (x * x + y * y + is_zero(x * x + y * y)))
+    return g * (-x * (1 - is_zero(x * x + y * y))) / (x * x + y * y + is_zero(x * x + y * y))
 
 
 def _f_atan2(g, x, y, out, pp):
@@ -4063,25 +4063,25 @@ def _k_asin(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / sqrt(1 - x * x))
+                G[i] = G[i] / (sqrt(1 - x * x))
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / sqrt(1 - x * x))
+                G[i] = G[i] / (sqrt(1 - x * x))
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / sqrt(1 - x * x))
+                GA[i] += G[i] / (sqrt(1 - x * x))
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / sqrt(1 - x * x))
+                GA[i] += G[i] / (sqrt(1 - x * x))
 
 
 def _s0_asin(g, x, y, out, pp):
     p = pp
-    return g * (1 / sqrt(1 - x * x))
+    return g / (sqrt(1 - x * x))
 
 
 def _f_asin(g, x, y, out, pp):
@@ -4122,25 +4122,25 @@ def _k_acos(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (-1 / sqrt(1 - x * x))
+                G[i] = G[i] * (-1) / (sqrt(1 - x * x))
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (-1 / sqrt(1 - x * x))
+                G[i] = G[i] * (-1) / (sqrt(1 - x * x))
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (-1 / sqrt(1 - x * x))
+                GA[i] += G[i] * (-1) / (sqrt(1 - x * x))
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (-1 / sqrt(1 - x * x))
+                GA[i] += G[i] * (-1) / (sqrt(1 - x * x))
 
 
 def _s0_acos(g, x, y, out, pp):
     p = pp
-    return g * (-1 / sqrt(1 - x * x))
+    return g * (-1) / (sqrt(1 - x * x))
 
 
 def _f_acos(g, x, y, out, pp):
@@ -4181,25 +4181,25 @@ def _k_atan(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / (1 + x * x))
+                G[i] = G[i] / (1 + x * x)
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / (1 + x * x))
+                G[i] = G[i] / (1 + x * x)
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / (1 + x * x))
+                GA[i] += G[i] / (1 + x * x)
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / (1 + x * x))
+                GA[i] += G[i] / (1 + x * x)
 
 
 def _s0_atan(g, x, y, out, pp):
     p = pp
-    return g * (1 / (1 + x * x))
+    return g / (1 + x * x)
 
 
 def _f_atan(g, x, y, out, pp):
@@ -4358,25 +4358,25 @@ def _k_asinh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / sqrt(x * x + 1))
+                G[i] = G[i] / (sqrt(x * x + 1))
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / sqrt(x * x + 1))
+                G[i] = G[i] / (sqrt(x * x + 1))
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / sqrt(x * x + 1))
+                GA[i] += G[i] / (sqrt(x * x + 1))
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / sqrt(x * x + 1))
+                GA[i] += G[i] / (sqrt(x * x + 1))
 
 
 def _s0_asinh(g, x, y, out, pp):
     p = pp
-    return g * (1 / sqrt(x * x + 1))
+    return g / (sqrt(x * x + 1))
 
 
 def _f_asinh(g, x, y, out, pp):
@@ -4417,25 +4417,25 @@ def _k_acosh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / sqrt(x * x - 1))
+                G[i] = G[i] / (sqrt(x * x - 1))
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / sqrt(x * x - 1))
+                G[i] = G[i] / (sqrt(x * x - 1))
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / sqrt(x * x - 1))
+                GA[i] += G[i] / (sqrt(x * x - 1))
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / sqrt(x * x - 1))
+                GA[i] += G[i] / (sqrt(x * x - 1))
 
 
 def _s0_acosh(g, x, y, out, pp):
     p = pp
-    return g * (1 / sqrt(x * x - 1))
+    return g / (sqrt(x * x - 1))
 
 
 def _f_acosh(g, x, y, out, pp):
@@ -4476,25 +4476,25 @@ def _k_atanh(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / (1 - x * x))
+                G[i] = G[i] / (1 - x * x)
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / (1 - x * x))
+                G[i] = G[i] / (1 - x * x)
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / (1 - x * x))
+                GA[i] += G[i] / (1 - x * x)
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / (1 - x * x))
+                GA[i] += G[i] / (1 - x * x)
 
 
 def _s0_atanh(g, x, y, out, pp):
     p = pp
-    return g * (1 / (1 - x * x))
+    return g / (1 - x * x)
 
 
 def _f_atanh(g, x, y, out, pp):
@@ -4633,25 +4633,25 @@ def _k_log2(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, 
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / (x * 0.6931471805599453))
+                G[i] = G[i] / (x * 0.6931471805599453)
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / (x * 0.6931471805599453))
+                G[i] = G[i] / (x * 0.6931471805599453)
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / (x * 0.6931471805599453))
+                GA[i] += G[i] / (x * 0.6931471805599453)
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / (x * 0.6931471805599453))
+                GA[i] += G[i] / (x * 0.6931471805599453)
 
 
 def _s0_log2(g, x, y, out, pp):
     p = pp
-    return g * (1 / (x * 0.6931471805599453))
+    return g / (x * 0.6931471805599453)
 
 
 def _f_log2(g, x, y, out, pp):
@@ -4692,25 +4692,25 @@ def _k_log10(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / (x * 2.302585092994046))
+                G[i] = G[i] / (x * 2.302585092994046)
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / (x * 2.302585092994046))
+                G[i] = G[i] / (x * 2.302585092994046)
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / (x * 2.302585092994046))
+                GA[i] += G[i] / (x * 2.302585092994046)
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / (x * 2.302585092994046))
+                GA[i] += G[i] / (x * 2.302585092994046)
 
 
 def _s0_log10(g, x, y, out, pp):
     p = pp
-    return g * (1 / (x * 2.302585092994046))
+    return g / (x * 2.302585092994046)
 
 
 def _f_log10(g, x, y, out, pp):
@@ -4751,25 +4751,25 @@ def _k_log1p(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / (x + 1))
+                G[i] = G[i] / (x + 1)
         else:
             x = X[0]
             for i in range(n):
-                G[i] = G[i] * (1 / (x + 1))
+                G[i] = G[i] / (x + 1)
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / (x + 1))
+                GA[i] += G[i] / (x + 1)
         else:
             x = X[0]
             for i in range(n):
-                GA[i] += G[i] * (1 / (x + 1))
+                GA[i] += G[i] / (x + 1)
 
 
 def _s0_log1p(g, x, y, out, pp):
     p = pp
-    return g * (1 / (x + 1))
+    return g / (x + 1)
 
 
 def _f_log1p(g, x, y, out, pp):
@@ -4942,22 +4942,22 @@ def _k_xlogy(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (x / y)
+                GB[i] += G[i] * (x) / (y)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (x / y)
+                GB[i] += G[i] * (x) / (y)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (x / y)
+                GB[i] += G[i] * (x) / (y)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (x / y)
+                GB[i] += G[i] * (x) / (y)
     if into_g:
         if sx == 1 and sy == 1:
             for i in range(n):
@@ -5009,7 +5009,7 @@ def _s0_xlogy(g, x, y, out, pp):
 
 def _s1_xlogy(g, x, y, out, pp):
     p = pp
-    return g * (x / y)
+    return g * (x) / (y)
 
 
 def _k_xlogy_scalar_other(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -5083,48 +5083,48 @@ def _k_xlogy_scalar_self(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (y / x)
+                G[i] = G[i] * (y) / (x)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (y / x)
+                G[i] = G[i] * (y) / (x)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (y / x)
+                G[i] = G[i] * (y) / (x)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (y / x)
+                G[i] = G[i] * (y) / (x)
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (y / x)
+                GA[i] += G[i] * (y) / (x)
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (y / x)
+                GA[i] += G[i] * (y) / (x)
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (y / x)
+                GA[i] += G[i] * (y) / (x)
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (y / x)
+                GA[i] += G[i] * (y) / (x)
 
 
 def _s0_xlogy_scalar_self(g, x, y, out, pp):
     p = pp
-    return g * (y / x)
+    return g * (y) / (x)
 
 
 def _k_hypot(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -5143,44 +5143,44 @@ def _k_hypot(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp,
             for i in range(n):
                 y = Y[i]
                 out = O[i]
-                GB[i] += G[i] * (y / out)
+                GB[i] += G[i] * (y) / (out)
         else:
             y = Y[0]
             for i in range(n):
                 out = O[i]
-                GB[i] += G[i] * (y / out)
+                GB[i] += G[i] * (y) / (out)
     if into_g:
         if sx == 1:
             for i in range(n):
                 x = X[i]
                 out = O[i]
-                G[i] = G[i] * (x / out)
+                G[i] = G[i] * (x) / (out)
         else:
             x = X[0]
             for i in range(n):
                 out = O[i]
-                G[i] = G[i] * (x / out)
+                G[i] = G[i] * (x) / (out)
     elif GA.size:
         if sx == 1:
             for i in range(n):
                 x = X[i]
                 out = O[i]
-                GA[i] += G[i] * (x / out)
+                GA[i] += G[i] * (x) / (out)
         else:
             x = X[0]
             for i in range(n):
                 out = O[i]
-                GA[i] += G[i] * (x / out)
+                GA[i] += G[i] * (x) / (out)
 
 
 def _s0_hypot(g, x, y, out, pp):
     p = pp
-    return g * (x / out)
+    return g * (x) / (out)
 
 
 def _s1_hypot(g, x, y, out, pp):
     p = pp
-    return g * (y / out)
+    return g * (y) / (out)
 
 
 def _k_logaddexp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):
@@ -5199,74 +5199,74 @@ def _k_logaddexp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n,
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GB[i] += G[i] * (1 / (1 + exp(x - y)))
+                GB[i] += G[i] / (1 + exp(x - y))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GB[i] += G[i] * (1 / (1 + exp(x - y)))
+                GB[i] += G[i] / (1 + exp(x - y))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GB[i] += G[i] * (1 / (1 + exp(x - y)))
+                GB[i] += G[i] / (1 + exp(x - y))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GB[i] += G[i] * (1 / (1 + exp(x - y)))
+                GB[i] += G[i] / (1 + exp(x - y))
     if into_g:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                G[i] = G[i] * (1 / (1 + exp(y - x)))
+                G[i] = G[i] / (1 + exp(y - x))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                G[i] = G[i] * (1 / (1 + exp(y - x)))
+                G[i] = G[i] / (1 + exp(y - x))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                G[i] = G[i] * (1 / (1 + exp(y - x)))
+                G[i] = G[i] / (1 + exp(y - x))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                G[i] = G[i] * (1 / (1 + exp(y - x)))
+                G[i] = G[i] / (1 + exp(y - x))
     elif GA.size:
         if sx == 1 and sy == 1:
             for i in range(n):
                 x = X[i]
                 y = Y[i]
-                GA[i] += G[i] * (1 / (1 + exp(y - x)))
+                GA[i] += G[i] / (1 + exp(y - x))
         elif sx == 0 and sy == 1:
             x = X[0]
             for i in range(n):
                 y = Y[i]
-                GA[i] += G[i] * (1 / (1 + exp(y - x)))
+                GA[i] += G[i] / (1 + exp(y - x))
         elif sx == 1 and sy == 0:
             y = Y[0]
             for i in range(n):
                 x = X[i]
-                GA[i] += G[i] * (1 / (1 + exp(y - x)))
+                GA[i] += G[i] / (1 + exp(y - x))
         else:
             for i in range(n):
                 x = X[i * sx]
                 y = Y[i * sy]
-                GA[i] += G[i] * (1 / (1 + exp(y - x)))
+                GA[i] += G[i] / (1 + exp(y - x))
 
 
 def _s0_logaddexp(g, x, y, out, pp):
     p = pp
-    return g * (1 / (1 + exp(y - x)))
+    return g / (1 + exp(y - x))
 
 
 def _s1_logaddexp(g, x, y, out, pp):
     p = pp
-    return g * (1 / (1 + exp(x - y)))
+    return g / (1 + exp(x - y))
 
 
 def _k_lerp(G_p, G_n, X_p, X_n, Y_p, Y_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, pp, into_g):

@@ -517,3 +517,22 @@ def test_var_without_degrees_of_freedom_has_pytorchs_constant_gradient(create_gr
     x = tape.tensor([1.0, 3.0], requires_grad=True)
     (g,) = tape.autograd.grad(x.var(dim=0, correction=2), x, create_graph=create_graph)
     assert g.tolist() == [-np.inf, np.inf] and g.requires_grad == create_graph
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_quotient_partial_divides_the_gradient_as_pytorch(create_graph):
+    # PyTorch 2.13: log's grad / self and div's grad / other, one rounding (not grad * (1 / x))
+    x = tape.tensor([3.0, 7.0, 0.1], requires_grad=True)
+    w = np.array([0.7, 1.1, 2.9])
+    (g,) = tape.autograd.grad((tape.log(x) * tape.tensor(w)).sum(), x, create_graph=create_graph)
+    assert [v.hex() for v in g.tolist()] == ["0x1.dddddddddddddp-3", "0x1.41d41d41d41d5p-3", "0x1.cffffffffffffp+4"]
+    (g,) = tape.autograd.grad((x / tape.tensor([3.0, 9.0, 0.3]) * tape.tensor(w)).sum(), x, create_graph=create_graph)
+    assert [v.hex() for v in g.tolist()] == ["0x1.dddddddddddddp-3", "0x1.f49f49f49f4a0p-4", "0x1.3555555555555p+3"]
+
+
+def test_the_second_order_of_a_quotient_partial_stays_finite_where_no_gradient_flows():
+    # PyTorch 2.13: d(g / x)/dx is 0 where g is 0, even at a tiny x, whose 1 / x squared overflows
+    x = tape.tensor([1e-300, 2.0], requires_grad=True)
+    (g,) = tape.autograd.grad(tape.log(x)[1:].sum(), x, create_graph=True)
+    (g2,) = tape.autograd.grad((g * g).sum(), x)
+    assert g.tolist() == [0.0, 0.5] and g2.tolist() == [0.0, -0.25]
