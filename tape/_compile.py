@@ -1185,7 +1185,7 @@ def _replay_steps(program, tp, args):
                 env.forget(done)
         else:
             result = env.values(program.out_spec)
-            tp.tail = (seg, lo, tp.n, tp.tensor_rows - tensor_rows, pool_lo, tp.npool, True)
+            tp.tail = (seg, lo, tp.n, tp.tensor_rows - tensor_rows, pool_lo, tp.npool, True, False)
             return result
     except _Stale:
         pass
@@ -1350,7 +1350,16 @@ def _replay(program, tp, args):
     if inputs is None:
         return _FAILED
     if tp.tail is not None:
-        tp.drop_dead_tail(keep_owners=True)  # _run sets the owners' list right
+        # _run sets the owners' list right; 0-d rows are appended over the dropped ones when nothing comes first
+        scalar = program.replay is _sweep.replay_scalar and not program.first_replay
+        uncleared = tp.drop_dead_tail(keep_owners=True, replayed_over=scalar)
+        if uncleared is not None:
+            lo, hi = uncleared
+            if (tp.n + program.m + len(inputs) + 3 > tp.cap or tp.held_bytes > tp.bytes_limit
+                    or list(map(_EPOCH, inputs)).count(tp.ep) != len(inputs)):
+                tp.clear_dropped(lo, hi)  # reserve makes room, or adopt appends rows, before the replay's
+            elif hi > lo + program.m:
+                tp.clear_dropped(lo + program.m, hi)
     if program.first_replay:  # its recording's rows are garbage by now: they would stay below every replay
         program.first_replay = False
         with tp.lock:
@@ -1374,7 +1383,8 @@ def _replay(program, tp, args):
     if scanned:  # the rows adopt added need no kernels, and _ensure_kernels loaded the program's
         tp.kernels_scanned = tp.n
     # its int attributes, pushed last, go with it (its shapes are shared: Tape.push_ints)
-    tp.tail = (seg, base, tp.n, program.tensor_rows, tp.npool - program.ints.size, tp.npool, False)
+    tp.tail = (seg, base, tp.n, program.tensor_rows, tp.npool - program.ints.size, tp.npool, False,
+               program.replay is _sweep.replay_scalar)
     return _build(program.out_spec, program, tp, seg, base, inputs, {})
 
 

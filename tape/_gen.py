@@ -583,6 +583,7 @@ def %(name)s(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, ps
         else:
 %(tensor_row)s
         sv = psaves[k]
+        nuse[r] = 0  # a dropped segment's count, where its rows were not cleared (Tape.drop_dead_tail)
         if (sv & 1) != 0:
             nuse[a] += 1
         if (sv & 2) != 0:

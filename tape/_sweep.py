@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "f50a054ee46806a9"
+REGISTRY_DIGEST = "3d24725465e07964"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0], np.int64)
@@ -1582,6 +1582,7 @@ def replay(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pian, psav
                 _replay_chain(ch[0], ch[1], ch[2], ch[3], base, pop, pa0, pa1, pc, pp, pnumel, pslot, bptr, erows,
                               sval, ptr, numel, ndim, kernels, empty)
         sv = psaves[k]
+        nuse[r] = 0  # a dropped segment's count, where its rows were not cleared (Tape.drop_dead_tail)
         if (sv & 1) != 0:
             nuse[a] += 1
         if (sv & 2) != 0:
@@ -1652,6 +1653,7 @@ def replay_scalar(pop, pa0, pa1, pc, pp, pflags, pnumel, pndim, pshape, pia, pia
         else:
             return -1 - gk.size  # a tensor row: never sent here
         sv = psaves[k]
+        nuse[r] = 0  # a dropped segment's count, where its rows were not cleared (Tape.drop_dead_tail)
         if (sv & 1) != 0:
             nuse[a] += 1
         if (sv & 2) != 0:

@@ -141,7 +141,9 @@ _INITIAL_ROWS = 1 << 16
 # the tape's current one while its steps run, so the eager rows they append,
 # and the constants' rows they cache, are named in it too: W7 compiled, whose
 # create_graph backward keeps its forward's values saved, compacted on every
-# call before.
+# call before. A segment of 0-d rows that a replay of 0-d rows is about to
+# overwrite at once (nothing appended or compacted first) is not cleared:
+# that replay writes every column its rows and their sweep change.
 
 # Note [When to compact]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -722,15 +724,21 @@ class Tape:
             segments[:] = [ref for ref in segments if ref() is not None and ref().remap is None]
         return ep
 
-    def drop_dead_tail(self, keep_owners=False):
+    def drop_dead_tail(self, keep_owners=False, replayed_over=False):
         """Move the tape's end back over the last replayed segment when
         nothing can reach its rows any more (Note [Dropping a dead tail]).
         With `keep_owners`, for a native replay about to append its rows
         again, the owners' list keeps its length (its entries past n None):
         a list that shrinks and grows by 30,000 entries a call (W1) spent a
-        sixth of the call there; the replay or trim_owners sets it right."""
+        sixth of the call there; the replay or trim_owners sets it right.
+        With `replayed_over`, for a replay of 0-d rows about to append its
+        rows where the segment's were, a segment of such rows is left
+        uncleared, its (lo, hi) returned: that replay writes every column
+        they and their sweep changed (a clear and a rewrite of each row were
+        a tenth of W1 compiled), and the caller clears them with
+        clear_dropped unless its rows come at once at lo. Else None."""
         tail, self.tail = self.tail, None
-        seg, lo, hi, tensor_rows, pool_lo, pool_hi, steps = tail
+        seg, lo, hi, tensor_rows, pool_lo, pool_hi, steps, scalar = tail
         if self.n != hi or seg.remap is not None or self.sweeping or self.swept_across or self.graph_tasks:
             return
         owned = _sweep.owned_rows(lo, hi, self.flags, self.work[2])
@@ -750,9 +758,10 @@ class Tape:
                 return
         if self.nodes and any(node.row() >= lo for node in self.nodes):
             return
+        uncleared = replayed_over and scalar
         with self.lock:
-            self.held_bytes -= _sweep.clear_segment(lo, hi, self.a1, self.c, self.p, self.flags, self.ndim, self.nuse, self.numel,
-                                 self.shp, self.ptr, self.ia, self.ian)
+            if not uncleared:
+                self.clear_dropped(lo, hi)
             if steps:  # eager rows write columns a native replay leaves alone (dt, oi, nx, xs, fresh_from)
                 self.clear_rows(lo, hi)
             if keep_owners:
@@ -777,6 +786,13 @@ class Tape:
                 self.node_data = {r: v for r, v in self.node_data.items() if r < lo}
             if self.last_inputs:
                 self.last_inputs = tuple(r if r < lo else -1 for r in self.last_inputs)
+        return (lo, hi) if uncleared else None
+
+    def clear_dropped(self, lo, hi):
+        """Give the rows lo..hi-1 of a dropped segment of a native replay
+        their columns' defaults (drop_dead_tail)."""
+        self.held_bytes -= _sweep.clear_segment(lo, hi, self.a1, self.c, self.p, self.flags, self.ndim, self.nuse,
+                                                self.numel, self.shp, self.ptr, self.ia, self.ian)
 
     def trim_owners(self):
         """The owners' list as long as the tape again, after

@@ -1894,6 +1894,36 @@ def test_a_dropped_replay_is_taken_off_the_tape_s_end():
     np.testing.assert_allclose(grads, eager, rtol=1e-13)
 
 
+def test_replays_over_a_dropped_segment_of_other_lengths_leave_later_eager_rows_right():
+    # a replay of 0-d rows writes over the dropped segment uncleared: a shorter
+    # recording's rows, a failed guard's and an eager graph's must still find defaults
+    def branchy(x, a, b):
+        y = x
+        for _ in range(30 if x > 0 else 5):
+            y = y.sin() * a + b
+        return y
+
+    values = [0.5, 0.7, -0.5, -0.6, 0.5, -0.5, 0.8, 0.3, -0.1]
+
+    def run(fn):
+        x, a, b = leaf(0.0), leaf(0.9), leaf(0.1)
+        results = []
+        for value in values:
+            with tape.no_grad():
+                x.fill_(value)
+            x.grad = a.grad = b.grad = None
+            fn(x, a, b).backward()
+            y = fn(x, a, b)
+            z = ((a * 3.0).exp() * b).tanh() / (b + 2.0)  # eager rows where dropped ones were
+            (y + z).backward()
+            results.append([y.item(), x.grad.item(), a.grad.item(), b.grad.item()])
+        return results
+
+    compiled = tape.compile(branchy)
+    np.testing.assert_allclose(_in_fresh_thread(lambda: run(compiled)), run(branchy), rtol=1e-13)
+    assert compiled.recordings == 2
+
+
 def test_a_result_of_an_earlier_call_keeps_its_rows_while_later_calls_replay():
     chain = tape.compile(_chain_of(20))
     x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
