@@ -12,9 +12,8 @@ from ._opcodes import NEXT_OPCODE, OPCODES
 
 __all__ = ["OpDef", "defop", "native_helper", "REGISTRY", "opdefs", "NATIVE_HELPERS", "seal", "Op",
            "SAVES_X", "SAVES_Y", "SAVES_OUT", "SAVES_Z", "SAVES_ROW", "PARTIAL_FUNCTIONS", "FORWARD_FUNCTIONS",
-           "MASK_FUNCTIONS",
-           "selecting_factor", "quotient", "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE", "SAVED_TENSORS", "when_sealed",
-           "RowTensor"]
+           "MASK_FUNCTIONS", "selecting_factor", "quotient", "REFUSES_NEVER", "REFUSES_ALWAYS", "REFUSES_NATIVE",
+           "SAVED_TENSORS", "when_sealed", "RowTensor"]
 
 SAVES_X, SAVES_Y, SAVES_OUT, SAVES_Z = 1, 2, 4, 8
 # a tensor PyTorch saves that the row keeps in its ints (max's indices as the
