@@ -900,14 +900,15 @@ def _with_alpha(combine, opdef, input, other, alpha):
     if (alpha == 1 or type(input) is not Tensor or type(other) not in (Tensor, int, float)
             or not (state.tape.grad_enabled and (input._rg or type(other) is Tensor and other._rg))):
         return combine(input, _scaled(other, alpha, tensors))
-    if type(other) is Tensor:
-        value = combine(input.detach(), _scaled(other.detach(), alpha, tensors))._value
-        keep_other = other._rg or made_hooks  # kept while tape.compile records: a replay reads the row
-        operands, c = (input if input._rg or made_hooks else None, other if keep_other else None), 0.0
-    else:
-        value = combine(input.detach(), _scaled(other, alpha, tensors))._value
-        operands, c = (input, None), float(other)
-    return record(opdef, value, operands, c=c, p=float(alpha))
+    tensor_other = type(other) is Tensor
+    value = combine(input.detach(), _scaled(other.detach() if tensor_other else other, alpha, tensors))._value
+    if not tensor_other:  # a number rides in c
+        return record(opdef, value, (input, None), c=float(other), p=float(alpha))
+    # an operand that needs no grad is kept while tape.compile records: a replay reads its row
+    operands = tuple(t if t._rg or made_hooks else None for t in tensors)
+    return record(opdef, value, operands, p=float(alpha))
+
+
 @declare(signature="input, exponent, *, out=None", methods=("pow", "__pow__"), operands=2, batch=elementwise)
 def pow(x, exponent):
     """x ** exponent. A number exponent gives PowBackward0, a tensor one PowBackward1.
