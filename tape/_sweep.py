@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "3d24725465e07964"
+REGISTRY_DIGEST = "f678c7278a12536c"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0], np.int64)
@@ -1268,39 +1268,8 @@ def sweep_scalar(op, a0, a1, xs, nx, c, param, sval, ptr, numel, ndim, shp, ia, 
         else:
             status, bad = ERR_TENSOR, r
             break
-        if not retain:
-            # Free what this row saved. A row's value goes once no consumer
-            # needs it: all of them sit above it, so that is known here for
-            # visited rows and when the count drops for leaves and constants.
-            # Only tensor values are counted (a 0-d value lives in sval and is
-            # never released), so a scalar chain writes no counts at all.
-            if sv != 0:
-                flags[r] |= FREED
-            if (sv & 1) != 0 and a >= 0 and ndim[a] > 0:
-                nuse[a] -= 1
-                if nuse[a] == 0 and op[a] <= CONST:
-                    released[nreleased] = a
-                    nreleased += 1
-            if (sv & 2) != 0 and b >= 0 and ndim[b] > 0:
-                nuse[b] -= 1
-                if nuse[b] == 0 and op[b] <= CONST:
-                    released[nreleased] = b
-                    nreleased += 1
-            if (sv & 8) != 0 and z >= 0 and ndim[z] > 0:
-                nuse[z] -= 1
-                if nuse[z] == 0 and op[z] <= CONST:
-                    released[nreleased] = z
-                    nreleased += 1
-            if ndim[r] > 0:
-                if (sv & 4) != 0:
-                    nuse[r] -= 1
-                if nuse[r] == 0:
-                    released[nreleased] = r
-                    nreleased += 1
-            if (release_now != 0 and nreleased > nhanded
-                    and _held(released, nhanded, nreleased, numel) >= RELEASE_NOW_NUMEL):
-                _call_release(release_now, nhanded, nreleased)
-                nhanded = nreleased
+        if not retain and sv != 0:
+            flags[r] |= FREED
         r -= 1
     offsets = work[4]
     offsets[0] = 0
