@@ -556,8 +556,10 @@ asin = _unary("asin", "AsinBackward0", "1 / sqrt(1 - x * x)", math.asin, np.arcs
 acos = _unary("acos", "AcosBackward0", "-1 / sqrt(1 - x * x)", math.acos, np.arccos, aliases=("arccos",),
               forward="acos(x)")
 atan = _unary("atan", "AtanBackward0", "1 / (1 + x * x)", math.atan, np.arctan, aliases=("arctan",), forward="atan(x)")
-sinh = _unary("sinh", "SinhBackward0", "(exp(x) + exp(-x)) * 0.5", math.sinh, np.sinh, forward="sinh(x)")
-cosh = _unary("cosh", "CoshBackward0", "(exp(x) - exp(-x)) * 0.5", math.cosh, np.cosh, forward="cosh(x)")
+# PyTorch's grad * cosh(x) and grad * sinh(x): as exp(x) and exp(-x), the second
+# order at x = inf met inf * exp(-inf) = nan
+sinh = _unary("sinh", "SinhBackward0", "cosh(x)", math.sinh, np.sinh, forward="sinh(x)")
+cosh = _unary("cosh", "CoshBackward0", "sinh(x)", math.cosh, np.cosh, forward="cosh(x)")
 asinh = _unary("asinh", "AsinhBackward0", "1 / sqrt(x * x + 1)", math.asinh, np.arcsinh, forward="asinh(x)")
 acosh = _unary("acosh", "AcoshBackward0", "1 / sqrt(x * x - 1)", math.acosh, np.arccosh, forward="acosh(x)")
 atanh = _unary("atanh", "AtanhBackward0", "1 / (1 - x * x)", math.atanh, np.arctanh, forward="atanh(x)")

@@ -106,13 +106,13 @@ def _saved_names(name, saved, saves, arity):
 # `function`, and its scalar forward `number` on a constant operand), looked
 # up here when the VJP runs; within, zero_base and is_zero are the engine's
 # constant masks (tape/_record.py).
-PARTIAL_FUNCTIONS = ("sin", "cos", "exp", "log", "sqrt", "tanh", "erf", "sigmoid", "step", "sign", "floor",
-                     "floor_div", "within", "zero_base", "is_zero")
+PARTIAL_FUNCTIONS = ("sin", "cos", "sinh", "cosh", "exp", "log", "sqrt", "tanh", "erf", "sigmoid", "step", "sign",
+                     "floor", "floor_div", "within", "zero_base", "is_zero")
 _PARTIAL_NAMES = {"x", "y", "out", "p"}
 # what a native forward expression may call besides the partials' vocabulary:
 # libm's functions, as Numba compiles them
-FORWARD_FUNCTIONS = PARTIAL_FUNCTIONS + ("tan", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-                                         "expm1", "log1p", "log2", "log10", "fabs", "atan2")
+FORWARD_FUNCTIONS = PARTIAL_FUNCTIONS + ("tan", "asin", "acos", "atan", "asinh", "acosh", "atanh", "expm1", "log1p",
+                                         "log2", "log10", "fabs", "atan2")
 # The partial functions whose values are 0/1 masks (constants, not
 # differentiable in their arguments).
 MASK_FUNCTIONS = ("within", "zero_base", "is_zero", "step")

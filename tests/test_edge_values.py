@@ -536,3 +536,15 @@ def test_the_second_order_of_a_quotient_partial_stays_finite_where_no_gradient_f
     (g,) = tape.autograd.grad(tape.log(x)[1:].sum(), x, create_graph=True)
     (g2,) = tape.autograd.grad((g * g).sum(), x)
     assert g.tolist() == [0.0, 0.5] and g2.tolist() == [0.0, -0.25]
+
+
+def test_sinh_and_cosh_second_order_at_infinity_is_pytorchs():
+    # PyTorch 2.13: grad * cosh(x) and grad * sinh(x), so d2/dx2 at inf is inf (not inf * exp(-inf) = nan)
+    for fn, first, second in ((tape.sinh, [np.inf, np.inf], [np.inf, -np.inf]),
+                              (tape.cosh, [np.inf, -np.inf], [np.inf, -np.inf])):
+        x = tape.tensor([np.inf, -np.inf], requires_grad=True)
+        (g,) = tape.autograd.grad(fn(x).sum(), x, create_graph=True)
+        (g2,) = tape.autograd.grad((g * g).sum(), x)
+        assert g.tolist() == first and g2.tolist() == second
+        names = [f.name() for f, _ in g.grad_fn.next_functions if f is not None]
+        assert ("CoshBackward0" if fn is tape.sinh else "SinhBackward0") in names
