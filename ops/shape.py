@@ -1001,7 +1001,12 @@ def _join_grads(ctx, part):
 
 def _cat_vjp(ctx, g):
     before = (slice(None),) * int(ctx.ints[-1])
-    return _join_grads(ctx, lambda j, start, end: getitem(g, before + (slice(start, end),)))
+
+    def part(j, start, end):
+        piece = getitem(g, before + (slice(start, end),))
+        shape = ctx.input_shape(j)  # an empty 1-D input that cat skipped has a gradient of its own shape
+        return piece if piece.shape == shape else reshape(piece, shape)
+    return _join_grads(ctx, part)
 
 
 def _stack_vjp(ctx, g):
@@ -1048,7 +1053,7 @@ def cat(tensors, dim=0):
     # in the checks of shapes; they still count in the dtype and the graph
     given = tensors
     joined = [t for t in tensors if t.shape != (0,)]
-    tensors = joined or tensors[:1]
+    tensors = joined or tensors
     for i, t in enumerate(tensors):
         if t.ndim == 0:
             raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be concatenated")
@@ -1062,11 +1067,11 @@ def cat(tensors, dim=0):
                 raise RuntimeError(f"Sizes of tensors must match except in dimension {d}. Expected size "
                                    f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in "
                                    f"the list.")
-    if len(joined) < len(given) and joined:
-        empty = first.shape[:d] + (0,) + first.shape[d + 1:]
-        tensors = [reshape(t, empty) if t.shape == (0,) else t for t in given]
-    value = np.concatenate(promoted(*(t._array() for t in tensors)), axis=d)  # Note [Type promotion]
-    return _join(_CAT, value, tensors, np.cumsum([0] + [t.shape[d] for t in tensors]).tolist(), d)
+    arrays = promoted(*(t._array() for t in given))  # Note [Type promotion]
+    kept = [a for a, t in zip(arrays, given) if t.shape != (0,)] if joined else arrays
+    # a skipped tensor is an input of no width, its own node's, as in PyTorch's graph
+    widths = [t.shape[d] if t.shape != (0,) or not joined else 0 for t in given]
+    return _join(_CAT, np.concatenate(kept, axis=d), given, np.cumsum([0] + widths).tolist(), d)
 
 
 @declare(signature="tensors, dim=0, *, out=None", methods=(), batch=along("dim", new=1))

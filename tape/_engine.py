@@ -733,6 +733,10 @@ class _Ctx:
     def z_shape(self):
         return self._tp.shape(self.rows[2])
 
+    def input_shape(self, j):
+        """The shape of input j (in `rows`' order)."""
+        return self._tp.shape(self.rows[j])
+
     @property
     def out(self):
         return self._unpacked(2, self._r) if self.packed else _row_tensor(self._tp, self._r)

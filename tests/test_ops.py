@@ -979,3 +979,19 @@ def test_cat_skips_empty_1d_tensors_as_pytorch():
         acc = tape.cat([acc, x[0, i:i + 1] * i])
     acc.sum().backward()
     assert acc.tolist() == [0.0, 1.0, 2.0] and x.grad.tolist() == [[0.0, 1.0, 2.0], [0.0, 0.0, 0.0]]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_an_empty_1d_tensor_cat_skips_is_still_an_input_of_its_node(create_graph):
+    # PyTorch 2.13: CatBackward0's next_functions name every tensor, the skipped
+    # ones too (no view of them), and each gets a gradient of its own shape
+    a, b = tape.zeros(0, requires_grad=True), tape.zeros(0, requires_grad=True)
+    c = tape.ones(2, 3, requires_grad=True)
+    leaf = "torch::autograd::AccumulateGrad"
+    for out, inputs, names in ((tape.cat([a, b]), (a, b), [leaf] * 2), (tape.cat([a, c]), (a, c), [leaf] * 2),
+                               (tape.cat([c, a, c], dim=1), (a, c), [leaf] * 3)):
+        assert [f.name() for f, _ in out.grad_fn.next_functions] == names
+        grads = tape.autograd.grad((out * out).sum() + out.sum(), inputs, create_graph=create_graph)
+        assert [g.shape for g in grads] == [t.shape for t in inputs]
+    (ga, gc) = tape.autograd.grad((tape.cat([c, a, c], dim=1) * 2).sum(), (a, c))
+    assert ga.shape == (0,) and gc.tolist() == [[4.0] * 3] * 2
