@@ -45,7 +45,8 @@ def _refusing_bool(array_fn, error):
 
 
 def _relu_array(x):
-    return np.maximum(x, 0).astype(x.dtype, copy=False)
+    # PyTorch's x < 0 ? 0 : x, which keeps -0.0 and nan (np.maximum(-0.0, 0) is 0.0)
+    return np.where(x < 0, 0, x).astype(x.dtype, copy=False)
 
 
 def _not_for_bool(kernel, fn):
@@ -338,9 +339,9 @@ sigmoid = _unary("sigmoid", "SigmoidBackward0", "out * (1 - out)", sigmoid_of_nu
 # float is the row's liveness token (Note [Tape layout])
 # relu saves its result, as PyTorch does
 relu = _unary("relu", "ReluBackward0", "step(out)",
-              lambda x: x * 1.0 if x > 0 or x != x else math.fabs(0.0),
+              lambda x: math.fabs(0.0) if x < 0 else x * 1.0,
               _refusing_bool(_relu_array, RuntimeError("Boolean inputs not supported for relu")),
-              forward="x * 1.0 if x > 0 or x != x else 0.0")
+              forward="0.0 if x < 0 else x * 1.0")
 sqrt = _unary("sqrt", "SqrtBackward0", "1 / (2 * out)", math.sqrt, np.sqrt, forward="sqrt(x)")
 abs = _unary("abs", "AbsBackward0", "sign(x)", math.fabs, _not_for_bool("abs_cpu", np.abs), aliases=("absolute",),
              methods=("abs", "__abs__"), forward="fabs(x)")

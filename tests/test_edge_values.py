@@ -548,3 +548,19 @@ def test_sinh_and_cosh_second_order_at_infinity_is_pytorchs():
         assert g.tolist() == first and g2.tolist() == second
         names = [f.name() for f, _ in g.grad_fn.next_functions if f is not None]
         assert ("CoshBackward0" if fn is tape.sinh else "SinhBackward0") in names
+
+
+def test_relu_keeps_negative_zero_and_nan_as_pytorch():
+    # PyTorch 2.13: x < 0 ? 0 : x, eager, in place, 0-d and compiled
+    def signs(values):
+        return [math.copysign(1.0, v) if not math.isnan(v) else "nan" for v in values]
+
+    expected = [-1.0, 1.0, 1.0, "nan", 1.0]
+    for dtype in (tape.float64, tape.float32):
+        x = tape.tensor([-0.0, 0.0, -1.0, np.nan, 2.0], dtype=dtype)
+        assert signs(tape.relu(x).tolist()) == expected and signs(x.clone().relu_().tolist()) == expected
+        assert signs([tape.relu(tape.tensor(-0.0, dtype=dtype, requires_grad=True)).item()]) == [-1.0]
+    compiled = tape.compile(lambda x: tape.relu(x * 1.0))
+    for _ in range(3):
+        assert signs(compiled(tape.tensor([-0.0, -1.0], requires_grad=True)).tolist()) == [-1.0, 1.0]
+        assert signs([compiled(tape.tensor(-0.0, requires_grad=True)).item()]) == [-1.0]
