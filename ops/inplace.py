@@ -709,6 +709,14 @@ def _batched_key(key, nb):
     return (slice(None),) * nb + (key if isinstance(key, tuple) else (key,))
 
 
+def _fills_a_mask(key, value):
+    """Whether t[key] = value is PyTorch's masked_fill_ (of the view the
+    key's basic parts select), which casts a 0-d value: a key whose one
+    tensor index is a bool mask (index_put_ takes the value's dtype as it is)."""
+    arrays = [k for k in (key if isinstance(key, tuple) else (key,)) if isinstance(k, np.ndarray)]
+    return value.ndim == 0 and len(arrays) == 1 and arrays[0].dtype == np.bool_
+
+
 @declare(function=False, methods=("__setitem__",), operands=2, batch=_batched_setitem)
 def setitem(t, key, value):
     """t[key] = value: an in-place op, differentiable in both t and value."""
@@ -716,6 +724,10 @@ def setitem(t, key, value):
     key, selected, opdef = _indexed(t, key)
     shape = np.shape(selected)
     if isinstance(value, Tensor):
+        if opdef is _INDEX and value.dtype != t.dtype and not _fills_a_mask(key, value):
+            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                               f"{scalar_type_name(t.dtype)} for the destination and "
+                               f"{scalar_type_name(value.dtype)} for the source.")
         value = _fit(value, shape)
     elif not isinstance(value, (int, float, bool, np.number)):
         raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")

@@ -166,3 +166,19 @@ def test_index_put_of_a_broadcast_value_differentiates_twice():
 
     assert g.tolist() == [[0.0] * 4, [1010.0, 1740.0, 2758.0, 4112.0], [0.0] * 4]
     assert h.tolist() == [[0.0] * 4, [602.0, 866.0, 1178.0, 1538.0], [0.0] * 4]
+
+
+def test_advanced_index_assignment_requires_the_value_s_dtype_as_pytorch():
+    # PyTorch 2.13: index_put_ refuses another dtype; a 0-d value into one bool mask is masked_fill_, which casts
+    message = "Index put requires the source and destination dtypes match, got Float for the destination and Double"
+    for key, value in ((tape.tensor([0]), tape.tensor(3.0)), ([0, 1], tape.tensor([3.0, 4.0])),
+                       (tape.tensor([True, False, True]), tape.tensor([3.0, 4.0])), ((0, tape.tensor([1])), tape.tensor(3.0))):
+        t = tape.zeros(2, 3, dtype=tape.float32) if isinstance(key, tuple) else tape.zeros(3, dtype=tape.float32)
+        with pytest.raises(RuntimeError, match=message):
+            t[key] = value
+        assert not t.any()
+    t = tape.zeros(2, 3, dtype=tape.float32)
+    t[tape.tensor([True, False])] = tape.tensor(3.0)
+    t[..., tape.tensor([False, True, False])] = tape.tensor(2)
+    t[tape.tensor([1])] = 5.0
+    assert t.tolist() == [[3.0, 2.0, 3.0], [5.0, 5.0, 5.0]]
