@@ -925,6 +925,17 @@ def _sift_down(a, i, n):
 
 
 @_jit_inline
+def _in_float32(V, i, ndim, dt):
+    """Operand V (of row i, or a number where i < 0) of a float32
+    elementwise row as its forward computed it: a float64 number or 0-d
+    tensor cast to float32, as PyTorch promotes it (Note [Type promotion] in
+    tape/_dtypes.py), so that a tie the forward saw is one in the partials."""
+    if V.size == 1 and (i < 0 or (ndim[i] == 0 and dt[i] == 0)):
+        return V.astype(np.float32).astype(np.float64)
+    return V
+
+
+@_jit_inline
 def _captures(i, op, flags, targeted):
     f = flags[i]
     if targeted:  # autograd.grad: its inputs, and retained tensors (PyTorch's retains_grad hooks)
@@ -1103,6 +1114,10 @@ def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, 
     ints = pool[ia[r]:ia[r] + ian[r]]
     pp = param[r]
     if ELEMENTWISE[o]:
+        if dt[r] != 0:  # a float32 row's partials read its numbers and 0-d float64 operands as it computed them
+            X = _in_float32(X, a, ndim, dt)
+            Y = _in_float32(Y, b, ndim, dt)
+            pp = float(np.float32(pp))
         # an input that broadcasts to the output (a bias over a batch) is read
         # at full size, and its gradient is summed back over the broadcast dims
         n = G.size

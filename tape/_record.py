@@ -484,14 +484,16 @@ def binary(opdef, scalar_fn, array_fn):
 
 def _constant_mask(predicate):
     """A 0/1 mask in a partial, a constant (not differentiable in its
-    arguments): `predicate` of tensors' values and numbers, in the dtype of
-    the first tensor, or a float when all are numbers."""
+    arguments): `predicate` of tensors' values and numbers, compared as
+    PyTorch's comparisons promote them (a 0-d float64 bound of a float32 x
+    in float32: the tie its forward saw), in the dtype of the first tensor,
+    or a float when all are numbers."""
     def mask(*args):
         if not any(type(a) is Tensor for a in args):
             return 1.0 if predicate(*args) else 0.0
         values = [a._array() if type(a) is Tensor else a for a in args]
         dtype = next(v.dtype for v in values if isinstance(v, np.ndarray))
-        return new_tensor(wrap_value(predicate(*values).astype(dtype)))
+        return new_tensor(wrap_value(predicate(*promoted(*values)).astype(dtype)))
     return mask
 
 

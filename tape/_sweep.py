@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "37a8cee7fede41a9"
+REGISTRY_DIGEST = "88da6ef715640195"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0], np.int64)
@@ -334,6 +334,17 @@ def _sift_down(a, i, n):
 
 
 @_jit_inline
+def _in_float32(V, i, ndim, dt):
+    """Operand V (of row i, or a number where i < 0) of a float32
+    elementwise row as its forward computed it: a float64 number or 0-d
+    tensor cast to float32, as PyTorch promotes it (Note [Type promotion] in
+    tape/_dtypes.py), so that a tie the forward saw is one in the partials."""
+    if V.size == 1 and (i < 0 or (ndim[i] == 0 and dt[i] == 0)):
+        return V.astype(np.float32).astype(np.float64)
+    return V
+
+
+@_jit_inline
 def _captures(i, op, flags, targeted):
     f = flags[i]
     if targeted:  # autograd.grad: its inputs, and retained tensors (PyTorch's retains_grad hooks)
@@ -512,6 +523,10 @@ def _tensor_row(r, o, a, b, z, sv, need_a, need_b, need_z, adj, c, param, sval, 
     ints = pool[ia[r]:ia[r] + ian[r]]
     pp = param[r]
     if ELEMENTWISE[o]:
+        if dt[r] != 0:  # a float32 row's partials read its numbers and 0-d float64 operands as it computed them
+            X = _in_float32(X, a, ndim, dt)
+            Y = _in_float32(Y, b, ndim, dt)
+            pp = float(np.float32(pp))
         # an input that broadcasts to the output (a bias over a batch) is read
         # at full size, and its gradient is summed back over the broadcast dims
         n = G.size

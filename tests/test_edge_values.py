@@ -564,3 +564,18 @@ def test_relu_keeps_negative_zero_and_nan_as_pytorch():
     for _ in range(3):
         assert signs(compiled(tape.tensor([-0.0, -1.0], requires_grad=True)).tolist()) == [-1.0, 1.0]
         assert signs([compiled(tape.tensor(-0.0, requires_grad=True)).item()]) == [-1.0]
+
+
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_a_float64_bound_of_a_float32_op_ties_as_it_was_cast(create_graph):
+    # PyTorch 2.13: a 0-d float64 operand (that requires grad) or a number bound of a float32 op is
+    # computed, and compared in its gradient, as float32: x == float32(y) is a tie
+    y_value = 0.20172329260193544
+    x = tape.tensor([np.float32(y_value), 0.5, 0.1], dtype=tape.float32, requires_grad=True)
+    y = tape.tensor(y_value, requires_grad=True)
+    for fn, gx, gy in ((lambda: tape.maximum(x, y), [0.5, 1.0, 0.0], 1.5), (lambda: tape.minimum(y, x), [0.5, 0.0, 1.0], 1.5),
+                       (lambda: tape.clamp(x, min=y), [1.0, 1.0, 0.0], 1.0)):
+        got = tape.autograd.grad(fn().sum(), (x, y), create_graph=create_graph)
+        assert (got[0].tolist(), got[1].item()) == (gx, gy)
+    (g,) = tape.autograd.grad(tape.clamp(x, min=y_value).sum(), x, create_graph=create_graph)
+    assert g.tolist() == [1.0, 1.0, 0.0]
