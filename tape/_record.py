@@ -226,17 +226,6 @@ def _operand(t, read):
     return new_tensor(value), 0.0
 
 
-def _as_computed(t, value):
-    """Operand t of an op as its partials read it: a 0-d tensor that the op
-    cast to another dtype (a float64 number with a float32 tensor: Note [Type
-    promotion]) as the cast `value`, so that a tie the forward saw (x == 1e-300
-    in float32) is one in the gradient's masks too, as in PyTorch; kept while
-    tape.compile records (a replay reads its row)."""
-    if type(t) is Tensor and t.ndim == 0 and not made_hooks and np.result_type(value) != t.dtype:
-        return value
-    return t
-
-
 def _signed_zero(tp, t, c):
     """t, whose row's constant is c: a row's c is written only when it is
     truthy, so a -0.0 (1 / -0.0 is -inf in the partial) is written here."""
@@ -470,8 +459,8 @@ def binary(opdef, scalar_fn, array_fn):
         if rgx and rgy:
             return record(opdef, out, (x, y))
         reads = (saves_for[0] if rgx else 0) | (saves_for[1] if rgy else 0)
-        a, ca = (x, 0.0) if rgx else _operand(_as_computed(x, xv), reads & SAVES_X)
-        b, cb = (y, 0.0) if rgy else _operand(_as_computed(y, yv), reads & SAVES_Y)
+        a, ca = (x, 0.0) if rgx else _operand(x, reads & SAVES_X)
+        b, cb = (y, 0.0) if rgy else _operand(y, reads & SAVES_Y)
         c = cb if rgx else ca
         return _signed_zero(state.tape, record(opdef, out, (a, b), c=c), c)
     saves_for = opdef.saves_for

@@ -477,6 +477,16 @@ def test_a_0d_float64_operand_of_a_float32_op_ties_as_it_was_cast():
             assert out.dtype == tape.float32 and tape.autograd.grad(out, x, g)[0].tolist() == expected
 
 
+def test_a_0d_float64_operand_of_a_float32_op_changed_in_place_raises_as_pytorch():
+    # PyTorch 2.13: mul saved the float64 operand, which the in-place change then spoils
+    x = tape.tensor([1.0, 0.5], dtype=tape.float32, requires_grad=True)
+    y = tape.tensor(3.0)
+    out = x * y
+    y.add_(1.0)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.sum().backward()
+
+
 @SWEEPS
 def test_the_inf_norm_is_one_node_whose_gradient_skips_a_line_holding_nan(retaped):
     # PyTorch 2.13: LinalgVectorNormBackward0 for every order; sgn(x) g / k on the k elements at the norm
