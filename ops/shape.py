@@ -1068,9 +1068,9 @@ def cat(tensors, dim=0):
                                    f"{first.shape[k]} but got size {t.shape[k]} for tensor number {i} in "
                                    f"the list.")
     arrays = promoted(*(t._array() for t in given))  # Note [Type promotion]
-    kept = [a for a, t in zip(arrays, given) if t.shape != (0,)] if joined else arrays
+    kept = [a for a, t in zip(arrays, given) if t.shape != (0,)] or arrays
     # a skipped tensor is an input of no width, its own node's, as in PyTorch's graph
-    widths = [t.shape[d] if t.shape != (0,) or not joined else 0 for t in given]
+    widths = [0 if t.shape == (0,) else t.shape[d] for t in given]
     return _join(_CAT, np.concatenate(kept, axis=d), given, np.cumsum([0] + widths).tolist(), d)
 
 
