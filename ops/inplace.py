@@ -9,7 +9,8 @@ import sys
 import numpy as np
 
 from ops._declare import DECLARATIONS, declare, exports
-from tape._batched import BatchedTensor, in_place, in_place_as, levels_of, no_rule, refuse_batched_other, with_levels
+from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, active_levels, batched, in_place, in_place_as, levels_of,
+                           no_rule, refuse_batched_other, with_levels)
 from tape._broadcast import reduce_broadcast
 
 from tape._dtypes import scalar_type_name
@@ -577,13 +578,16 @@ def masked_fill_(t, mask, value):
 # flat index map for advanced indexing (IndexPutBackward0, ints = the map,
 # the region's shape, its length). x's gradient is g with the region zeroed;
 # v's is g's region, summed back over the dims v broadcasts along, as
-# PyTorch's engine sums a gradient to its input's shape.
+# PyTorch's engine sums a gradient to its input's shape. index_put with
+# accumulate=True adds v into the region instead (repeated positions add up),
+# so x's gradient is all of g (`overwrites` False).
 @native_helper
-def put_vjp(G, GA, GB, offs, region, ysh):
+def put_vjp(G, GA, GB, offs, region, ysh, overwrites):
     if GA.size:
         overwritten = np.zeros(G.size, np.bool_)
-        for k in range(offs.size):
-            overwritten[offs[k]] = True
+        if overwrites:
+            for k in range(offs.size):
+                overwritten[offs[k]] = True
         for i in range(G.size):
             if not overwritten[i]:
                 GA[i] += G[i]
@@ -599,13 +603,19 @@ def put_vjp(G, GA, GB, offs, region, ysh):
 
 def _copy_slices_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     nd = (ints.size - 1) // 2
-    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]), ints[1 + nd:], ysh)
+    put_vjp(G, GA, GB, strided_offsets(ints[1 + nd:], ints[:1 + nd]), ints[1 + nd:], ysh, True)
 
 
 def _index_put_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     nd = ints[ints.size - 1]
     end = ints.size - 1 - nd
-    put_vjp(G, GA, GB, ints[:end], ints[end:ints.size - 1], ysh)
+    put_vjp(G, GA, GB, ints[:end], ints[end:ints.size - 1], ysh, True)
+
+
+def _index_put_accumulate_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    nd = ints[ints.size - 1]
+    end = ints.size - 1 - nd
+    put_vjp(G, GA, GB, ints[:end], ints[end:ints.size - 1], ysh, False)
 
 
 def _copy_slices_vjp(ctx, g):
@@ -620,13 +630,19 @@ def _index_put_vjp(ctx, g):
     return _put_vjp(ctx, g, ints[:end], tuple(ints[end:-1].tolist()))
 
 
+def _index_put_accumulate_vjp(ctx, g):
+    ints = ctx.ints
+    end = len(ints) - 1 - int(ints[-1])
+    return _put_vjp(ctx, g, ints[:end], tuple(ints[end:-1].tolist()), overwrites=False)
+
+
 def _flat_region_ints(where_, shape):
     """The ints of a row putting into a flat region (Note above)."""
     return np.concatenate((where_, shape, (len(shape),))).astype(np.int64)
 
 
-def _put_vjp(ctx, g, where_, shape):
-    gx = _put(g, where_, shape, 0.0) if ctx.needs[0] else None
+def _put_vjp(ctx, g, where_, shape, overwrites=True):
+    gx = (_put(g, where_, shape, 0.0) if overwrites else g) if ctx.needs[0] else None
     if not ctx.needs[1]:
         return (gx, None)
     if isinstance(where_, tuple):
@@ -644,10 +660,11 @@ _VIEW_COPY_SLICES = defop("view_copy_slices", "CopySlices", 2, vjp=_copy_slices_
                           native=_copy_slices_native, runs_second=True)
 _VIEW_COPY_SLICES_AT = defop("view_copy_slices_at", "CopySlices", 2, vjp=_index_put_vjp,
                              native=_index_put_native, runs_second=True)
+_PUT_SAVED = (("accumulate", "arg"), ("indices", RowTensor(lambda row, arguments: arguments["indices"], many=True)))
 _INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, saves=SAVES_ROW, vjp=_index_put_vjp,
-                   native=_index_put_native, saved=(
-                       ("accumulate", "arg"),
-                       ("indices", RowTensor(lambda row, arguments: arguments["indices"], many=True))))
+                   native=_index_put_native, saved=_PUT_SAVED)
+_INDEX_PUT_ACCUMULATE = defop("index_put_accumulate", "IndexPutBackward0", 2, saves=SAVES_ROW,
+                              vjp=_index_put_accumulate_vjp, native=_index_put_accumulate_native, saved=_PUT_SAVED)
 
 
 def _put(x, where_, shape, v, indices=()):
@@ -668,6 +685,18 @@ def _put(x, where_, shape, v, indices=()):
     c = 0.0 if isinstance(v, Tensor) else float(v)
     out = record(opdef, wrap_value(value), (x, v if isinstance(v, Tensor) else None), c=c, ints=ints)
     return out if opdef is _COPY_SLICES else keep_arguments(out, accumulate=False, indices=indices)
+
+
+def _put_sum(x, where_, shape, v, indices):
+    """x with tensor v (broadcast to the region's shape) added into the
+    region at flat positions where_, repeated ones adding up: index_put
+    with accumulate=True."""
+    value = np.array(x._array(), copy=True, order="C")
+    np.add.at(value.reshape(-1), where_, np.broadcast_to(v._array(), shape).reshape(-1))
+    if not ((x._rg or v._rg) and state.tape.grad_enabled):
+        return new_tensor(wrap_value(value))
+    out = record(_INDEX_PUT_ACCUMULATE, wrap_value(value), (x, v), ints=_flat_region_ints(where_, shape))
+    return keep_arguments(out, accumulate=True, indices=indices)
 
 
 def _fit(v, shape):
@@ -709,6 +738,12 @@ def _batched_key(key, nb):
     return (slice(None),) * nb + (key if isinstance(key, tuple) else (key,))
 
 
+def _dtypes_differ(t, value):
+    return RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                        f"{scalar_type_name(t.dtype)} for the destination and {scalar_type_name(value.dtype)} "
+                        "for the source.")
+
+
 def _fills_a_mask(key, value):
     """Whether t[key] = value is PyTorch's masked_fill_ (of the view the
     key's basic parts select), which casts a 0-d value: a key whose one
@@ -725,9 +760,7 @@ def setitem(t, key, value):
     shape = np.shape(selected)
     if isinstance(value, Tensor):
         if opdef is _INDEX and value.dtype != t.dtype and not _fills_a_mask(key, value):
-            raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                               f"{scalar_type_name(t.dtype)} for the destination and "
-                               f"{scalar_type_name(value.dtype)} for the source.")
+            raise _dtypes_differ(t, value)
         value = _fit(value, shape)
     elif not isinstance(value, (int, float, bool, np.number)):
         raise TypeError(f"can't assign a {type(value).__name__} to a Tensor")
@@ -750,6 +783,98 @@ def setitem(t, key, value):
     where_ = _region(t.shape, key, opdef)
     indices = () if isinstance(where_, tuple) else advanced_indexing_arguments(t.shape, _index_key(given))["indices"]
     _apply(t, lambda x, v: _put(x, where_, shape, v, indices), value)
+
+
+def _checked_indices(t, indices, values, name):
+    """index_put's `indices` (a tuple or list of index tensors) as a key,
+    and `values`, with PyTorch's errors."""
+    if not isinstance(indices, (tuple, list)):
+        raise TypeError(f"{name}(): argument 'indices' (position 1) must be tuple of Tensors, not "
+                        f"{type(indices).__name__}")
+    for k, index in enumerate(indices):
+        if not isinstance(index, Tensor):
+            raise TypeError(f"expected Tensor as element {k} in argument 0, but got {type(index).__name__}")
+    if not isinstance(values, Tensor):
+        raise TypeError(f"{name}(): argument 'values' (position 2) must be Tensor, not {type(values).__name__}")
+    if values.dtype != t.dtype:
+        raise _dtypes_differ(t, values)
+    spanned = sum(i.ndim if i.dtype in (np.bool_, np.uint8) else 1 for i in indices)  # a mask, one per dim
+    if spanned > t.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {t.ndim} (got {spanned})")
+    return tuple(indices)
+
+
+def _put_values(t, key, values, accumulate):
+    """compute(x, v) for _apply: x with `values` put (or with `accumulate`
+    added) at the flat positions of t that `key` selects; and `values`
+    broadcast to their shape (Note above)."""
+    normalized, selected, _ = _indexed(t, key)
+    shape = np.shape(selected)
+    where_ = _region(t.shape, normalized, _INDEX)
+    saved = advanced_indexing_arguments(t.shape, _index_key(key))["indices"]
+    put = _put_sum if accumulate else _put
+    return (lambda x, v: put(x, where_, shape, v, saved)), _fit(values, shape)
+
+
+def _index_put_rule(op, args):
+    """index_put(_) of each sample, for indices that are not batched: the
+    op on the physical values, after a full slice of each vmap dim; the
+    values take the input's vmap dims and, after them, the dims they
+    broadcast over in the region (as _batched_setitem)."""
+    a = args.arguments
+    t, values, accumulate = a["input"], a["values"], a.get("accumulate", False)
+    key = _checked_indices(t, a["indices"], values, op.__name__)
+    in_place = op.__name__.endswith("_")
+    if in_place:
+        refuse_batched_other(t, [values, *key], op.__name__)
+    levels = levels_of([t, values, *key])
+    x = with_levels(t, levels)
+    phys_key = (slice(None),) * len(levels) + key if not levels_of(key) else _per_sample_key(key, levels)
+    region = x[phys_key].ndim - len(levels)
+    v = with_levels(values, levels)
+    shape = values.shape[max(0, values.ndim - region):]
+    v = v.reshape(v.shape[:len(levels)] + (1,) * (region - len(shape)) + shape)
+    compute, v = _put_values(x, phys_key, v, accumulate)
+    if in_place:
+        _apply(x, compute, v)
+        return t
+    return batched(compute(x, v), levels)
+
+
+def _per_sample_key(key, levels):
+    """A physical key for index tensors some of which are batched: an arange
+    per vmap dim, then each index with its vmap dims, all broadcast
+    together, so that sample b's positions index sample b."""
+    if any(i.dtype in (np.bool_, np.uint8) for i in key):
+        DYNAMIC_SHAPE(getitem, None)
+    sizes = [n for lv, n in active_levels() if lv in levels]
+    nb = len(levels)
+    rank = max(i.ndim for i in key)
+    aranges = tuple(np.arange(n).reshape((1,) * j + (n,) + (1,) * (nb - 1 - j + rank)) for j, n in enumerate(sizes))
+    indices = tuple(with_levels(i, levels)._array() for i in key)
+    return aranges + tuple(i.reshape(i.shape[:nb] + (1,) * (rank + nb - i.ndim) + i.shape[nb:]) for i in indices)
+
+
+@declare(signature="input, indices, values, accumulate=False", operands=3, batch=_index_put_rule)
+def index_put(input, indices, values, accumulate=False):
+    """input with `values` put at the positions `indices` (a tuple of index
+    tensors, as in input[indices]) select, or added there with `accumulate`
+    (repeated positions add up); differentiable in input and values.
+
+    >>> import tape
+    >>> tape.zeros(3).index_put((tape.tensor([0, 0, 2]),), tape.tensor(1.), accumulate=True).tolist()
+    [2.0, 0.0, 1.0]
+    """
+    compute, v = _put_values(input, _checked_indices(input, indices, values, "index_put"), values, accumulate)
+    return compute(input, v)
+
+
+@declare(signature="input, indices, values, accumulate=False", operands=3, batch=_index_put_rule)
+def index_put_(input, indices, values, accumulate=False):
+    """index_put, in place: input is changed and returned."""
+    compute, v = _put_values(input, _checked_indices(input, indices, values, "index_put_"), values, accumulate)
+    _apply(input, compute, v)
+    return input
 
 
 __all__ = exports(globals())

@@ -172,5 +172,6 @@ OPCODES = {
     "norm_inf": 167,
     "add_alpha": 168,
     "sub_alpha": 169,
+    "index_put_accumulate": 170,
 }
-NEXT_OPCODE = 170
+NEXT_OPCODE = 171

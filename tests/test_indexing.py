@@ -182,3 +182,43 @@ def test_advanced_index_assignment_requires_the_value_s_dtype_as_pytorch():
     t[..., tape.tensor([False, True, False])] = tape.tensor(2)
     t[tape.tensor([1])] = 5.0
     assert t.tolist() == [[3.0, 2.0, 3.0], [5.0, 5.0, 5.0]]
+
+
+def test_index_put_accumulates_repeated_positions_and_differentiates_as_pytorch():
+    # PyTorch 2.13: the values at a repeated position add up, and both inputs get their gradients
+    x = tape.tensor([[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0]], requires_grad=True)
+    v = tape.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    y = x.index_put((tape.tensor([0, 0, 2]), tape.tensor([1, 1, 3])), v, accumulate=True)
+    assert y.tolist() == [[0.0, 4.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 14.0]]
+    assert (type(y.grad_fn).__name__, y.grad_fn._saved_accumulate) == ("IndexPutBackward0", True)
+    gx, gv = tape.autograd.grad((y * y).sum(), (x, v))
+    assert gv.tolist() == [8.0, 8.0, 28.0]
+    assert gx.tolist() == [[0.0, 8.0, 4.0, 6.0], [8.0, 10.0, 12.0, 14.0], [16.0, 18.0, 20.0, 28.0]]
+    q = tape.zeros(5).index_put_([tape.tensor([4, 4, 0])], tape.tensor([1.0, 2.0, 3.0]), True)
+    assert q.tolist() == [3.0, 0.0, 0.0, 0.0, 3.0]
+    masked = tape.zeros(3, 2).index_put_((tape.tensor([True, False, True]),), tape.tensor(7.0), accumulate=True)
+    assert masked.tolist() == [[7.0, 7.0], [0.0, 0.0], [7.0, 7.0]]
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda x, v: x.clone().index_put_((tape.tensor([0]),), 1.0), TypeError,
+     "index_put_(): argument 'values' (position 2) must be Tensor, not float"),
+    (lambda x, v: x.clone().index_put_([0], v), TypeError, "expected Tensor as element 0 in argument 0, but got int"),
+    (lambda x, v: x.clone().index_put_(tape.tensor([0]), v), TypeError,
+     "index_put_(): argument 'indices' (position 1) must be tuple of Tensors, not Tensor"),
+    (lambda x, v: tape.index_put(x, (tape.tensor([0]),), v.float()), RuntimeError,
+     "Index put requires the source and destination dtypes match, got Double for the destination and Float for "
+     "the source."),
+    (lambda x, v: x.index_put_((tape.tensor([0]),), v), RuntimeError,
+     "a leaf Variable that requires grad is being used in an in-place operation."),
+    (lambda x, v: x.clone().index_put_((tape.tensor([0]),) * 3, v), IndexError,
+     "too many indices for tensor of dimension 2 (got 3)"),
+    (lambda x, v: x.index_put((tape.tensor([5]),), v, accumulate=True), IndexError,
+     "index 5 is out of bounds for dimension 0 with size 3"),
+])
+def test_index_put_refuses_bad_arguments_as_pytorch(call, error, message):
+    x = tape.zeros(3, 4, requires_grad=True)
+    with pytest.raises(error) as info:
+        call(x, tape.ones(4))
+    assert str(info.value) == message
+    assert x.grad is None and not x.detach().any()

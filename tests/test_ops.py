@@ -67,6 +67,12 @@ def _assigned_ref(a, key, b):
     return out
 
 
+def _accumulated_ref(a, index, b):
+    out = np.array(a, copy=True)
+    np.add.at(out, index, b)
+    return out
+
+
 def _view_changed(base, v):
     """base's last columns, a view, multiplied in place by v: base's node is
     CopySlices, the view's AsStridedBackward0; the two overlap in the result."""
@@ -353,6 +359,11 @@ CASES += [
          lambda a: _assigned_ref(a, (0, slice(1, None)), 3.0) * a, ((2, 3),)),
     Case("setitem_int_array", lambda x, v: _assigned(x, [2, 0], v * v),
          lambda a, b: _assigned_ref(a, [2, 0], b * b), ((3,), (2,))),
+    # repeated positions: the accumulating put adds both, the plain one's value gradient reads g there twice
+    Case("index_put_accumulate", lambda x, v: x.index_put((tape.tensor([2, 0, 2]),), v * v, accumulate=True) * x,
+         lambda a, b: _accumulated_ref(a, [2, 0, 2], b * b) * a, ((3, 2), (3, 2))),
+    Case("index_put_", lambda x, v: (x * 1.0).index_put_((tape.tensor([1, 0]), tape.tensor([2, 2])), v.sin()) * x,
+         lambda a, b: _assigned_ref(a, ([1, 0], [2, 2]), np.sin(b)) * a, ((2, 3), (1,))),
     Case("in_place_on_a_view", lambda x, v: _view_changed(x * 1.0, v), _view_changed_ref, ((2, 3), (2,))),
     # x.t() * 1 keeps the transposed layout, as in PyTorch: the view's region in it is flat positions
     Case("in_place_on_a_view_of_a_transposed_result", lambda x, v: _view_changed(x.t() * 1.0, v),

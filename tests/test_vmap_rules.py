@@ -57,6 +57,8 @@ W4 = tape.tensor(real(4))
 M44 = tape.tensor(real(4, 4))
 IDX = tape.tensor([[2, 0, 1, 1], [3, 3, 0, 2]])
 IDX_SELECT = tape.tensor([3, 0, 0])
+# repeated positions: an accumulating put adds their values up
+IDX_PUT = tape.tensor([2, 0, 2])
 MASK = tape.tensor(bools(2, 4))
 
 
@@ -237,6 +239,16 @@ def _shape_cases():
         case("masked_fill_-method", "masked_fill_", lambda x, m: x.clone().masked_fill_(m, 0.0), real(B, 2, 4),
              bools(B, 2, 4)),
         case("indexing", "__getitem__", lambda x: x[1:, IDX_SELECT], real(B, 2, 4)),
+        case("index_put-batched-values", "index_put", lambda v: tape.index_put(W4, (IDX_PUT,), v, accumulate=True),
+             real(B, 3)),
+        case("index_put-method", "index_put", lambda x, v: x.index_put((IDX_PUT, IDX_PUT), v), real(B, 3, 4),
+             real(B, 3)),
+        case("index_put_", "index_put_", lambda x: tape.index_put_(x.clone(), (IDX_PUT,), W4, True), real(B, 3, 4)),
+        case("index_put-batched-indices", "index_put",
+             lambda i, v: M44.index_put((i, IDX_PUT[:2]), v, accumulate=True), np.array([[0, 0], [3, 1], [2, 2]]),
+             real(3, 2)),
+        case("index_put_-method", "index_put_", lambda x, v: x.clone().index_put_((IDX_PUT,), v), real(B, 3, 4),
+             real(B, 3, 4)),
     ]
 
 
