@@ -138,7 +138,7 @@ mul = declare(_binary("mul", "MulBackward0", ("y", "x"), operator.mul, np.multip
 # product, g * -(x / y / y), as PyTorch's -grad * ((self / other) / other)
 true_divide = _binary("div", "DivBackward0", ("1 / y", "-(x / y / y)"),
                       operator.truediv, np.true_divide, forward="x / y")
-declare(true_divide, name="true_divide", signature=_BINARY, methods=(), operands=2, batch=elementwise)
+declare(true_divide, name="true_divide", signature=_BINARY, methods=("true_divide",), operands=2, batch=elementwise)
 
 
 def _trunc_div_scalar(x, y):
@@ -386,7 +386,7 @@ def _integer_rounding(ufunc):
 ceil = _unary("ceil", "CeilBackward0", "0", lambda x: _signed_whole(math.ceil(x), x),
               _not_for_bool("ceil_vml_cpu", _integer_rounding(np.ceil)))
 trunc = _unary("trunc", "TruncBackward0", "0", lambda x: _signed_whole(math.trunc(x), x),
-               _not_for_bool("trunc_vml_cpu", _integer_rounding(np.trunc)))
+               _not_for_bool("trunc_vml_cpu", _integer_rounding(np.trunc)), aliases=("fix",))
 # half to even, as Python's round, NumPy's and PyTorch's
 _round = _unary("round", "RoundBackward0", "0", lambda x: _signed_whole(builtins.round(x), x),
                 _not_for_bool("round_vml_cpu", _integer_rounding(np.round)), public=False)
@@ -921,6 +921,32 @@ def pow(x, exponent):
     tensor(9.)
     """
     return _by_operands(x, exponent, _pow_number, _rpow_number, _pow_tensor)
+
+
+def _in_float64(v):
+    """A float_power operand computed in float64: a tensor cast (differentiably), a number as a float."""
+    if isinstance(v, Tensor):
+        return v if v.dtype == np.float64 else v.double()
+    return float(v)
+
+
+@declare(signature="input, exponent, *, out=None", operands=2, batch=elementwise)
+def float_power(input, exponent):
+    """input ** exponent in float64, whatever the operands' dtypes (either may be a number).
+
+    >>> import tape
+    >>> tape.float_power(tape.tensor([2, 3]), 2).tolist()
+    [4.0, 9.0]
+    """
+    return pow(_in_float64(input), _in_float64(exponent))
+
+
+@declare(signature="input", batch=elementwise)
+def positive(input):
+    """input itself (unary +), refused for bools as PyTorch does."""
+    if input.dtype == np.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
 
 
 # clamp's bounds are numbers: the lower rides as the constant y, the upper as

@@ -522,7 +522,7 @@ def _batched_outer(op, args):
     return batched(c * r, levels)
 
 
-@declare(signature="input, vec2, *, out=None", operands=2, batch=_batched_outer)
+@declare(signature="input, vec2, *, out=None", operands=2, batch=_batched_outer, aliases=("ger",))
 def outer(input, vec2):
     """Outer product of two 1-D tensors."""
     x, y = input, vec2  # PyTorch's names, the formulas' short ones

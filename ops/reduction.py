@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ops._declare import declare, exports
-from tape._batched import along, elementwise, over_dims
+from tape._batched import along, composite, elementwise, over_dims
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, not_implemented_for, scalar_type_name
 from tape._node import int_list, keep_arguments
@@ -872,6 +872,68 @@ def _cumsum_vjp(ctx, g):
 
 
 _CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native, saved=(("dim", "arg"),))
+
+
+@declare(signature="input, n=1, dim=-1, prepend=None, append=None, *, out=None", batch=along("dim"))
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    """The n-th forward difference along dim, x[i + 1] - x[i] (for bools,
+    x[i + 1] ^ x[i]), of input with `prepend` and `append` joined before
+    and after it along dim.
+
+    >>> import tape
+    >>> tape.diff(tape.tensor([1., 4., 9., 16.])).tolist()
+    [3.0, 5.0, 7.0]
+    """
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    d = _norm_dim(dim, input.ndim)
+    for extra in (prepend, append):
+        if extra is None:
+            continue
+        if extra.ndim != input.ndim:
+            raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+        for k, (size, other) in enumerate(zip(input.shape, extra.shape)):
+            if k != d and size != other:
+                raise RuntimeError("diff expects the shape of tensor to prepend or append to match that of input "
+                                   f"except along the differencing dimension; input.size({k}) = {size}, but got "
+                                   f"tensor.size({k}) = {other}")
+    parts = [t for t in (prepend, input, append) if t is not None]
+    x = cat(parts, d) if len(parts) > 1 else input
+    if n == 0:
+        return x.clone()
+    for _ in range(builtins.min(n, x.shape[d])):  # a difference of an empty dim is empty
+        length = x.shape[d] - 1
+        later, earlier = x.narrow(d, 1, length), x.narrow(d, 0, length)
+        x = later ^ earlier if x.dtype == np.bool_ else later - earlier
+    return x
+
+
+def _expandable(shape, to):
+    """Whether `shape` broadcasts to `to`."""
+    return len(shape) <= len(to) and all(s in (1, t) for s, t in zip(reversed(shape), reversed(to)))
+
+
+@declare(function=False, methods=("sum_to_size",), batch=composite)
+def sum_to_size(input, *size):
+    """input summed down to `size`, a shape that broadcasts to input's: over
+    its leading dims and the dims where `size` is 1, as broadcasting's
+    gradient is.
+
+    >>> import tape
+    >>> tape.ones(2, 3).sum_to_size(1, 3).tolist()
+    [[2.0, 2.0, 2.0]]
+    """
+    shape = tuple(int_list(size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size))
+    if not _expandable(shape, input.shape):
+        raise RuntimeError(f"size {{{list(shape)}}} is not expandable to size {{{list(input.shape)}}}.")
+    if shape == input.shape:
+        return input
+    lead = input.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape) if s == 1 and input.shape[lead + k] != 1)
+    out = input.sum(dims, keepdim=True)
+    return out.view(shape) if lead else out
 
 
 @declare(signature="input, dim, *, dtype=None, out=None", batch=along("dim"))

@@ -9,8 +9,8 @@ import builtins
 import numpy as np
 
 from ops._declare import declare, exports
-from tape._batched import (DYNAMIC_OUTPUT, BatchedTensor, aligned, along, batched, batched_result, elementwise,
-                           leading, levels_of, no_rule, with_levels)
+from tape._batched import (DYNAMIC_OUTPUT, BatchedTensor, aligned, along, batched, batched_result, composite,
+                           elementwise, leading, levels_of, no_rule, with_levels)
 
 from tape._broadcast import bcast_index
 from tape._dtypes import cpp_type_name, not_implemented_for, result_type, scalar_type_name
@@ -315,6 +315,22 @@ def flip(input, *dims):
                           dims=tuple(dims))
 
 
+@declare(signature="input", batch=composite)
+def fliplr(input):
+    """input reversed along dim 1 (left to right)."""
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return input.flip(1)  # methods: vmap's rules run for a batched input (`composite`)
+
+
+@declare(signature="input", batch=composite)
+def flipud(input):
+    """input reversed along dim 0 (up to down)."""
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return input.flip(0)
+
+
 def _index_array(name, index):
     a = index._array() if isinstance(index, Tensor) else np.asarray(index)
     if a.dtype.kind not in "iu":
@@ -375,6 +391,31 @@ def gather(input, dim, index):
     grid = list(np.indices(a.shape, sparse=True))
     grid[d] = a
     return keep_arguments(_take(_GATHER, input, _flat_positions(input)[tuple(grid)]), dim=dim, sparse_grad=False)
+
+
+@declare(signature="input, indices, dim=None, *, out=None", operands=2, batch=composite)
+def take_along_dim(input, indices, dim=None):
+    """The elements of input at `indices` along dim, input and indices
+    broadcast to each other along the other dims (numpy.take_along_axis);
+    without dim, of the flattened input at the flattened indices.
+
+    >>> import tape
+    >>> tape.take_along_dim(tape.tensor([[1., 5.], [4., 2.]]), tape.tensor([[1], [0]]), dim=1).tolist()
+    [[5.0], [4.0]]
+    """
+    if indices.dtype != np.int64:
+        raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
+                           f"{scalar_type_name(indices.dtype)}")
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    if input.ndim != indices.ndim:
+        raise RuntimeError(f"torch.take_along_dim(): input and indices should have the same number of dimensions, "
+                           f"but got {input.ndim} dimensions for input, and {indices.ndim} dimensions for indices")
+    d = _norm_dim(dim, input.ndim)
+    others = list(broadcast_shapes(input.shape[:d] + (1,) + input.shape[d + 1:],
+                                   indices.shape[:d] + (1,) + indices.shape[d + 1:]))
+    return input.expand(others[:d] + [input.shape[d]] + others[d + 1:]).gather(
+        d, indices.expand(others[:d] + [indices.shape[d]] + others[d + 1:]))
 
 
 @declare(signature="input, offset=0, dim1=0, dim2=1", batch=along("dim1", "dim2"))

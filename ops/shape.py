@@ -1139,6 +1139,27 @@ def ravel(input):
     return input.contiguous().view(-1)  # as PyTorch's: a copy is CloneBackward0, then ViewBackward0
 
 
+@declare(signature="input, dim, sizes", batch=composite)
+def unflatten(input, dim, sizes):
+    """input with dim `dim` split into dims of `sizes` (one of them may be
+    -1, inferred), a view.
+
+    >>> import tape
+    >>> tape.ones(2, 6).unflatten(1, (3, -1)).shape
+    (2, 3, 2)
+    """
+    given = int_list(sizes)
+    if not given:
+        raise RuntimeError("unflatten: sizes must be non-empty")
+    d = _norm_dim(dim, input.ndim)
+    n, known = input.shape[d], int(np.prod([s for s in given if s != -1]))
+    new = [n // known if s == -1 and given.count(-1) == 1 and known and n % known == 0 else s for s in given]
+    if int(np.prod(new)) != n or any(s < 0 for s in new):
+        raise RuntimeError(f"unflatten: Provided sizes {list(given)} don't multiply up to the size of dim {dim} ({n}) in "
+                           "the input tensor")
+    return input.view(input.shape[:d] + tuple(new) + input.shape[d + 1:])
+
+
 @declare(signature="input, dim, start, length", batch=composite)
 def narrow(input, dim, start, length):
     """The `length` elements of input along `dim` from `start` (a slice, a view).

@@ -432,3 +432,53 @@ def test_cumprod_along_a_dim_of_one_passes_the_gradient_through_as_pytorch():
     x = tape.tensor([[2.0], [3.0]], requires_grad=True)
     (g,) = tape.autograd.grad(tape.cumprod(x, 1).sum(), x, create_graph=True)
     assert g.tolist() == [[1.0], [1.0]] and not g.requires_grad
+
+
+def test_diff_take_along_dim_and_friends_give_pytorchs_values_and_nodes():
+    # PyTorch 2.13 on the same inputs
+    x = tape.tensor([[0.0, 1.0, 4.0, 9.0], [16.0, 25.0, 36.0, 49.0], [64.0, 81.0, 100.0, 121.0]], requires_grad=True)
+    assert tape.diff(x, n=2, dim=0).tolist() == [[32.0, 32.0, 32.0, 32.0]]
+    assert tape.diff(x, n=7).shape == (3, 0)
+    assert tape.diff(x, prepend=tape.zeros(3, 1)).tolist()[0] == [0.0, 1.0, 3.0, 5.0]
+    assert type(tape.diff(x).grad_fn).__name__ == "SubBackward0"
+    assert tape.diff(tape.tensor([True, False, False])).tolist() == [True, False]
+    assert (tape.diff(tape.tensor([1, 4, 9])).tolist(), tape.diff(tape.tensor([1, 4, 9])).dtype) == ([3, 5], tape.int64)
+    taken = tape.take_along_dim(x, tape.tensor([[0], [2], [1]]), dim=1)
+    assert (taken.tolist(), type(taken.grad_fn).__name__) == ([[0.0], [36.0], [81.0]], "GatherBackward0")
+    assert tape.take_along_dim(x, tape.tensor([0, 5, 11])).tolist() == [0.0, 25.0, 121.0]
+    assert tape.take_along_dim(x[:1], tape.tensor([[0], [3]]), dim=1).tolist() == [[0.0], [9.0]]
+    assert tape.fliplr(x).tolist()[0] == [9.0, 4.0, 1.0, 0.0] and x.flipud().tolist()[0] == [64.0, 81.0, 100.0, 121.0]
+    power = tape.float_power(tape.tensor([2, 3]), 2)
+    assert (power.tolist(), power.dtype) == ([4.0, 9.0], tape.float64)
+    assert type(tape.float_power(x.float(), 2).grad_fn).__name__ == "PowBackward0"
+    assert tape.positive(x) is x and x.sum_to_size(3, 4) is x
+    assert x.sum_to_size(1, 4).tolist() == [[80.0, 107.0, 140.0, 179.0]]
+    assert type(x.sum_to_size((4,)).grad_fn).__name__ == "ViewBackward0"
+    assert x.unflatten(1, (2, -1)).shape == (3, 2, 2) and type(x.unflatten(1, (2, 2)).grad_fn).__name__ == "ViewBackward0"
+    assert type(tape.fix(x * 0.3).grad_fn).__name__ == "TruncBackward0" and tape.ger(x[0], x[1]).shape == (4, 4)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: tape.diff(x, n=-1), "order must be non-negative but got -1"),
+    (lambda x: tape.diff(tape.tensor(1.0)), "diff expects input to be at least one-dimensional"),
+    (lambda x: tape.diff(x, prepend=tape.zeros(2, 1)), "diff expects the shape of tensor to prepend or append to match "
+     "that of input except along the differencing dimension; input.size(0) = 3, but got tensor.size(0) = 2"),
+    (lambda x: tape.diff(x, append=tape.zeros(1)), "diff expects prepend or append to be the same dimension as input"),
+    (lambda x: tape.take_along_dim(x, tape.tensor([0]), dim=0), "torch.take_along_dim(): input and indices should "
+     "have the same number of dimensions, but got 2 dimensions for input, and 1 dimensions for indices"),
+    (lambda x: tape.take_along_dim(x, tape.tensor([[0]], dtype=tape.int32), dim=0),
+     "torch.take_along_dim(): dtype of indices should be Long but got Int"),
+    (lambda x: tape.take_along_dim(x, tape.tensor([[0, 1]]), dim=0),
+     "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 1"),
+    (lambda x: tape.fliplr(tape.ones(3)), "Input must be >= 2-d."),
+    (lambda x: tape.flipud(tape.tensor(1.0)), "Input must be >= 1-d."),
+    (lambda x: tape.positive(tape.tensor([True])), "The `+` operator, on a bool tensor is not supported."),
+    (lambda x: x.unflatten(1, (3, 2)),
+     "unflatten: Provided sizes [3, 2] don't multiply up to the size of dim 1 (4) in the input tensor"),
+    (lambda x: x.unflatten(1, ()), "unflatten: sizes must be non-empty"),
+    (lambda x: x.sum_to_size(2, 4), "size {[2, 4]} is not expandable to size {[3, 4]}."),
+])
+def test_diff_take_along_dim_and_friends_refuse_as_pytorch(call, message):
+    with pytest.raises(RuntimeError) as info:
+        call(tape.zeros(3, 4, requires_grad=True))
+    assert str(info.value) == message

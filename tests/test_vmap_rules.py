@@ -77,7 +77,7 @@ UNARY = {
     "relu": real, "sigmoid": real, "tanh": real, "sign": real, "floor": real, "ceil": real, "trunc": real,
     "round": real, "asin": unit, "acos": unit, "atan": real, "arcsin": unit, "arccos": unit, "arctan": real,
     "sinh": real, "cosh": real, "asinh": real, "acosh": above_one, "atanh": unit, "erf": real, "silu": real,
-    "gelu": real, "softplus": real,
+    "gelu": real, "softplus": real, "fix": real, "positive": real,
 }
 BINARY = {
     "add": real, "sub": real, "subtract": real, "mul": real, "multiply": real, "div": positive,
@@ -111,6 +111,8 @@ def _elementwise_cases():
                             domain(B, 2, 4), domain(B, 4)))
     out += [
         case("add-alpha-kw", "add", lambda x, y: tape.add(x, y, alpha=2.0), real(B, 3), real(B, 3)),
+        case("float_power", "float_power", lambda x, y: tape.float_power(x.float(), y), positive(B, 4), real(B, 4)),
+        case("float_power-number", "float_power", lambda x: x.float_power(2), real(B, 4)),
         case("add-0d-samples", "add", tape.add, real(B), real(B)),
         case("xlogy", "xlogy", tape.xlogy, positive(B, 4), positive(B, 4)),
         case("xlogy-plain", "xlogy", lambda x, y: x.xlogy(y), positive(B, 4), positive(4), in_dims=(0, None)),
@@ -202,6 +204,14 @@ def _shape_cases():
         case("swapaxes", "swapaxes", lambda x: tape.swapaxes(x, 0, 1), real(B, 2, 3)),
         case("swapdims", "swapdims", lambda x: tape.swapdims(x, -1, -2), real(B, 2, 3)),
         case("flip", "flip", lambda x: tape.flip(x, (0, -1)), real(B, 2, 3)),
+        case("fliplr", "fliplr", tape.fliplr, real(B, 2, 3)),
+        case("flipud-method", "flipud", lambda x: x.flipud(), real(B, 2, 3)),
+        case("take_along_dim", "take_along_dim", lambda x: tape.take_along_dim(x, IDX[:, :3], dim=-1), real(B, 2, 4)),
+        case("take_along_dim-flat", "take_along_dim", lambda x: x.take_along_dim(IDX_SELECT), real(B, 2, 4)),
+        case("unflatten", "unflatten", lambda x: tape.unflatten(x, -1, (2, -1)), real(B, 3, 4)),
+        case("sum_to_size", "sum_to_size", lambda x: x.sum_to_size(1, 4), real(B, 3, 4)),
+        case("diff", "diff", lambda x: tape.diff(x, n=2, dim=0), real(B, 4, 3)),
+        case("diff-batched-append", "diff", lambda x, a: x.diff(append=a), real(B, 2, 3), real(B, 2, 1)),
         case("cat", "cat", lambda x, y: tape.cat([x, y, W4[None]], dim=0), real(B, 2, 4), real(B, 1, 4)),
         case("stack", "stack", lambda x, y: tape.stack((x, y), dim=-1), real(B, 4), real(4), in_dims=(0, None)),
         case("hstack", "hstack", lambda x, y: tape.hstack([x, y]), real(B, 2, 3), real(B, 2, 1)),
@@ -261,6 +271,7 @@ def _product_cases():
         case("dot", "dot", tape.dot, real(B, 4), real(B, 4)),
         case("bmm", "bmm", tape.bmm, real(B, 2, 2, 3), real(B, 2, 3, 2)),
         case("outer", "outer", tape.outer, real(B, 3), real(4), in_dims=(0, None)),
+        case("ger", "ger", tape.ger, real(B, 3), real(B, 4)),
         case("einsum", "einsum", lambda a, b: tape.einsum("ij,jk->ik", a, b), real(B, 4, 4), real(B, 4, 4)),
         case("einsum-ellipsis", "einsum", lambda a: tape.einsum("...i,i->...", a, W4), real(B, 2, 4)),
         # the products added to a tensor: composites of the ops above
