@@ -9,18 +9,18 @@ import sys
 import numpy as np
 
 from ops._declare import DECLARATIONS, declare, exports
-from tape._batched import (DYNAMIC_SHAPE, BatchedTensor, active_levels, batched, in_place, in_place_as, levels_of,
-                           no_rule, refuse_batched_other, with_levels)
+from tape._batched import (DYNAMIC_SHAPE, NO_RULE, BatchedTensor, active_levels, along, batched, in_place, in_place_as,
+                           levels_of, no_rule, refuse_batched_other, with_levels)
 from tape._broadcast import reduce_broadcast
 
 from tape._dtypes import scalar_type_name
 from tape._factories import rand, randn
 from tape._grad_mode import no_grad
 from tape._record import binary, record, sum_to
-from tape._node import keep_arguments
+from tape._node import keep_arguments, keep_arguments_of
 from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop, lookup, native_helper
 from tape._tape import DATA_FIELD, RETAIN, StaleView, state, where
-from tape._tensor import Tensor, _dead_token, new_tensor, wrap_value
+from tape._tensor import Tensor, _dead_token, _norm_dim, new_tensor, wrap_value
 
 from ops import elementwise, linalg
 from ops.selection import masked_fill
@@ -665,12 +665,26 @@ _INDEX_PUT = defop("index_put_", "IndexPutBackward0", 2, saves=SAVES_ROW, vjp=_i
                    native=_index_put_native, saved=_PUT_SAVED)
 _INDEX_PUT_ACCUMULATE = defop("index_put_accumulate", "IndexPutBackward0", 2, saves=SAVES_ROW,
                               vjp=_index_put_accumulate_vjp, native=_index_put_accumulate_native, saved=_PUT_SAVED)
+# scatter and index_add are puts at flat positions too, with nodes of their own
+_SCATTER_SAVED = (("dim", "arg"), ("index", RowTensor(lambda row, arguments: arguments["index"])))
+_SCATTER_SRC = defop("scatter_src", "ScatterBackward0", 2, saves=SAVES_ROW, vjp=_index_put_vjp,
+                     native=_index_put_native, saved=_SCATTER_SAVED)
+_SCATTER_VALUE = defop("scatter_value", "ScatterBackward1", 2, saves=SAVES_ROW, vjp=_index_put_vjp,
+                       native=_index_put_native, saved=_SCATTER_SAVED)
+_SCATTER_ADD = defop("scatter_add", "ScatterAddBackward0", 2, saves=SAVES_ROW, vjp=_index_put_accumulate_vjp,
+                     native=_index_put_accumulate_native, saved=_SCATTER_SAVED)
+_INDEX_ADD = defop("index_add", "IndexAddBackward0", 2, saves=SAVES_ROW, vjp=_index_put_accumulate_vjp,
+                   native=_index_put_accumulate_native, saved=(
+                       ("alpha", "scalar"), ("dim", "arg"),
+                       ("index", RowTensor(lambda row, arguments: arguments["index"])), ("source_dim", "arg")))
 
 
-def _put(x, where_, shape, v, indices=()):
+def _put(x, where_, shape, v, kept=None, opdef=None):
     """x with the region (a descriptor or a flat index map) set to v (a Tensor
-    that broadcasts to the region's shape, or a number); `indices` those of the advanced
-    index that made a flat map, for the node (advanced_indexing_arguments)."""
+    that broadcasts to the region's shape, or a number). A flat map's row is
+    `opdef` (index_put_'s, or scatter's), its node showing the arguments
+    `kept` (index_put's: accumulate and the advanced index's indices,
+    advanced_indexing_arguments)."""
     value = np.array(x._array(), copy=True, order="C")
     v_value = v._array() if isinstance(v, Tensor) else v
     if isinstance(where_, tuple):
@@ -678,25 +692,30 @@ def _put(x, where_, shape, v, indices=()):
         opdef, ints = _COPY_SLICES, where_ + tuple(shape)
     else:
         value.reshape(-1)[where_] = np.broadcast_to(v_value, shape).reshape(-1)
-        opdef, ints = _INDEX_PUT, _flat_region_ints(where_, shape)
+        opdef, ints = opdef or _INDEX_PUT, _flat_region_ints(where_, shape)
     rgv = isinstance(v, Tensor) and v._rg
     if not ((x._rg or rgv) and state.tape.grad_enabled):
         return new_tensor(wrap_value(value))
     c = 0.0 if isinstance(v, Tensor) else float(v)
     out = record(opdef, wrap_value(value), (x, v if isinstance(v, Tensor) else None), c=c, ints=ints)
-    return out if opdef is _COPY_SLICES else keep_arguments(out, accumulate=False, indices=indices)
+    return out if opdef is _COPY_SLICES else keep_arguments_of(out, kept or _PLAIN_PUT)
 
 
-def _put_sum(x, where_, shape, v, indices):
+# what the node of x[key] = v shows (PyTorch's index_put_ of the key's indices)
+_PLAIN_PUT = {"accumulate": False, "indices": ()}
+
+
+def _put_sum(x, where_, shape, v, kept, opdef=None):
     """x with tensor v (broadcast to the region's shape) added into the
     region at flat positions where_, repeated ones adding up: index_put
-    with accumulate=True."""
+    with accumulate=True, scatter_add and index_add (`opdef`, whose node
+    shows `kept`)."""
     value = np.array(x._array(), copy=True, order="C")
     np.add.at(value.reshape(-1), where_, np.broadcast_to(v._array(), shape).reshape(-1))
     if not ((x._rg or v._rg) and state.tape.grad_enabled):
         return new_tensor(wrap_value(value))
-    out = record(_INDEX_PUT_ACCUMULATE, wrap_value(value), (x, v), ints=_flat_region_ints(where_, shape))
-    return keep_arguments(out, accumulate=True, indices=indices)
+    out = record(opdef or _INDEX_PUT_ACCUMULATE, wrap_value(value), (x, v), ints=_flat_region_ints(where_, shape))
+    return keep_arguments_of(out, kept)
 
 
 def _fit(v, shape):
@@ -782,7 +801,7 @@ def setitem(t, key, value):
         return
     where_ = _region(t.shape, key, opdef)
     indices = () if isinstance(where_, tuple) else advanced_indexing_arguments(t.shape, _index_key(given))["indices"]
-    _apply(t, lambda x, v: _put(x, where_, shape, v, indices), value)
+    _apply(t, lambda x, v: _put(x, where_, shape, v, {"accumulate": False, "indices": indices}), value)
 
 
 def _checked_indices(t, indices, values, name):
@@ -811,9 +830,9 @@ def _put_values(t, key, values, accumulate):
     normalized, selected, _ = _indexed(t, key)
     shape = np.shape(selected)
     where_ = _region(t.shape, normalized, _INDEX)
-    saved = advanced_indexing_arguments(t.shape, _index_key(key))["indices"]
+    kept = {"accumulate": accumulate, "indices": advanced_indexing_arguments(t.shape, _index_key(key))["indices"]}
     put = _put_sum if accumulate else _put
-    return (lambda x, v: put(x, where_, shape, v, saved)), _fit(values, shape)
+    return (lambda x, v: put(x, where_, shape, v, kept)), _fit(values, shape)
 
 
 def _index_put_rule(op, args):
@@ -873,6 +892,182 @@ def index_put(input, indices, values, accumulate=False):
 def index_put_(input, indices, values, accumulate=False):
     """index_put, in place: input is changed and returned."""
     compute, v = _put_values(input, _checked_indices(input, indices, values, "index_put_"), values, accumulate)
+    _apply(input, compute, v)
+    return input
+
+
+def _index_of(name, index):
+    a = index._array() if isinstance(index, Tensor) else np.asarray(index)
+    if a.dtype.kind not in "iu":
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
+    return a
+
+
+def _scatter_positions(input, dim, index, src_shape):
+    """The flat positions in input of the elements of index: each one's
+    own position with its coordinate along dim replaced by its value;
+    PyTorch's errors (scatter and scatter_add)."""
+    given = _index_of("scatter", index)
+    d = _norm_dim(dim, input.ndim)
+    shape = input.shape or (1,)  # a 0-d input is one element along dim 0, and so is a 0-d index then
+    a = given if input.ndim else given.reshape(given.shape or (1,))
+    if a.ndim != len(shape) and a.size:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if any(n > s or k != d and n > i for k, (n, s, i) in enumerate(zip(a.shape, src_shape or (1,), shape))):
+        raise RuntimeError(f"Expected index {list(a.shape)} to be no larger than self {list(input.shape)} apart from "
+                           f"dimension {d} and to be no larger size than src {list(src_shape)}")
+    bad = a[(a < 0) | (a >= shape[d])]
+    if bad.size:
+        raise RuntimeError(f"index {bad.flat[0]} is out of bounds for dimension {d} with size {shape[d]}")
+    grid = list(np.indices(a.shape))
+    grid[d] = a
+    return np.ravel_multi_index(tuple(grid), shape).reshape(-1).astype(np.int64), given
+
+
+def _scattered(input, dim, index, src, value, accumulate):
+    """compute for _apply and its operands: scatter's put of src (or of the
+    number `value`) and scatter_add's, at _scatter_positions."""
+    if src is not None and src.dtype != input.dtype:
+        raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    where_, a = _scatter_positions(input, dim, index, src.shape if src is not None else index.shape)
+    kept = {"dim": dim, "index": a}
+    if src is not None and src.shape != a.shape:  # src's leading block, as PyTorch reads it
+        src = src[tuple(slice(0, n) for n in a.shape)]
+    if accumulate:
+        return (lambda x, v: _put_sum(x, where_, a.shape, v, kept, _SCATTER_ADD)), (src,)
+    if src is None:
+        return (lambda x: _put(x, where_, a.shape, value, kept, _SCATTER_VALUE)), ()
+    return (lambda x, v: _put(x, where_, a.shape, v, kept, _SCATTER_SRC)), (src,)
+
+
+def _src_or_value(src, value):
+    """scatter's source: a tensor `src`, or a number given as `value` (or as src)."""
+    if isinstance(src, Tensor):
+        return src, None
+    number = value if src is None else src
+    if not isinstance(number, (int, float, bool, np.number)):
+        raise TypeError(f"scatter() received an invalid combination of arguments - got src of type "
+                        f"{type(number).__name__}")
+    return None, number
+
+
+@declare(signature="input, dim, index, src=None, value=None, *, reduce=None, out=None", operands=3,
+         batch=along("dim"))
+def scatter(input, dim, index, src=None, value=None, *, reduce=None):
+    """input with the elements of src (or the number `value`) written at
+    the positions `index` gives along dim: out[index[i][j]][j] = src[i][j]
+    for dim 0, and so on (the reverse of gather).
+
+    >>> import tape
+    >>> tape.zeros(3).scatter(0, tape.tensor([2, 0]), tape.tensor([1., 2.])).tolist()
+    [2.0, 0.0, 1.0]
+    """
+    if reduce is not None:
+        raise NotImplementedError("scatter(reduce=...) is not supported: use scatter_add")
+    compute, operands = _scattered(input, dim, index, *_src_or_value(src, value), False)
+    return compute(input, *operands)
+
+
+@declare(function=False, methods=("scatter_",), operands=3, batch=along("dim"))
+def scatter_(input, dim, index, src=None, value=None, *, reduce=None):
+    """scatter, in place."""
+    if reduce is not None:
+        raise NotImplementedError("scatter_(reduce=...) is not supported: use scatter_add_")
+    compute, operands = _scattered(input, dim, index, *_src_or_value(src, value), False)
+    _apply(input, compute, *operands)
+    return input
+
+
+@declare(signature="input, dim, index, src, *, out=None", operands=3, batch=along("dim"))
+def scatter_add(input, dim, index, src):
+    """input with the elements of src added at the positions `index` gives
+    along dim (repeated positions add up); differentiable in input and src.
+
+    >>> import tape
+    >>> tape.zeros(3).scatter_add(0, tape.tensor([2, 0, 2]), tape.tensor([1., 2., 3.])).tolist()
+    [2.0, 0.0, 4.0]
+    """
+    compute, operands = _scattered(input, dim, index, src, None, True)
+    return compute(input, *operands)
+
+
+@declare(function=False, methods=("scatter_add_",), operands=3, batch=along("dim"))
+def scatter_add_(input, dim, index, src):
+    """scatter_add, in place."""
+    compute, (v,) = _scattered(input, dim, index, src, None, True)
+    _apply(input, compute, v)
+    return input
+
+
+def _index_added(input, dim, index, source, alpha):
+    """compute(x, v) for _apply and its v: index_add's sum of alpha * source
+    into input at the positions index (a vector) gives along dim."""
+    a = _index_of("index_add_", index)
+    if a.ndim > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: {a.ndim} with type: "
+                         f"{scalar_type_name(a.dtype)} and size: {list(a.shape)}")
+    a = a.reshape(-1)
+    d = _norm_dim(dim, input.ndim)
+    shape = input.shape or (1,)
+    source_shape = source.shape or (1,)
+    if a.size != source_shape[d]:
+        raise RuntimeError(f"index_add_(): Number of indices ({a.size}) should be equal to source.size(dim): "
+                           f"({source_shape[d]}), for dim: {dim}")
+    if len(source_shape) != len(shape) or any(k != d and n != s for k, (n, s) in
+                                             enumerate(zip(source_shape, shape))):
+        raise RuntimeError(f"source tensor shape must match self tensor shape, excluding the specified dimension. "
+                           f"Got self.shape = {list(input.shape)} source.shape = {list(source.shape)}")
+    bad = a[(a < 0) | (a >= shape[d])]
+    if bad.size:
+        raise RuntimeError(f"index {bad.flat[0]} is out of bounds for dimension {d} with size {shape[d]}")
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"index_add_(): self ({scalar_type_name(input.dtype)}) and source "
+                           f"({scalar_type_name(source.dtype)}) must have the same scalar type")
+    grid = list(np.indices(source_shape))
+    grid[d] = a[grid[d]]
+    where_ = np.ravel_multi_index(tuple(grid), shape).reshape(-1).astype(np.int64)
+    kept = {"alpha": alpha, "dim": dim, "index": a, "source_dim": source.ndim}
+    v = source.reshape(source_shape) * alpha if alpha != 1 else source.reshape(source_shape)
+    return (lambda x, u: _put_sum(x, where_, source_shape, u, kept, _INDEX_ADD)), v
+
+
+def _index_add_rule(op, args):
+    """index_add(_) of each sample, for an index that is not batched: the op
+    on the physical values, dim past the vmap dims."""
+    a = args.arguments
+    input, index, source = a["input"], a["index"], a["source"]
+    if levels_of([index]):
+        NO_RULE(op, args)
+    if op.__name__.endswith("_"):
+        refuse_batched_other(input, [source], op.__name__)
+    levels = levels_of([input, source])
+    x, s = with_levels(input, levels), with_levels(source, levels)
+    d = _norm_dim(a["dim"], input.ndim) + len(levels)
+    compute, v = _index_added(x, d, index, s, a.get("alpha", 1))
+    if op.__name__.endswith("_"):
+        _apply(x, compute, v)
+        return input
+    return batched(compute(x, v), levels)
+
+
+@declare(signature="input, dim, index, source, *, alpha=1, out=None", operands=3, batch=_index_add_rule)
+def index_add(input, dim, index, source, *, alpha=1):
+    """input with alpha * source added along dim at the positions `index`
+    (a vector) gives: out[index[i]] += alpha * source[i] for dim 0
+    (repeated positions add up).
+
+    >>> import tape
+    >>> tape.zeros(3).index_add(0, tape.tensor([2, 2]), tape.tensor([1., 2.])).tolist()
+    [0.0, 0.0, 3.0]
+    """
+    compute, v = _index_added(input, dim, index, source, alpha)
+    return compute(input, v)
+
+
+@declare(function=False, methods=("index_add_",), operands=3, batch=_index_add_rule)
+def index_add_(input, dim, index, source, *, alpha=1):
+    """index_add, in place."""
+    compute, v = _index_added(input, dim, index, source, alpha)
     _apply(input, compute, v)
     return input
 

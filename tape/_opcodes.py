@@ -173,5 +173,9 @@ OPCODES = {
     "add_alpha": 168,
     "sub_alpha": 169,
     "index_put_accumulate": 170,
+    "scatter_src": 171,
+    "scatter_value": 172,
+    "scatter_add": 173,
+    "index_add": 174,
 }
-NEXT_OPCODE = 171
+NEXT_OPCODE = 175

@@ -482,3 +482,56 @@ def test_diff_take_along_dim_and_friends_refuse_as_pytorch(call, message):
     with pytest.raises(RuntimeError) as info:
         call(tape.zeros(3, 4, requires_grad=True))
     assert str(info.value) == message
+
+
+def test_scatter_scatter_add_and_index_add_give_pytorchs_values_gradients_and_nodes():
+    # PyTorch 2.13 on the same inputs
+    x = tape.zeros(3, 4, requires_grad=True)
+    src = tape.tensor([[1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0]], requires_grad=True)
+    index = tape.tensor([[0, 1, 2, 0], [2, 2, 0, 1]])
+    added = tape.scatter_add(x, 0, index, src)
+    assert added.tolist() == [[1.0, 0.0, 7.0, 4.0], [0.0, 2.0, 0.0, 8.0], [5.0, 6.0, 3.0, 0.0]]
+    node = added.grad_fn
+    assert (type(node).__name__, node._saved_dim, node._saved_index.tolist()) == (
+        "ScatterAddBackward0", 0, [[0, 1, 2, 0], [2, 2, 0, 1]])
+    gx, gsrc = tape.autograd.grad((added * added).sum(), (x, src))
+    assert gx.tolist() == (2 * added).tolist()
+    assert gsrc.tolist() == [[2.0, 4.0, 6.0, 8.0], [10.0, 12.0, 14.0, 16.0]]
+    written = x.scatter(1, tape.tensor([[0, 3]]), src[:1, :2])
+    assert written.tolist()[0] == [1.0, 0.0, 0.0, 2.0] and type(written.grad_fn).__name__ == "ScatterBackward0"
+    filled = x.scatter(1, tape.tensor([[0], [2]]), 2.5)
+    assert filled.tolist()[:2] == [[2.5, 0.0, 0.0, 0.0], [0.0, 0.0, 2.5, 0.0]]
+    assert type(filled.grad_fn).__name__ == "ScatterBackward1"
+    summed = x.index_add(1, tape.tensor([3, 0, 3]), tape.ones(3, 3), alpha=2)
+    assert summed.tolist()[0] == [2.0, 0.0, 0.0, 4.0]
+    assert (type(summed.grad_fn).__name__, summed.grad_fn._saved_alpha) == ("IndexAddBackward0", 2)
+    assert (x * 1).scatter_add_(0, index, src).tolist() == added.tolist()
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda x, s: tape.scatter_add(x, 0, tape.tensor([[5]]), s), RuntimeError,
+     "index 5 is out of bounds for dimension 0 with size 3"),
+    (lambda x, s: tape.scatter_add(x, 0, tape.zeros(2, 5, dtype=tape.int64), s), RuntimeError,
+     "Expected index [2, 5] to be no larger than self [3, 4] apart from dimension 0 and to be no larger size than "
+     "src [3, 4]"),
+    (lambda x, s: tape.scatter_add(x, 0, tape.zeros(2, dtype=tape.int64), s), RuntimeError,
+     "Index tensor must have the same number of dimensions as self tensor"),
+    (lambda x, s: tape.scatter(x, 0, tape.zeros(1, 1, dtype=tape.int64), s.float()), RuntimeError,
+     "scatter(): Expected self.dtype to be equal to src.dtype"),
+    (lambda x, s: tape.scatter(x, 0, tape.zeros(1, 1), s), RuntimeError,
+     "scatter(): Expected dtype int32/int64 for index"),
+    (lambda x, s: tape.index_add(x, 0, tape.tensor([0]), s[:2]), RuntimeError,
+     "index_add_(): Number of indices (1) should be equal to source.size(dim): (2), for dim: 0"),
+    (lambda x, s: tape.index_add(x, 0, tape.tensor([[0]]), s[:1]), IndexError,
+     "index_add_(): Index is supposed to be a vector, but got dim: 2 with type: Long and size: [1, 1]"),
+    (lambda x, s: tape.index_add(x, 0, tape.tensor([0]), s[:1, :2]), RuntimeError,
+     "source tensor shape must match self tensor shape, excluding the specified dimension. Got self.shape = "
+     "[3, 4] source.shape = [1, 2]"),
+    (lambda x, s: x.scatter_add_(0, tape.zeros(1, 1, dtype=tape.int64), s), RuntimeError,
+     "a leaf Variable that requires grad is being used in an in-place operation."),
+])
+def test_scatter_and_index_add_refuse_as_pytorch(call, error, message):
+    x = tape.zeros(3, 4, requires_grad=True)
+    with pytest.raises(error) as info:
+        call(x, tape.ones(3, 4))
+    assert str(info.value) == message

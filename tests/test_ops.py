@@ -73,6 +73,18 @@ def _accumulated_ref(a, index, b):
     return out
 
 
+def _scattered_ref(a, index, b, accumulate):
+    """scatter (or scatter_add) along dim 0 of NumPy arrays."""
+    out = np.array(a, copy=True)
+    index = np.array(index)
+    columns = np.broadcast_to(np.arange(index.shape[1]), index.shape)
+    if accumulate:
+        np.add.at(out, (index, columns), b[:index.shape[0], :index.shape[1]])
+    else:
+        out[index, columns] = b[:index.shape[0], :index.shape[1]]
+    return out
+
+
 def _view_changed(base, v):
     """base's last columns, a view, multiplied in place by v: base's node is
     CopySlices, the view's AsStridedBackward0; the two overlap in the result."""
@@ -365,6 +377,14 @@ CASES += [
     Case("index_put_", lambda x, v: (x * 1.0).index_put_((tape.tensor([1, 0]), tape.tensor([2, 2])), v.sin()) * x,
          lambda a, b: _assigned_ref(a, ([1, 0], [2, 2]), np.sin(b)) * a, ((2, 3), (1,))),
     Case("in_place_on_a_view", lambda x, v: _view_changed(x * 1.0, v), _view_changed_ref, ((2, 3), (2,))),
+    Case("scatter", lambda x, v: x.scatter(0, tape.tensor([[2, 0], [1, 2]]), v * v) * x,
+         lambda a, b: _scattered_ref(a, [[2, 0], [1, 2]], b * b, False) * a, ((3, 2), (2, 2))),
+    Case("scatter_value", lambda x: (x * 1.0).scatter_(1, tape.tensor([[1], [0], [1]]), 0.5) * x,
+         lambda a: _scattered_ref(a.T, [[1, 0, 1]], np.full((1, 3), 0.5), False).T * a, ((3, 2),)),
+    Case("scatter_add", lambda x, v: tape.scatter_add(x, 0, tape.tensor([[2, 0], [2, 2]]), v * v) * x,
+         lambda a, b: _scattered_ref(a, [[2, 0], [2, 2]], b * b, True) * a, ((3, 2), (2, 2))),
+    Case("index_add", lambda x, v: x.index_add(0, tape.tensor([2, 0, 2]), v.sin(), alpha=2) * x,
+         lambda a, b: _accumulated_ref(a, [2, 0, 2], 2 * np.sin(b)) * a, ((3, 2), (3, 2))),
     Case("diff", lambda x, a: tape.diff(x * x, n=2, dim=0, append=a), lambda b, c: np.diff(b * b, 2, 0, append=c),
          ((3, 2), (1, 2))),
     Case("take_along_dim", lambda x: tape.take_along_dim(x, tape.tensor([[2, 0]]), dim=1) * x[:, :1],
