@@ -923,6 +923,31 @@ def pow(x, exponent):
     return _by_operands(x, exponent, _pow_number, _rpow_number, _pow_tensor)
 
 
+@declare(signature="input, nan=None, posinf=None, neginf=None, *, out=None", batch=elementwise)
+def nan_to_num(input, nan=None, posinf=None, neginf=None):
+    """input with nan, inf and -inf replaced by `nan`, `posinf` and `neginf`
+    (by default 0 and the dtype's largest and smallest finite values); the
+    replaced elements get no gradient."""
+    if input.dtype.kind not in "fc":
+        return input.clone()
+    finfo = np.finfo(input.dtype)
+    return (input.masked_fill(input.isnan(), 0.0 if nan is None else nan)
+            .masked_fill(input == math.inf, finfo.max if posinf is None else posinf)
+            .masked_fill(input == -math.inf, finfo.min if neginf is None else neginf))
+
+
+@declare(signature="input, *, out=None", batch=elementwise)
+def deg2rad(input):
+    """input converted from degrees to radians."""
+    return input * (math.pi / 180)
+
+
+@declare(signature="input, *, out=None", batch=elementwise)
+def rad2deg(input):
+    """input converted from radians to degrees."""
+    return input * (180 / math.pi)
+
+
 def _in_float64(v):
     """A float_power operand computed in float64: a tensor cast (differentiably), a number as a float."""
     if isinstance(v, Tensor):

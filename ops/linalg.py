@@ -7,6 +7,7 @@ import builtins
 import collections
 import math
 import string
+import warnings
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from tape._record import broadcast_shapes, formula_node, record, sum_to
 from tape._registry import SAVES_X, SAVES_Y, defop, native_helper
 from tape._tape import state
 from tape._node import keep_arguments
-from tape._tensor import Tensor, contiguous_strides, new_tensor, wrap_value
+from tape._tensor import Tensor, _norm_dim, contiguous_strides, new_tensor, wrap_value
 
 from ops.comparison import _expect_tensor
 from ops.elementwise import scalar_in
@@ -520,6 +521,45 @@ def _batched_outer(op, args):
     row = batched(unsqueeze(y.phys, -2), y.levels) if isinstance(y, BatchedTensor) else unsqueeze(y, 0)
     levels, (c, r) = aligned([column, row])
     return batched(c * r, levels)
+
+
+def _cross(input, other, dim):
+    """The cross product of 3-vectors along dim: a rolled product of the
+    operands (component i is a[i+1] b[i+2] - a[i+2] b[i+1]), written with
+    methods so that vmap's rules run for batched operands (`composite`)."""
+    if input.ndim != other.ndim:
+        raise RuntimeError("linalg.cross: inputs must have the same number of dimensions.")
+    d = _norm_dim(dim, input.ndim)
+    if input.shape[d] != 3 or other.shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got {input.shape[d]} and "
+                           f"{other.shape[d]}")
+    return input.roll(-1, d) * other.roll(-2, d) - input.roll(-2, d) * other.roll(-1, d)
+
+
+@declare(signature="input, other, *, dim=-1, out=None", operands=2, module="linalg", batch=composite)
+def cross(input, other, *, dim=-1):
+    """The cross product of 3-vectors along dim, the operands broadcast.
+
+    >>> import tape
+    >>> tape.linalg.cross(tape.tensor([1., 0., 0.]), tape.tensor([0., 1., 0.])).tolist()
+    [0.0, 0.0, 1.0]
+    """
+    return _cross(input, other, dim)
+
+
+def _deprecated_cross(input, other, dim=None):
+    """torch.cross: without dim, along the first dim of size 3, with PyTorch's warning."""
+    if dim is None:
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\nPlease either pass the dim "
+                      "explicitly or simply use torch.linalg.cross.\nThe default value of dim will change to agree "
+                      "with that of linalg.cross in a future release.", UserWarning, stacklevel=3)
+        dim = next((k for k, n in enumerate(input.shape) if n == 3), None)
+        if dim is None:
+            raise RuntimeError("no dimension of size 3 in input")
+    return _cross(input, other, dim)
+
+
+declare(_deprecated_cross, name="cross", signature="input, other, dim=None, *, out=None", operands=2, batch=composite)
 
 
 @declare(signature="input, vec2, *, out=None", operands=2, batch=_batched_outer, aliases=("ger",))

@@ -874,6 +874,61 @@ def _cumsum_vjp(ctx, g):
 _CUMSUM = defop("cumsum", "CumsumBackward0", 1, vjp=_cumsum_vjp, native=_cumsum_native, saved=(("dim", "arg"),))
 
 
+def _moment_and_mean(moment, input, dim, unbiased, keepdim, correction):
+    if isinstance(dim, bool):  # var_mean(x, True): the unbiased overload
+        dim, unbiased = None, dim
+    dims = dim if dim is not None else tuple(range(input.ndim))
+    return (getattr(input, moment)(dim, unbiased, keepdim, correction=correction),
+            input.mean(dims, keepdim=keepdim) if input.ndim else input.mean())
+
+
+@declare(signature=_MOMENT, methods=(), batch=composite)
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(var, mean) over dim (all by default), as a tuple.
+
+    >>> import tape
+    >>> tape.var_mean(tape.tensor([1., 2., 3.]))
+    (tensor(1.), tensor(2.))
+    """
+    return _moment_and_mean("var", input, dim, unbiased, keepdim, correction)
+
+
+@declare(signature=_MOMENT, methods=(), batch=composite)
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """(std, mean) over dim (all by default), as a tuple."""
+    return _moment_and_mean("std", input, dim, unbiased, keepdim, correction)
+
+
+_AminmaxResult = collections.namedtuple("aminmax", ["min", "max"])  # as torch.return_types.aminmax
+
+
+@declare(signature="input, *, dim=None, keepdim=False, out=None", batch=composite)
+def aminmax(input, *, dim=None, keepdim=False):
+    """(min, max) over dim (all dims by default), a named tuple; ties share
+    each one's gradient, as amin's and amax's."""
+    dims = () if dim is None else dim
+    if input.numel() == 0 and (dim is None or input.shape[_norm_dim(dim, input.ndim)] == 0):
+        raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the operation has no "
+                           "identity.")
+    return _AminmaxResult(input.amin(dims, keepdim), input.amax(dims, keepdim))
+
+
+@declare(signature="input, dim=None, keepdim=False, *, dtype=None, out=None", batch=composite)
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """The sum over dim (all by default) of the elements that are not nan, which get the gradient."""
+    return input.masked_fill(input.isnan(), 0).sum(dim, keepdim, dtype=dtype)
+
+
+@declare(signature="input, dim=None, keepdim=False, *, dtype=None, out=None", batch=composite)
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """The mean over dim (all by default) of the elements that are not nan."""
+    if input.dtype.kind not in "fc":
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex dtype but got "
+                           f"{scalar_type_name(input.dtype)}")
+    kept = ~input.isnan()
+    return input.nansum(dim, keepdim, dtype=dtype) / kept.sum(dim, keepdim)
+
+
 @declare(signature="input, n=1, dim=-1, prepend=None, append=None, *, out=None", batch=along("dim"))
 def diff(input, n=1, dim=-1, prepend=None, append=None):
     """The n-th forward difference along dim, x[i + 1] - x[i] (for bools,

@@ -4,6 +4,8 @@ gradients, and the gradients at ties, zeros and other edges. Their gradients
 elsewhere go through the table of tests/test_ops.py; their errors are in
 tests/test_errors.py."""
 import contextlib
+import math
+import warnings
 
 import numpy as np
 import pytest
@@ -534,4 +536,44 @@ def test_scatter_and_index_add_refuse_as_pytorch(call, error, message):
     x = tape.zeros(3, 4, requires_grad=True)
     with pytest.raises(error) as info:
         call(x, tape.ones(3, 4))
+    assert str(info.value) == message
+
+
+def test_cross_moments_and_nan_reductions_give_pytorchs_values():
+    # PyTorch 2.13 on the same inputs
+    a = tape.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]], requires_grad=True)
+    b = tape.tensor([[0.0, 1.0, -1.0], [2.0, 0.0, 1.0]])
+    assert tape.linalg.cross(a, b).tolist() == [[-5.0, 1.0, 1.0], [5.0, 8.0, -10.0]]
+    assert tape.linalg.cross(a, b[:1]).tolist() == [[-5.0, 1.0, 1.0], [-11.0, 4.0, 4.0]]
+    with pytest.warns(UserWarning, match=r"^Using torch\.cross without specifying the dim arg is deprecated\."):
+        assert tape.cross(a, b).tolist() == [[-5.0, 1.0, 1.0], [5.0, 8.0, -10.0]]
+    assert tape.var_mean(a, 1, keepdim=True)[0].tolist() == [[1.0], [1.0]]
+    assert [t.tolist() for t in tape.std_mean(a, 0, correction=0)] == [[1.5, 1.5, 1.5], [2.5, 3.5, 4.5]]
+    assert tape.var_mean(a, False)[0].item() == pytest.approx(35 / 12)
+    lo, hi = tape.aminmax(a, dim=1)
+    assert (lo.tolist(), hi.tolist(), type(tape.aminmax(a)).__name__) == ([1.0, 4.0], [3.0, 6.0], "aminmax")
+    n = tape.tensor([1.0, NAN, 3.0], requires_grad=True)
+    assert (tape.nansum(n).item(), tape.nanmean(n).item()) == (4.0, 2.0)
+    assert tape.autograd.grad(tape.nanmean(n), n)[0].tolist() == [0.5, 0.0, 0.5]
+    inf = float("inf")
+    assert tape.nan_to_num(tape.tensor([NAN, inf, -inf, 1.0]), nan=0.5, posinf=9.0, neginf=-9.0).tolist() == [
+        0.5, 9.0, -9.0, 1.0]
+    assert tape.nan_to_num(tape.tensor([inf], dtype=tape.float32)).item() == 3.4028234663852886e+38
+    assert tape.deg2rad(tape.tensor([180])).tolist() == [math.pi]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda a: tape.linalg.cross(a[:, :2], a[:, :2]), "linalg.cross: inputs dimension -1 must have length 3. Got 2 and 2"),
+    (lambda a: tape.linalg.cross(a[0], a), "linalg.cross: inputs must have the same number of dimensions."),
+    (lambda a: tape.cross(a[:, :2], a[:, :2]), "no dimension of size 3 in input"),
+    (lambda a: tape.aminmax(tape.zeros(0)),
+     "aminmax(): cannot compute aminmax over an empty dimension as the operation has no identity."),
+    (lambda a: tape.nanmean(tape.tensor([1, 2])),
+     "nanmean(): expected input to have floating point or complex dtype but got Long"),
+])
+def test_cross_and_nan_reductions_refuse_as_pytorch(call, message):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError) as info:
+            call(tape.ones(2, 3))
     assert str(info.value) == message

@@ -35,6 +35,7 @@ _UNBIASED = ["'unbiased' defaults to None, not True"]
 KNOWN_DIFFERENCES = {
     "Tensor.div_": _ROUNDING_MODE, "Tensor.divide_": _ROUNDING_MODE,
     "tape.var": _UNBIASED, "tape.std": _UNBIASED, "Tensor.var": _UNBIASED, "Tensor.std": _UNBIASED,
+    "tape.var_mean": _UNBIASED, "tape.std_mean": _UNBIASED,
     # x.squeeze(0, 1) and x.count_nonzero(0, 1): tape takes the dims as one tuple
     "Tensor.squeeze": ["no *dim"], "Tensor.count_nonzero": ["no *dim"],
 }

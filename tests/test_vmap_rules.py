@@ -77,7 +77,7 @@ UNARY = {
     "relu": real, "sigmoid": real, "tanh": real, "sign": real, "floor": real, "ceil": real, "trunc": real,
     "round": real, "asin": unit, "acos": unit, "atan": real, "arcsin": unit, "arccos": unit, "arctan": real,
     "sinh": real, "cosh": real, "asinh": real, "acosh": above_one, "atanh": unit, "erf": real, "silu": real,
-    "gelu": real, "softplus": real, "fix": real, "positive": real,
+    "gelu": real, "softplus": real, "fix": real, "positive": real, "deg2rad": real, "rad2deg": real, "nan_to_num": real,
 }
 BINARY = {
     "add": real, "sub": real, "subtract": real, "mul": real, "multiply": real, "div": positive,
@@ -211,6 +211,14 @@ def _shape_cases():
         case("unflatten", "unflatten", lambda x: tape.unflatten(x, -1, (2, -1)), real(B, 3, 4)),
         case("sum_to_size", "sum_to_size", lambda x: x.sum_to_size(1, 4), real(B, 3, 4)),
         case("diff", "diff", lambda x: tape.diff(x, n=2, dim=0), real(B, 4, 3)),
+        case("nan_to_num-values", "nan_to_num", lambda x: (x / (x > 0)).nan_to_num(0.5, 2.0), real(B, 5)),
+        case("nansum", "nansum", lambda x: tape.nansum(x.log(), 1), real(B, 2, 5)),
+        case("nanmean-method", "nanmean", lambda x: x.log().nanmean(), real(B, 5)),
+        case("aminmax", "aminmax", lambda x: tape.aminmax(x, dim=-1).max, real(B, 3, 4)),
+        case("var_mean", "var_mean", lambda x: tape.var_mean(x, 0)[0], real(B, 3, 4)),
+        case("std_mean", "std_mean", lambda x: tape.std_mean(x, dim=1, correction=0)[1], real(B, 3, 4)),
+        case("cross", "cross", lambda x, y: tape.cross(x, y, dim=0), real(B, 3, 2), real(B, 3, 2)),
+        case("linalg.cross", "linalg.cross", tape.linalg.cross, real(B, 2, 3), real(B, 1, 3)),
         case("diff-batched-append", "diff", lambda x, a: x.diff(append=a), real(B, 2, 3), real(B, 2, 1)),
         case("cat", "cat", lambda x, y: tape.cat([x, y, W4[None]], dim=0), real(B, 2, 4), real(B, 1, 4)),
         case("stack", "stack", lambda x, y: tape.stack((x, y), dim=-1), real(B, 4), real(4), in_dims=(0, None)),
