@@ -8,9 +8,11 @@ rows to a flat struct-of-arrays tape; backward is one Numba-compiled sweep.
 >>> round(x.grad.item(), 4)
 -2.6146
 """
-from ._dtypes import (bool_ as bool, float16, float32, float64, get_default_dtype, int8, int16, int32,
+import math as _math
+
+from ._dtypes import (bool_ as bool, finfo, float16, float32, float64, get_default_dtype, iinfo, int8, int16, int32,
                       int64, set_default_dtype, uint8)
-from ._tensor import Tensor, device, is_floating_point, is_tensor, numel
+from ._tensor import Size, Tensor, device, is_floating_point, is_tensor, numel
 from ._factories import (as_tensor, empty_like, from_numpy, full_like, manual_seed, ones_like, rand_like,
                          randn_like, tensor, zeros_like)
 from ._grad_mode import (enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled,
@@ -51,10 +53,12 @@ arange, empty, eye, full, linspace, ones, rand, randint, randn, zeros = (
 # PyTorch's names of dtypes, the same objects as ours (tape.float is tape.float32)
 half, float, double = float16, float32, float64
 short, int, long = int16, int32, int64
+# and its constants
+pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
 
 __version__ = "0.1.0"
 _MODULES = ("autograd", "func", "linalg", "utils", "viz")
-_ENGINE = ["Tensor", "device", "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
+_ENGINE = ["Tensor", "Size", "device", "finfo", "iinfo", "pi", "e", "inf", "nan", "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
            "half", "float", "double", "short", "int", "long", "get_default_dtype", "set_default_dtype",
            "is_floating_point", "is_tensor", "numel", "arange", "as_tensor", "empty", "empty_like", "eye",
            "from_numpy", "full", "full_like", "linspace", "manual_seed", "ones", "ones_like", "rand", "rand_like",

@@ -3,7 +3,7 @@ import numpy as np
 
 __all__ = ["float64", "float32", "float16", "int64", "int32", "int16", "int8", "uint8", "bool_",
            "get_default_dtype", "set_default_dtype", "as_dtype", "scalar_type_name", "cpp_type_name",
-           "promote_types", "result_type", "promoted"]
+           "promote_types", "result_type", "promoted", "finfo", "iinfo"]
 
 # NumPy makes one dtype object per type, so PyTorch's aliases (tape.float,
 # tape.long, ...) are the same objects: `tape.float is tape.float32`
@@ -124,3 +124,43 @@ def not_implemented_for(kernel, dtype):
 def cpp_type_name(dtype):
     """The C++ name of `dtype`, which some PyTorch errors use ("double" for float64)."""
     return _CPP_TYPE_NAMES.get(dtype.name, dtype.name)
+
+
+
+class finfo:
+    """The limits of a floating dtype (the default dtype without `type`), as
+    torch.finfo: Python numbers, from NumPy's finfo.
+
+    >>> import tape
+    >>> tape.finfo(tape.float32).eps
+    1.1920928955078125e-07
+    """
+
+    def __init__(self, type=None):
+        dtype = _default[0] if type is None else as_dtype(type)
+        if dtype.kind != "f":
+            raise TypeError("torch.finfo() requires a floating point input type. Use torch.iinfo to handle "
+                            "'torch.finfo'")
+        info = np.finfo(dtype)
+        self.bits, self.dtype = info.bits, dtype.name
+        self.eps, self.max, self.min, self.resolution = (float(v) for v in (info.eps, info.max, info.min,
+                                                                             info.resolution))
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+
+    def __repr__(self):
+        return (f"finfo(resolution={self.resolution:g}, min={self.min:g}, max={self.max:g}, eps={self.eps:g}, "
+                f"smallest_normal={self.smallest_normal:g}, tiny={self.tiny:g}, dtype={self.dtype})")
+
+
+class iinfo:
+    """The limits of an integer dtype, as torch.iinfo (bits, max, min: Python ints)."""
+
+    def __init__(self, type):
+        dtype = as_dtype(type)
+        if dtype.kind not in "iub":
+            raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo to handle 'torch.iinfo'")
+        info = np.iinfo(dtype)
+        self.bits, self.max, self.min, self.dtype = info.bits, int(info.max), int(info.min), dtype.name
+
+    def __repr__(self):
+        return f"iinfo(min={self.min:g}, max={self.max:g}, dtype={self.dtype})"

@@ -18,7 +18,7 @@ from ._registry import CONST, LEAF, REGISTRY, SAVES_OUT, SAVES_X, SAVES_Y, SAVES
 from ._saved import FREED_MESSAGE, drop_packed, keep_stand_in_reads, unpack_saved
 from ._saved import row_tensor as _row_tensor
 from ._tape import DATA_FIELD, FREED, RETAIN, RG, TARGET, anomaly, current_row, state, where
-from ._tensor import DetachedInPlace, Tensor, new_tensor, warn_once, wrap_value
+from ._tensor import DetachedInPlace, Size, Tensor, new_tensor, warn_once, wrap_value
 
 __all__ = ["backward", "grad", "force_retaped", "raise_modified", "current_graph_task_id", "will_execute"]
 
@@ -77,7 +77,7 @@ def _seeds(outputs, grad_outputs):
 
 
 def _size(shape):
-    return f"tape.Size({list(shape)})"
+    return repr(Size(shape))
 
 
 def _root_rows(tp, outputs):

@@ -15,12 +15,29 @@ from ._tape import DATA_FIELD, RETAIN, StaleView, current_row, recorded_row, sta
 from ._registry import LEAF, SAVES_OUT
 from . import _format
 
-__all__ = ["Tensor", "device", "check_device", "is_tensor", "numel", "is_floating_point",
+__all__ = ["Tensor", "Size", "device", "check_device", "is_tensor", "numel", "is_floating_point",
            "new_tensor", "refuse_half_grad", "wrap_value"]
 
 # the device types PyTorch's device strings may name
 _DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga",
                  "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone")
+
+
+class Size(tuple):
+    """PyTorch's `torch.Size`: a shape, a tuple of ints (Tensor.shape is a
+    plain tuple, which compares equal to it).
+
+    >>> import tape
+    >>> tape.Size([2, 3])
+    tape.Size([2, 3])
+    """
+    __slots__ = ()
+
+    def __repr__(self):
+        return f"tape.Size({list(self)})"
+
+    def numel(self):
+        return int(np.prod(self, dtype=np.int64))
 
 
 class device:

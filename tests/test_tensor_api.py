@@ -2,6 +2,7 @@
 and layout queries, casts, new_* factories, bitwise and logical ops, factory
 keywords, repr wrapping and the legacy constructor. Expected values are
 PyTorch 2.13's (with float64 as its default dtype)."""
+import math
 import warnings
 
 import numpy as np
@@ -422,3 +423,27 @@ def test_T_off_matrices_warns_once_as_pytorch(monkeypatch):
         assert tape.ones(2, 3).T.shape == (3, 2)
     assert [str(w.message)[:24] for w in caught] == ["The use of `x.T` on tens",
                                                       "Tensor.T is deprecated o"]
+
+
+def test_constants_dtype_limits_size_and_autograd_grad_modes_as_pytorch():
+    # PyTorch 2.13: torch.pi and friends, finfo/iinfo of Python numbers with its repr, torch.Size a tuple
+    assert (tape.pi, tape.e, tape.inf) == (math.pi, math.e, math.inf) and math.isnan(tape.nan)
+    f32 = tape.finfo(tape.float32)
+    assert (f32.eps, f32.max, f32.tiny, f32.bits, f32.dtype) == (1.1920928955078125e-07, 3.4028234663852886e+38,
+                                                                  1.1754943508222875e-38, 32, "float32")
+    assert repr(f32) == ("finfo(resolution=1e-06, min=-3.40282e+38, max=3.40282e+38, eps=1.19209e-07, "
+                         "smallest_normal=1.17549e-38, tiny=1.17549e-38, dtype=float32)")
+    assert tape.finfo().eps == 2.220446049250313e-16  # the default dtype's
+    assert (tape.iinfo(tape.int64).max, tape.iinfo(tape.int32).bits) == (9223372036854775807, 32)
+    with pytest.raises(TypeError, match=r"^torch\.finfo\(\) requires a floating point input type\."):
+        tape.finfo(tape.int64)
+    with pytest.raises(TypeError, match=r"^torch\.iinfo\(\) requires an integer input type\."):
+        tape.iinfo(tape.float32)
+    size = tape.Size([2, 3])
+    assert (repr(size), size == (2, 3), size.numel(), tape.zeros(size).shape) == ("tape.Size([2, 3])", True, 6, (2, 3))
+    x = tape.ones(2, requires_grad=True)
+    with tape.autograd.no_grad():
+        assert not (x * 2).requires_grad
+    with tape.autograd.grad_mode.set_grad_enabled(False):
+        with tape.autograd.enable_grad():
+            assert (x * 2).requires_grad

@@ -589,6 +589,8 @@ NOT_OPS = {
     "is_anomaly_check_nan_enabled",
     # a transform of functions (tape.compile), not an op
     "compile",
+    # shapes, dtype limits and constants
+    "Size", "finfo", "iinfo", "pi", "e", "inf", "nan",
 }
 
 
