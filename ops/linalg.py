@@ -547,6 +547,74 @@ def cross(input, other, *, dim=-1):
     return _cross(input, other, dim)
 
 
+@declare(signature="x, y, *, dim=-1, out=None", operands=2, module="linalg", batch=composite)
+def vecdot(x, y, *, dim=-1):
+    """The dot product of x and y along dim, broadcast."""
+    return (x * y).sum(dim)
+
+
+@declare(signature="x1, x2, p=2.0, compute_mode='use_mm_for_euclid_dist_if_necessary'", methods=(), operands=2,
+         batch=composite)
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The p-norm distance between each row of x1 and each row of x2 (over
+    the leading batch dims): the norm of their differences, whose gradient
+    at a zero distance is 0, as PyTorch's."""
+    if x1.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: {x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    return (x1.unsqueeze(-2) - x2.unsqueeze(-3)).norm(p, dim=-1)
+
+
+def _tensordot_dims(a, b, dims):
+    """The dims of a and of b that tensordot contracts, PyTorch's way."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, (int, np.integer)):
+        if dims < 0:
+            raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
+        if dims > builtins.min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        return list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    da, db = dims
+    da, db = ([da] if isinstance(da, int) else list(da)), ([db] if isinstance(db, int) else list(db))
+    if len(da) != len(db):
+        raise RuntimeError("both dimension lists should have same length")
+    return [_norm_dim(d, a.ndim) for d in da], [_norm_dim(d, b.ndim) for d in db]
+
+
+@declare(signature="a, b, dims=2, out=None", methods=(), operands=2, batch=composite)
+def tensordot(a, b, dims=2):
+    """The sum of products of a and b over the dims `dims` names (the last
+    `dims` of a with the first of b, or two lists), as one matrix product."""
+    da, db = _tensordot_dims(a, b, dims)
+    for i, j in zip(da, db):
+        if a.shape[i] != b.shape[j]:
+            raise RuntimeError(f"contracted dimensions need to match, but first has size {a.shape[i]} in dim {i} "
+                               f"and second has size {b.shape[j]} in dim {j}")
+    fa = [d for d in range(a.ndim) if d not in da]
+    fb = [d for d in range(b.ndim) if d not in db]
+    k = int(np.prod([a.shape[d] for d in da], dtype=np.int64))
+    left = a.permute(fa + da).reshape(-1, k)
+    right = b.permute(db + fb).reshape(k, -1)
+    return (left @ right).reshape([a.shape[d] for d in fa] + [b.shape[d] for d in fb])
+
+
+@declare(signature="input, other, *, out=None", operands=2, batch=composite)
+def kron(input, other):
+    """The Kronecker product: every element of input times all of other, laid out in blocks."""
+    nd = builtins.max(input.ndim, other.ndim)
+    a = input.reshape((1,) * (nd - input.ndim) + input.shape)
+    b = other.reshape((1,) * (nd - other.ndim) + other.shape)
+    # a's dim k, then b's: their products interleave into the blocks
+    spread = a.reshape([n for d in a.shape for n in (d, 1)]) * b.reshape([n for d in b.shape for n in (1, d)])
+    return spread.reshape([x * y for x, y in zip(a.shape, b.shape)])
+
+
 def _deprecated_cross(input, other, dim=None):
     """torch.cross: without dim, along the first dim of size 3, with PyTorch's warning."""
     if dim is None:

@@ -6,12 +6,16 @@ Gauss-Jordan elimination (`inverse`, copied into the sweep; the sweep links
 no LAPACK) and multiply through BLAS (`add_product`); the differentiable VJPs
 are written with these ops, so every order of derivative exists.
 """
+import builtins
 import collections
+import functools
+import math
 
 import numpy as np
 
 from ops._declare import declare, exports
-from tape._batched import BatchedTensor, batched, leading, levels_of, over_dims
+from tape._batched import BatchedTensor, batched, composite, leading, levels_of, over_dims
+from tape._factories import eye as tape_eye
 
 from tape._dtypes import scalar_type_name
 from tape._record import broadcast_shapes, op_result, quiet
@@ -250,6 +254,48 @@ def slogdet(A):
     _square("slogdet", A)
     sign, logabsdet = quiet(np.linalg.slogdet, A._array())
     return _SlogdetResult(op_result(_SLOGDET_SIGN, sign, (A,)), op_result(_SLOGDET, logabsdet, (A,), p=0.0))
+
+
+@declare(signature="input", batch=composite)
+def logdet(input):
+    """The log of the determinant of each square matrix: nan where it is
+    negative, -inf where it is 0 (slogdet's log|det|, selected by its sign).
+
+    >>> import tape
+    >>> tape.logdet(tape.eye(2) * 2).item() == 2 * math.log(2)
+    True
+    """
+    sign, logabsdet = input.slogdet()
+    return logabsdet.masked_fill(sign < 0, math.nan)
+
+
+@declare(signature="A, n, *, out=None", methods=("matrix_power",), module="linalg", batch=composite)
+def matrix_power(A, n):
+    """A to the integer power n by repeated squaring (A's inverse for n < 0),
+    each product an mm, as PyTorch's."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+        raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    _square("matrix_power", A)
+    if n == 0:
+        return tape_eye(A.shape[-1], dtype=A.dtype).expand(A.shape).clone()
+    base, n, result = (A.inverse() if n < 0 else A), builtins.abs(int(n)), None
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
+
+
+@declare(signature="tensors, *, out=None", module="linalg", batch=composite)
+def multi_dot(tensors):
+    """The product of a list of matrices (the first and last may be vectors),
+    left to right."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    return functools.reduce(lambda a, b: a @ b, tensors)
 
 
 # solve: X = A^-1 B, so gB = A^-T g and gA = -gB X^T

@@ -965,6 +965,24 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     return x
 
 
+@declare(signature="y, x=None, *, dx=1, dim=-1", methods=(), operands=2, batch=composite)
+def trapezoid(y, x=None, *, dx=1, dim=-1):
+    """The trapezoidal rule's integral of y along dim, at the sample points
+    x (a tensor) or with the spacing dx."""
+    d = _norm_dim(dim, y.ndim)
+    length = y.shape[d]
+    if length == 0:
+        return y.sum(d)
+    pairs = y.narrow(d, 1, length - 1) + y.narrow(d, 0, length - 1)
+    if isinstance(x, Tensor):
+        xd = _norm_dim(dim, x.ndim)
+        widths = x.narrow(xd, 1, x.shape[xd] - 1) - x.narrow(xd, 0, x.shape[xd] - 1)
+        if x.ndim == 1 and y.ndim > 1:  # the sample points along dim, the same for every row
+            widths = widths.reshape([-1 if k == d else 1 for k in range(y.ndim)])
+        return (pairs * widths).sum(d) / 2
+    return pairs.sum(d) * dx / 2
+
+
 def _expandable(shape, to):
     """Whether `shape` broadcasts to `to`."""
     return len(shape) <= len(to) and all(s in (1, t) for s, t in zip(reversed(shape), reversed(to)))

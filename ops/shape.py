@@ -1139,6 +1139,39 @@ def ravel(input):
     return input.contiguous().view(-1)  # as PyTorch's: a copy is CloneBackward0, then ViewBackward0
 
 
+@declare(signature="*tensors, indexing=None", methods=(), batch=composite)
+def meshgrid(*tensors, indexing=None):
+    """Grids of the 0-d or 1-D tensors: the k-th result is tensor k along
+    dim k, expanded to every tensor's length ("ij" indexing; "xy" swaps the
+    first two dims), each a view.
+
+    >>> import tape
+    >>> [g.tolist() for g in tape.meshgrid(tape.tensor([1, 2]), tape.tensor([3, 4, 5]), indexing="ij")][0]
+    [[1, 1, 1], [2, 2, 2]]
+    """
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        tensors = tuple(tensors[0])
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the indexing argument.",
+                      UserWarning, stacklevel=3)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise RuntimeError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", but received: {indexing}")
+    for t in tensors:
+        if t.ndim > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but got: {t}")
+    if len({t.dtype for t in tensors}) > 1:
+        raise RuntimeError("torch.meshgrid: Expected all tensors in the tensor list to have the same dtype.")
+    swap = indexing == "xy" and len(tensors) >= 2
+    order = [1, 0, *range(2, len(tensors))] if swap else list(range(len(tensors)))
+    sizes = [tensors[k].numel() for k in order]
+    out = []
+    for k, t in enumerate(tensors):
+        at = order.index(k)
+        out.append(t.reshape([-1 if d == at else 1 for d in range(len(sizes))]).expand(sizes))
+    return tuple(out)
+
+
 @declare(signature="input, dim, sizes", batch=composite)
 def unflatten(input, dim, sizes):
     """input with dim `dim` split into dims of `sizes` (one of them may be

@@ -7,10 +7,10 @@ import collections
 import numpy as np
 
 from ops._declare import declare, exports
-from tape._batched import along, over_dims
+from tape._batched import along, elementwise, over_dims
 from tape._node import keep_arguments
 from tape._registry import SAVES_ROW, RowTensor, defop
-from tape._tensor import _norm_dim, new_tensor, wrap_value
+from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.shape import _flat_positions, _gather, _gather_native, _index_vjp, gathered_index
 
@@ -151,6 +151,49 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
                            new_tensor(np.zeros((), np.int64)))
     order = _sorted_order(input._array(), d, largest)
     return _selected(_TOPK, input, dim, d, np.take(order, np.arange(k), axis=d), _TopkResult)
+
+
+def _positions(sorted_sequence, values, right, side, out_int32):
+    """Where values would go in sorted_sequence (each row of it for a
+    batch): np.searchsorted of each row, as int64 (int32 with out_int32)."""
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but got {side}")
+        if right and side == "left":
+            raise RuntimeError("side and right can't be set to opposites, got side of left while right was True")
+        right = side == "right"
+    seq = sorted_sequence._array() if isinstance(sorted_sequence, Tensor) else np.asarray(sorted_sequence)
+    v = values._array() if isinstance(values, Tensor) else np.asarray(values)
+    side = "right" if right else "left"
+    if seq.ndim <= 1:
+        out = np.searchsorted(seq, v, side)
+    else:
+        if seq.shape[:-1] != v.shape[:-1]:
+            raise RuntimeError(f"torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+                               f"dimensions of boundaries tensor and input value tensor must match, but we got "
+                               f"boundaries tensor {list(seq.shape)} and input value tensor {list(v.shape)}")
+        rows = seq.reshape(-1, seq.shape[-1])
+        out = np.stack([np.searchsorted(r, w, side) for r, w in zip(rows, v.reshape(len(rows), -1))]).reshape(v.shape)
+    return new_tensor(wrap_value(np.asarray(out, np.int32 if out_int32 else np.int64)))
+
+
+@declare(signature="sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None, out=None",
+         methods=(), operands=2, batch=elementwise)
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None, sorter=None):
+    """The indices where the elements of input would be inserted into
+    sorted_sequence (along its last dim) to keep it sorted; no gradient."""
+    if sorter is not None:
+        sorted_sequence = sorted_sequence.gather(-1, sorter)
+    return _positions(sorted_sequence, input, right, side, out_int32)
+
+
+@declare(signature="input, boundaries, *, out_int32=False, right=False, out=None", methods=(), operands=2,
+         batch=elementwise)
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The index of the bucket of `boundaries` (1-D, sorted) each element of input falls in; no gradient."""
+    if isinstance(boundaries, Tensor) and boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim({boundaries.ndim})")
+    return _positions(boundaries, input, right, None, out_int32)
 
 
 __all__ = exports(globals())

@@ -9,7 +9,7 @@ import numpy as np
 from ._dtypes import as_dtype, get_default_dtype, promote_types, scalar_type_name
 from ._tensor import Tensor, check_device, new_tensor, read_hooks, refuse_half_grad, wrap_value
 
-__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye", "arange",
+__all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye", "arange", "logspace",
            "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like",
            "rand_like", "randn_like", "manual_seed"]
 
@@ -210,6 +210,13 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     return _make(np.linspace(start, end, int(steps), dtype=as_dtype(dtype) or get_default_dtype()),
+                 requires_grad, device)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _make(np.logspace(start, end, int(steps), base=base, dtype=as_dtype(dtype) or get_default_dtype()),
                  requires_grad, device)
 
 

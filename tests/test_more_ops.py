@@ -577,3 +577,50 @@ def test_cross_and_nan_reductions_refuse_as_pytorch(call, message):
         with pytest.raises(RuntimeError) as info:
             call(tape.ones(2, 3))
     assert str(info.value) == message
+
+
+def test_distances_contractions_grids_and_searches_give_pytorchs_values():
+    # PyTorch 2.13 on the same inputs
+    x = tape.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 1.0]], requires_grad=True)
+    y = tape.tensor([[0.0, 0.0], [2.0, 2.0]], requires_grad=True)
+    d = tape.cdist(x, y)
+    assert d[1, 1].item() == 1.0 and d[0, 1].item() == math.sqrt(8)
+    gx, gy = tape.autograd.grad((d * d).sum(), (x, y))  # a zero distance sends no gradient
+    assert (gx.tolist(), gy.tolist()) == ([[-4.0, -4.0], [0.0, 4.0], [8.0, 0.0]], [[-8.0, -6.0], [4.0, 6.0]])
+    assert tape.tensordot(x, y, dims=([1], [1])).tolist() == [[0.0, 0.0], [0.0, 6.0], [0.0, 8.0]]
+    rows, columns = tape.meshgrid(tape.tensor([1, 2]), tape.tensor([3, 4, 5]), indexing="xy")
+    assert (rows.shape, columns.tolist()[0]) == ((3, 2), [3, 3])
+    with pytest.warns(UserWarning, match="it will be required to pass the indexing argument"):
+        tape.meshgrid(tape.tensor([1, 2]), tape.tensor([3]))
+    assert tape.kron(tape.tensor([1, 2]), tape.tensor([[1, 10]])).tolist() == [[1, 10, 2, 20]]
+    assert tape.linalg.matrix_power(tape.tensor([[1.0, 1.0], [0.0, 1.0]]), 5).tolist() == [[1.0, 5.0], [0.0, 1.0]]
+    assert tape.linalg.matrix_power(tape.tensor([[2.0, 0.0], [0.0, 4.0]]), -1).tolist() == [[0.5, 0.0], [0.0, 0.25]]
+    assert math.isnan(tape.logdet(tape.tensor([[0.0, 1.0], [1.0, 0.0]])).item())
+    assert tape.logdet(tape.tensor([[0.0, 0.0], [1.0, 0.0]])).item() == -math.inf
+    assert tape.trapezoid(tape.tensor([1.0, 2.0, 4.0]), tape.tensor([0.0, 1.0, 3.0])).item() == 7.5
+    assert tape.logspace(0, 2, 3).tolist() == [1.0, 10.0, 100.0]
+    sequence = tape.tensor([1.0, 2.0, 3.0])
+    assert tape.searchsorted(sequence, tape.tensor([0.5, 2.0, 3.5])).tolist() == [0, 1, 3]
+    assert tape.searchsorted(sequence, tape.tensor([2.0]), right=True).tolist() == [2]
+    assert tape.searchsorted(tape.tensor([[1.0, 2.0, 3.0], [0.0, 5.0, 6.0]]), tape.tensor([[2.5], [1.0]])).tolist() == [
+        [2], [1]]
+    assert tape.searchsorted(sequence, tape.tensor([2.0]), out_int32=True).dtype == tape.int32
+    assert tape.bucketize(tape.tensor([0.5, 2.0, 3.5]), sequence).tolist() == [0, 1, 3]
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda x: tape.cdist(x[0], x), "cdist only supports at least 2D tensors, X1 got: 1D"),
+    (lambda x: tape.cdist(x, x[:, :1]), "X1 and X2 must have the same number of columns. X1: 2 X2: 1"),
+    (lambda x: tape.tensordot(x, x, dims=([1], [0])),
+     "contracted dimensions need to match, but first has size 2 in dim 1 and second has size 3 in dim 0"),
+    (lambda x: tape.linalg.multi_dot([x]), "multi_dot(): expected at least 2 tensors but got 1"),
+    (lambda x: tape.linalg.matrix_power(x, 2), "linalg.matrix_power: A must be batches of square matrices, but they "
+     "are 3 by 2 matrices"),
+    (lambda x: tape.searchsorted(x[0], x[0], side="middle"),
+     "torch.searchsorted(): side can only be 'left' or 'right' but got middle"),
+    (lambda x: tape.bucketize(x[0], x), "boundaries tensor must be 1 dimension, but got dim(2)"),
+])
+def test_distances_contractions_and_searches_refuse_as_pytorch(call, message):
+    with pytest.raises(RuntimeError) as info:
+        call(tape.ones(3, 2))
+    assert str(info.value) == message
