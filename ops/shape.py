@@ -1188,8 +1188,8 @@ def unflatten(input, dim, sizes):
     n, known = input.shape[d], int(np.prod([s for s in given if s != -1]))
     new = [n // known if s == -1 and given.count(-1) == 1 and known and n % known == 0 else s for s in given]
     if int(np.prod(new)) != n or any(s < 0 for s in new):
-        raise RuntimeError(f"unflatten: Provided sizes {list(given)} don't multiply up to the size of dim {dim} ({n}) in "
-                           "the input tensor")
+        raise RuntimeError(f"unflatten: Provided sizes {list(given)} don't multiply up to the size of dim {dim} "
+                           f"({n}) in the input tensor")
     return input.view(input.shape[:d] + tuple(new) + input.shape[d + 1:])
 
 
