@@ -5,10 +5,10 @@ are constants: nothing is recorded."""
 import numpy as np
 
 from ops._declare import declare, exports
-from tape._batched import NO_RULE, elementwise, no_rule, over_dims
+from tape._batched import NO_RULE, batched, elementwise, no_rule, over_dims
 from tape._dtypes import promoted, scalar_type_name
 from tape._record import broadcast_shapes, operand_value
-from tape._tensor import Tensor, compared_hooks, new_tensor, note_value_read, wrap_value
+from tape._tensor import Tensor, _norm_dim, compared_hooks, new_tensor, note_value_read, wrap_value
 
 from ops.reduction import _dims
 
@@ -136,10 +136,13 @@ def equal(input, other):
     return bool(np.array_equal(input._array(), other._array()))
 
 
-@declare(signature="input, *, out=None, as_tuple=False",
-         batch=no_rule("vmap: We do not support batching operators that can output dynamic shape. Attempted to "
-                       "vmap over aten::{name}. Please file an issue at https://github.com/pytorch/pytorch/issues "
-                       "if you need this feature."))
+# PyTorch's refusal of an op whose result's shape depends on the values
+_DYNAMIC = no_rule("vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over "
+                   "aten::{name}. Please file an issue at https://github.com/pytorch/pytorch/issues if you need this "
+                   "feature.")
+
+
+@declare(signature="input, *, out=None, as_tuple=False", batch=_DYNAMIC)
 def nonzero(input, *, as_tuple=False):
     """The indices of the nonzero elements: an int64 tensor of one row per
     element and one column per dim, or with as_tuple a tuple of one index
@@ -153,6 +156,75 @@ def nonzero(input, *, as_tuple=False):
     if as_tuple:
         return tuple(new_tensor(i.astype(np.int64)) for i in np.nonzero(np.atleast_1d(a)))
     return new_tensor(np.argwhere(a).astype(np.int64))
+
+
+@declare(signature="input", batch=_DYNAMIC)
+def argwhere(input):
+    """The indices of the nonzero elements, one row per element (nonzero).
+
+    >>> import tape
+    >>> tape.argwhere(tape.tensor([0., 1., 2.])).tolist()
+    [[1], [2]]
+    """
+    return nonzero(input)
+
+
+@declare(signature="input, sorted=True, return_inverse=False, return_counts=False, dim=None", batch=_DYNAMIC)
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The distinct elements of input, sorted (or its distinct slices along
+    dim); with return_inverse, where each element (slice) went, and with
+    return_counts how often each occurs. No gradient.
+
+    >>> import tape
+    >>> tape.unique(tape.tensor([3, 1, 3])).tolist()
+    [1, 3]
+    """
+    a = input._array()
+    axis = None if dim is None else _norm_dim(dim, input.ndim)
+    values, inverse, counts = np.unique(a, return_inverse=True, return_counts=True, axis=axis)
+    inverse = inverse.reshape(a.shape if axis is None else (a.shape[axis],)).astype(np.int64)
+    out = [new_tensor(wrap_value(values))]
+    if return_inverse:
+        out.append(new_tensor(wrap_value(inverse)))
+    if return_counts:
+        out.append(new_tensor(wrap_value(counts.astype(np.int64))))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def _histogram(a, bins, lo, hi):
+    """PyTorch's histc of array a: over [lo, hi], or over a's range when both
+    are 0, widened by 1 each way when it is one value."""
+    if lo == hi == 0 and a.size:
+        lo, hi = float(a.min()), float(a.max())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    return np.histogram(a, bins, (lo, hi))[0].astype(a.dtype)
+
+
+def _histc_rule(op, args):
+    """histc of each sample: a histogram per row of the physical value (a
+    constant: no graph to batch)."""
+    x = args.arguments["input"]
+    a = args.arguments
+    rows = x.phys._array().reshape(x.phys.shape[:len(x.levels)] + (-1,))
+    flat = rows.reshape(-1, rows.shape[-1])
+    counts = np.stack([_histogram(r, a.get("bins", 100), a.get("min", 0), a.get("max", 0)) for r in flat])
+    return batched(new_tensor(wrap_value(counts.reshape(rows.shape[:-1] + (-1,)))), x.levels)
+
+
+@declare(signature="input, bins=100, min=0, max=0, *, out=None", batch=_histc_rule)
+def histc(input, bins=100, min=0, max=0):
+    """The histogram of input's elements in `bins` equal bins over [min, max]
+    (the elements' own range when both are 0); elements outside are left out.
+    No gradient.
+
+    >>> import tape
+    >>> tape.histc(tape.tensor([1., 2., 1.]), bins=4, min=0, max=3).tolist()
+    [0.0, 2.0, 1.0, 0.0]
+    """
+    if input.dtype.kind not in "f":
+        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{scalar_type_name(input.dtype)}\'')
+    return new_tensor(wrap_value(_histogram(input._array(), bins, min, max)))
 
 
 @declare(signature="input, dim=None", batch=over_dims())

@@ -45,12 +45,13 @@ FACTORY_SIGNATURES = {
     "arange": "start=None, end=None, step=1, *, out=None, dtype=None, device=None, requires_grad=False",
     "linspace": "start, end, steps, *, out=None, dtype=None, device=None, requires_grad=False",
     "logspace": "start, end, steps, base=10.0, *, out=None, dtype=None, device=None, requires_grad=False",
+    "randperm": "n, *, out=None, dtype=None, device=None, requires_grad=False",
     "randint": "low=0, high=None, size=(), *, out=None, dtype=None, device=None, requires_grad=False",
 }
-arange, empty, eye, full, linspace, logspace, ones, rand, randint, randn, zeros = (
+arange, empty, eye, full, linspace, logspace, ones, rand, randint, randn, randperm, zeros = (
     _with_signature(getattr(_factories, _name), _name, FACTORY_SIGNATURES[_name], factory=True)
     for _name in ("arange", "empty", "eye", "full", "linspace", "logspace", "ones", "rand", "randint", "randn",
-                  "zeros"))
+                  "randperm", "zeros"))
 
 # PyTorch's names of dtypes, the same objects as ours (tape.float is tape.float32)
 half, float, double = float16, float32, float64
@@ -60,12 +61,13 @@ pi, e, inf, nan = _math.pi, _math.e, _math.inf, _math.nan
 
 __version__ = "0.1.0"
 _MODULES = ("autograd", "func", "linalg", "utils", "viz")
-_ENGINE = ["Tensor", "Size", "device", "finfo", "iinfo", "pi", "e", "inf", "nan", "bool", "float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8",
-           "half", "float", "double", "short", "int", "long", "get_default_dtype", "set_default_dtype",
-           "is_floating_point", "is_tensor", "numel", "arange", "as_tensor", "empty", "empty_like", "eye",
-           "from_numpy", "full", "full_like", "linspace", "logspace", "manual_seed", "ones", "ones_like", "rand", "rand_like",
-           "randint", "randn", "randn_like", "tensor", "zeros", "zeros_like", "enable_grad", "inference_mode",
-           "is_grad_enabled", "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "is_anomaly_enabled",
+_ENGINE = ["Tensor", "Size", "device", "finfo", "iinfo", "pi", "e", "inf", "nan", "bool", "float16", "float32",
+           "float64", "int8", "int16", "int32", "int64", "uint8", "half", "float", "double", "short", "int", "long",
+           "get_default_dtype", "set_default_dtype", "is_floating_point", "is_tensor", "numel", "arange",
+           "as_tensor", "empty", "empty_like", "eye", "from_numpy", "full", "full_like", "linspace", "logspace",
+           "manual_seed", "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like", "randperm",
+           "tensor", "zeros", "zeros_like", "enable_grad", "inference_mode", "is_grad_enabled",
+           "is_inference_mode_enabled", "no_grad", "set_grad_enabled", "is_anomaly_enabled",
            "is_anomaly_check_nan_enabled", "compile"]
 
 

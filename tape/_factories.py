@@ -10,7 +10,7 @@ from ._dtypes import as_dtype, get_default_dtype, promote_types, scalar_type_nam
 from ._tensor import Tensor, check_device, new_tensor, read_hooks, refuse_half_grad, wrap_value
 
 __all__ = ["tensor", "as_tensor", "from_numpy", "zeros", "ones", "full", "empty", "eye", "arange", "logspace",
-           "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like",
+           "randperm", "linspace", "rand", "randn", "randint", "zeros_like", "ones_like", "full_like", "empty_like",
            "rand_like", "randn_like", "manual_seed"]
 
 _rng = [np.random.default_rng()]
@@ -236,6 +236,13 @@ def rand(*dims, size=None, dtype=None, device=None, requires_grad=False):
 def randn(*dims, size=None, dtype=None, device=None, requires_grad=False):
     dtype = _float_dtype(dtype, "normal_kernel_cpu")
     return _make(_rng[0].standard_normal(_size(dims, size)).astype(dtype), requires_grad, device)
+
+
+def randperm(n, *, dtype=None, device=None, requires_grad=False):
+    """A random permutation of 0..n-1, from the generator manual_seed seeds."""
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    return _make(_rng[0].permutation(int(n)).astype(as_dtype(dtype) or np.int64), requires_grad, device)
 
 
 def randint(low=0, high=None, size=(), *, dtype=None, device=None, requires_grad=False):

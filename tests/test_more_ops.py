@@ -563,7 +563,8 @@ def test_cross_moments_and_nan_reductions_give_pytorchs_values():
 
 
 @pytest.mark.parametrize("call, message", [
-    (lambda a: tape.linalg.cross(a[:, :2], a[:, :2]), "linalg.cross: inputs dimension -1 must have length 3. Got 2 and 2"),
+    (lambda a: tape.linalg.cross(a[:, :2], a[:, :2]),
+     "linalg.cross: inputs dimension -1 must have length 3. Got 2 and 2"),
     (lambda a: tape.linalg.cross(a[0], a), "linalg.cross: inputs must have the same number of dimensions."),
     (lambda a: tape.cross(a[:, :2], a[:, :2]), "no dimension of size 3 in input"),
     (lambda a: tape.aminmax(tape.zeros(0)),
@@ -624,3 +625,28 @@ def test_distances_contractions_and_searches_refuse_as_pytorch(call, message):
     with pytest.raises(RuntimeError) as info:
         call(tape.ones(3, 2))
     assert str(info.value) == message
+
+
+def test_argwhere_unique_histc_and_randperm_give_pytorchs_values():
+    # PyTorch 2.13 on the same inputs
+    x = tape.tensor([[3.0, 1.0, 3.0], [0.0, 1.0, 2.0]])
+    assert tape.argwhere(x).tolist() == [[0, 0], [0, 1], [0, 2], [1, 1], [1, 2]]
+    assert (tape.argwhere(tape.tensor(1.0)).shape, tape.argwhere(tape.tensor(0.0)).shape) == ((1, 0), (0, 0))
+    values, inverse = tape.unique(x, return_inverse=True)
+    assert (values.tolist(), inverse.tolist()) == ([0.0, 1.0, 2.0, 3.0], [[3, 1, 3], [0, 1, 2]])
+    assert tape.unique(x, return_counts=True)[1].tolist() == [1, 2, 1, 2]
+    columns, where, counts = tape.unique(x, dim=1, return_inverse=True, return_counts=True)
+    assert (columns.tolist(), where.tolist(), counts.tolist()) == ([[1.0, 3.0, 3.0], [1.0, 0.0, 2.0]], [1, 0, 2],
+                                                                  [1, 1, 1])
+    assert tape.histc(x, bins=4).tolist() == [1.0, 2.0, 1.0, 2.0]
+    assert tape.histc(x, bins=3, min=1, max=3).tolist() == [2.0, 1.0, 2.0]
+    assert tape.histc(tape.tensor([1.0, 1.0]), bins=2).tolist() == [0.0, 2.0]
+    with pytest.raises(NotImplementedError, match=r"^\"histogram_cpu\" not implemented for 'Long'$"):
+        tape.histc(tape.tensor([1, 2]))
+    tape.manual_seed(0)
+    first = tape.randperm(6)
+    tape.manual_seed(0)
+    assert (first.dtype, sorted(first.tolist())) == (tape.int64, list(range(6)))
+    assert tape.randperm(6).tolist() == first.tolist()  # the generator manual_seed seeds
+    with pytest.raises(RuntimeError, match=r"^Trying to create tensor with negative dimension -1: \[-1\]$"):
+        tape.randperm(-1)

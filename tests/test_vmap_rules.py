@@ -237,6 +237,8 @@ def _shape_cases():
              real(B, 4)),
         case("searchsorted-batched-sequence", "searchsorted", lambda s, v: tape.searchsorted(s.sort().values, v),
              real(B, 5), real(B, 3)),
+        case("histc", "histc", lambda x: tape.histc(x, bins=4), real(B, 2, 5)),
+        case("histc-range", "histc", lambda x: x.histc(3, -0.5, 0.5), real(B, 6)),
         case("bucketize", "bucketize", lambda v: tape.bucketize(v, tape.tensor([-0.5, 0.0, 0.5]), right=True),
              real(B, 2, 4)),
         case("diff-batched-append", "diff", lambda x, a: x.diff(append=a), real(B, 2, 3), real(B, 2, 1)),
@@ -548,6 +550,8 @@ ERRORS = [
               "because for each batch this would return a differently shaped Tensor. Please file an issue at "
               "https://github.com/pytorch/pytorch/issues if you need this feature."),
     ErrorCase("error-nonzero", "nonzero", tape.nonzero, real(B, 4), DYNAMIC_SHAPE.format(op="nonzero")),
+    ErrorCase("error-argwhere", "argwhere", tape.argwhere, real(B, 4), DYNAMIC_SHAPE.format(op="argwhere")),
+    ErrorCase("error-unique", "unique", lambda x: x.unique(), real(B, 4), DYNAMIC_SHAPE.format(op="unique")),
     ErrorCase("error-where-one-argument", "where", lambda x: tape.where(x > 0), real(B, 4),
               DYNAMIC_SHAPE.format(op="where")),
     ErrorCase("error-boolean-mask-indexing", "__getitem__", lambda x: x[x > 0], real(B, 4),
@@ -611,7 +615,7 @@ NOT_OPS = {
     "compile",
     # shapes, dtype limits and constants
     "Size", "finfo", "iinfo", "pi", "e", "inf", "nan",
-    "logspace",
+    "logspace", "randperm",
 }
 
 
