@@ -20,7 +20,7 @@ from tape._record import binary, record, sum_to
 from tape._node import keep_arguments, keep_arguments_of
 from tape._registry import SAVES_ROW, SAVES_X, RowTensor, defop, lookup, native_helper
 from tape._tape import DATA_FIELD, RETAIN, StaleView, state, where
-from tape._tensor import Tensor, _dead_token, _norm_dim, new_tensor, wrap_value
+from tape._tensor import Tensor, _dead_token, _norm_dim, new_tensor, warn_once, wrap_value
 
 from ops import elementwise, linalg
 from ops.selection import masked_fill
@@ -673,6 +673,9 @@ _SCATTER_VALUE = defop("scatter_value", "ScatterBackward1", 2, saves=SAVES_ROW, 
                        native=_index_put_native, saved=_SCATTER_SAVED)
 _SCATTER_ADD = defop("scatter_add", "ScatterAddBackward0", 2, saves=SAVES_ROW, vjp=_index_put_accumulate_vjp,
                      native=_index_put_accumulate_native, saved=_SCATTER_SAVED)
+# scatter with reduce=: recorded, and refused by backward, as PyTorch's
+_SCATTER_REDUCE = defop("scatter_reduce_legacy", "NotImplemented", 2,
+                        not_differentiable="derivative for aten::scatter is not implemented")
 _INDEX_ADD = defop("index_add", "IndexAddBackward0", 2, saves=SAVES_ROW, vjp=_index_put_accumulate_vjp,
                    native=_index_put_accumulate_native, saved=(
                        ("alpha", "scalar"), ("dim", "arg"),
@@ -924,15 +927,31 @@ def _scatter_positions(input, dim, index, src_shape):
     return np.ravel_multi_index(tuple(grid), shape).reshape(-1).astype(np.int64), given
 
 
-def _scattered(input, dim, index, src, value, accumulate):
+def _scattered(input, dim, index, src, value, accumulate, reduce=None):
     """compute for _apply and its operands: scatter's put of src (or of the
-    number `value`) and scatter_add's, at _scatter_positions."""
+    number `value`; with `reduce`, added or multiplied in) and scatter_add's,
+    at _scatter_positions."""
     if src is not None and src.dtype != input.dtype:
         raise RuntimeError("scatter(): Expected self.dtype to be equal to src.dtype")
+    if reduce is not None and reduce not in ("add", "multiply"):
+        raise RuntimeError("reduce argument must be either add or multiply.")
     where_, a = _scatter_positions(input, dim, index, src.shape if src is not None else index.shape)
     kept = {"dim": dim, "index": a}
     if src is not None and src.shape != a.shape:  # src's leading block, as PyTorch reads it
         src = src[tuple(slice(0, n) for n in a.shape)]
+    if reduce is not None:
+        if src is not None:
+            warn_once("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a "
+                      "future PyTorch release. Use torch.scatter_reduce instead for more reduction options.", 4)
+        ufunc = np.add if reduce == "add" else np.multiply
+
+        def reduced(x, *v):
+            out = np.array(x._array(), copy=True, order="C")
+            ufunc.at(out.reshape(-1), where_, np.broadcast_to(v[0]._array() if v else value, a.shape).reshape(-1))
+            if not ((x._rg or v and v[0]._rg) and state.tape.grad_enabled):
+                return new_tensor(wrap_value(out))
+            return record(_SCATTER_REDUCE, wrap_value(out), (x, v[0] if v else None))
+        return reduced, (() if src is None else (src,))
     if accumulate:
         return (lambda x, v: _put_sum(x, where_, a.shape, v, kept, _SCATTER_ADD)), (src,)
     if src is None:
@@ -956,24 +975,22 @@ def _src_or_value(src, value):
 def scatter(input, dim, index, src=None, value=None, *, reduce=None):
     """input with the elements of src (or the number `value`) written at
     the positions `index` gives along dim: out[index[i][j]][j] = src[i][j]
-    for dim 0, and so on (the reverse of gather).
+    for dim 0, and so on (the reverse of gather). With reduce "add" or
+    "multiply" they are added or multiplied in, recorded without a gradient
+    (backward raises), as in PyTorch.
 
     >>> import tape
     >>> tape.zeros(3).scatter(0, tape.tensor([2, 0]), tape.tensor([1., 2.])).tolist()
     [2.0, 0.0, 1.0]
     """
-    if reduce is not None:
-        raise NotImplementedError("scatter(reduce=...) is not supported: use scatter_add")
-    compute, operands = _scattered(input, dim, index, *_src_or_value(src, value), False)
+    compute, operands = _scattered(input, dim, index, *_src_or_value(src, value), False, reduce)
     return compute(input, *operands)
 
 
 @declare(function=False, methods=("scatter_",), operands=3, batch=along("dim"))
 def scatter_(input, dim, index, src=None, value=None, *, reduce=None):
     """scatter, in place."""
-    if reduce is not None:
-        raise NotImplementedError("scatter_(reduce=...) is not supported: use scatter_add_")
-    compute, operands = _scattered(input, dim, index, *_src_or_value(src, value), False)
+    compute, operands = _scattered(input, dim, index, *_src_or_value(src, value), False, reduce)
     _apply(input, compute, *operands)
     return input
 

@@ -177,5 +177,6 @@ OPCODES = {
     "scatter_value": 172,
     "scatter_add": 173,
     "index_add": 174,
+    "scatter_reduce_legacy": 175,
 }
-NEXT_OPCODE = 175
+NEXT_OPCODE = 176

@@ -650,3 +650,22 @@ def test_argwhere_unique_histc_and_randperm_give_pytorchs_values():
     assert tape.randperm(6).tolist() == first.tolist()  # the generator manual_seed seeds
     with pytest.raises(RuntimeError, match=r"^Trying to create tensor with negative dimension -1: \[-1\]$"):
         tape.randperm(-1)
+
+
+def test_scatter_with_reduce_adds_or_multiplies_and_refuses_backward_as_pytorch():
+    x = tape.ones(2, 3, requires_grad=True)
+    src = tape.full((1, 3), 2.0, requires_grad=True)
+    index = tape.tensor([[0, 1, 0]])
+    with warnings.catch_warnings(record=True) as caught:  # once per process, as PyTorch's TORCH_WARN_ONCE
+        warnings.simplefilter("always")
+        added = tape.scatter(x, 0, index, src, reduce="add")
+    deprecated = ("The reduce argument of torch.scatter with Tensor src is deprecated and will be removed in a future "
+                  "PyTorch release. Use torch.scatter_reduce instead for more reduction options.")
+    assert [str(w.message) for w in caught] in ([], [deprecated]) and deprecated in tape._tensor._WARNED
+    assert added.tolist() == [[3.0, 1.0, 3.0], [1.0, 3.0, 1.0]] and type(added.grad_fn).__name__ == "NotImplemented"
+    assert tape.scatter(x, 0, index, 3.0, reduce="multiply").tolist() == [[3.0, 1.0, 3.0], [1.0, 3.0, 1.0]]
+    assert tape.ones(2, 3).scatter_(0, index, 3.0, reduce="add").tolist() == [[4.0, 1.0, 4.0], [1.0, 4.0, 1.0]]
+    with pytest.raises(RuntimeError, match="^derivative for aten::scatter is not implemented$"):
+        added.sum().backward()
+    with pytest.raises(RuntimeError, match="^reduce argument must be either add or multiply.$"):
+        tape.scatter(x, 0, index, src, reduce="mean")
