@@ -18,14 +18,17 @@ from tape._batched import BatchedTensor, batched, composite, leading, levels_of,
 from tape._factories import eye as tape_eye
 
 from tape._dtypes import scalar_type_name
-from tape._record import broadcast_shapes, op_result, quiet
-from tape._registry import SAVES_OUT, SAVES_X, defop, native_helper
-from tape._tensor import Tensor, new_tensor
+from tape._node import keep_arguments
+from tape._record import broadcast_shapes, op_result, quiet, record
+from tape._registry import SAVES_OUT, SAVES_X, RowTensor, defop, native_helper
+from tape._tape import state
+from tape._tensor import Tensor, new_tensor, wrap_value
 
 from ops.linalg import matmul
 from ops.reduction import amax, amin, norm as _vector_norm, sum as _sum
 from ops.selection import tril
-from ops.shape import _no_gradient, _no_gradient_native, as_new_tensor, expand, squeeze, unsqueeze
+from ops.shape import (_SLICE, _descriptor, _no_gradient, _no_gradient_native, _strided_view, as_new_tensor, expand,
+                       squeeze, unsqueeze)
 
 class LinAlgError(RuntimeError):
     """A matrix function's input is singular or not positive-definite
@@ -296,6 +299,83 @@ def multi_dot(tensors):
     if len(tensors) < 2:
         raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
     return functools.reduce(lambda a, b: a @ b, tensors)
+
+
+# eigh: one row whose value is [L; V] (..., n + 1, n), the eigenvalues
+# above the eigenvectors, shown as the two results of one node by hidden
+# slices (HIDDEN, Note [Tape layout]). Its gradient is PyTorch's
+# linalg_eig_backward for a symmetric A, gA = V (diag(gL) + skew(V^T gV) / E)
+# V^T with E_ij = L_j - L_i; a pair of equal eigenvalues whose skew part is
+# 0 adds 0 (PyTorch skips the term when the eigenvectors get no gradient).
+def _eigh_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
+    n = osh[osh.size - 1]
+    block = (n + 1) * n
+    for m in range(O.size // block if block else 0):
+        at = m * block
+        V = O[at + n:at + block].reshape((n, n))
+        M = np.zeros((n, n))
+        add_product(M, V, True, G[at + n:at + block].reshape((n, n)), False)
+        R = np.empty((n, n))
+        for i in range(n):
+            for j in range(n):
+                skew = 0.5 * (M[i, j] - M[j, i])
+                R[i, j] = G[at + i] if i == j else 0.0 if skew == 0.0 else skew / (O[at + j] - O[at + i])
+        T = np.zeros((n, n))
+        add_product(T, V, False, R, False)
+        add_product(GA[m * n * n:(m + 1) * n * n].reshape((n, n)), T, False, V, True)
+
+
+def _eigh_vjp(ctx, g):
+    out = ctx.out
+    n = out.shape[-1]
+    L, V = out[..., 0, :], out[..., 1:, :]
+    M = V.mT @ g[..., 1:, :]
+    skew = (M - M.mT) * 0.5
+    diagonal = tape_eye(n, dtype=np.bool_)
+    ratio = (skew / (L.unsqueeze(-2) - L.unsqueeze(-1)).masked_fill(diagonal, 1.0)).masked_fill(skew == 0, 0.0)
+    return (V @ (ratio + g[..., 0, :].unsqueeze(-1) * tape_eye(n, dtype=out.dtype)) @ V.mT,)
+
+
+_EIGH = defop("linalg_eigh", "LinalgEighBackward0", 1, saves=SAVES_OUT, vjp=_eigh_vjp, native=_eigh_native,
+              saved=(("eigenvalues", RowTensor(lambda row, arguments: row.out._value[..., 0, :], of="out")),
+                     ("eigenvectors", RowTensor(lambda row, arguments: row.out._value[..., 1:, :], of="out"))))
+_EighResult = collections.namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])  # torch.return_types
+
+
+def _part(packed, key):
+    """A hidden slice of eigh's packed row: one of its node's results."""
+    desc = _descriptor(packed.shape, key)
+    value = np.array(_strided_view(packed._value, desc, np.shape(packed._value[key])))
+    return record(_SLICE, wrap_value(value), (packed,), ints=desc, hidden=True)
+
+
+@declare(signature="A, UPLO='L', *, out=None", module="linalg", batch=_square_matrices("eigh"))
+def eigh(A, UPLO="L"):
+    """The eigenvalues (ascending) and eigenvectors (the columns) of each
+    symmetric matrix of A, from its lower triangle (UPLO "U": the upper), a
+    named tuple; differentiable to any order, as PyTorch's (a gradient of the
+    eigenvectors at repeated eigenvalues is inf or nan there).
+
+    >>> import tape
+    >>> tape.linalg.eigh(tape.tensor([[2., 1.], [1., 2.]])).eigenvalues.tolist()
+    [1.0, 3.0]
+    """
+    _square("eigh", A)
+    if UPLO not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
+    w, v = quiet(np.linalg.eigh, A._array(), UPLO)
+    if not (A._rg and state.tape.grad_enabled):
+        return _EighResult(new_tensor(wrap_value(w)), new_tensor(wrap_value(v)))
+    packed = keep_arguments(record(_EIGH, wrap_value(np.concatenate([w[..., None, :], v], axis=-2)), (A,)),
+                            UPLO=UPLO)
+    return _EighResult(_part(packed, (Ellipsis, 0, slice(None))),
+                       _part(packed, (Ellipsis, slice(1, None), slice(None))))
+
+
+@declare(signature="A, UPLO='L', *, out=None", module="linalg", batch=_square_matrices("eigvalsh"))
+def eigvalsh(A, UPLO="L"):
+    """The eigenvalues (ascending) of each symmetric matrix of A: eigh's."""
+    return eigh(A, UPLO).eigenvalues
 
 
 # solve: X = A^-1 B, so gB = A^-T g and gA = -gB X^T

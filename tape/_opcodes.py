@@ -178,5 +178,6 @@ OPCODES = {
     "scatter_add": 173,
     "index_add": 174,
     "scatter_reduce_legacy": 175,
+    "linalg_eigh": 176,
 }
-NEXT_OPCODE = 176
+NEXT_OPCODE = 177

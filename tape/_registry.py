@@ -53,7 +53,9 @@ SAVED_TENSORS = {"x": SAVES_X, "y": SAVES_Y, "out": SAVES_OUT, "z": SAVES_Z}
 #                    another form (max's indices as the positions of its
 #                    gather): made from the row when read, `make(row,
 #                    arguments)`, and under saved_tensors_hooks packed when
-#                    the op keeps its arguments (after the row's own values)
+#                    the op keeps its arguments (after the row's own values);
+#                    `of="out"` for a part of a saved result (eigh's
+#                    eigenvalues of its packed [L; V]), which it then names
 #   a function       any other attribute: its value from the row, `f(row)`,
 #                    where row has the VJP's view of it (shape, x_shape,
 #                    y_shape, ints, c, p, needs)
@@ -68,11 +70,14 @@ _ATTRIBUTES = ("c", "p", "x_shape", "y_shape", "arg", "scalar")
 class RowTensor:
     """A saved tensor that the row keeps in another form: `make(row,
     arguments)` makes it, an array, or with `many` a tuple of arrays and
-    Nones (advanced indexing's indices) (Note [Saved values' names])."""
-    __slots__ = ("make", "many")
+    Nones (advanced indexing's indices); `of` names the saved tensor it is
+    part of, when it is one ("out": eigh's eigenvalues, part of its packed
+    result), else it is made from the row's ints or the call's arguments
+    (Note [Saved values' names])."""
+    __slots__ = ("make", "many", "of")
 
-    def __init__(self, make, many=False):
-        self.make, self.many = make, many
+    def __init__(self, make, many=False, of=None):
+        self.make, self.many, self.of = make, many, of
 
 
 def _saved_names(name, saved, saves, arity):
@@ -84,7 +89,7 @@ def _saved_names(name, saved, saves, arity):
     named = 0
     for n, s in saved:
         if isinstance(s, RowTensor):
-            named |= SAVES_ROW
+            named |= SAVES_ROW if s.of is None else SAVED_TENSORS[s.of]
             continue
         if callable(s) or s in _ATTRIBUTES:
             continue

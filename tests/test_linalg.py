@@ -161,3 +161,36 @@ def test_batched_matmul_has_pytorchs_nodes_and_gradients(sa, sb, ga, gb, nodes, 
     (out * out).sum().backward()
     assert (None if a.grad is None else round(float(a.grad.sum()), 6)) == grad_a
     assert (None if b.grad is None else round(float(b.grad.sum()), 6)) == grad_b
+
+
+def test_eigh_values_and_gradients_to_second_order_are_pytorchs():
+    # PyTorch 2.13 on the same matrix: the eigenvectors' squares do not depend on their signs
+    a = tape.tensor([[2.0, 1.0, 0.5], [1.0, 3.0, -1.0], [0.5, -1.0, 1.0]], requires_grad=True)
+    values, vectors = tape.linalg.eigh(a)
+    assert type(values.grad_fn).__name__ == "LinalgEighBackward0" and values.grad_fn is vectors.grad_fn
+    np.testing.assert_allclose(values.tolist(), [0.1599281908357783, 2.077063898617895, 3.7630079105463254],
+                               rtol=1e-12)
+    (g,) = tape.autograd.grad((values * tape.tensor([1.0, 2.0, 3.0])).sum() + (vectors ** 4).sum(), a,
+                              create_graph=True)
+    (h,) = tape.autograd.grad((g * g).sum(), a)
+    np.testing.assert_allclose(g.tolist(), [[1.905533645773937, 0.23657070906949573, 0.21393546923597506],
+                                            [0.2365707090694955, 2.8790494671206988, -0.626185126160125],
+                                            [0.21393546923597528, -0.626185126160125, 1.2154168871053663]],
+                               rtol=1e-10)
+    np.testing.assert_allclose(h.tolist(), [[0.2884134652275453, -0.5137639098667833, -0.18587616192677195],
+                                            [-0.5137639098667833, 0.11870946202365719, 0.04112051779470582],
+                                            [-0.18587616192677195, 0.04112051779470574, -0.40712292725120275]],
+                               rtol=1e-9, atol=1e-12)
+    assert tape.linalg.eigvalsh(a, UPLO="U").tolist() == tape.linalg.eigh(a, "U").eigenvalues.tolist()
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: tape.linalg.eigh(tape.ones(2, 3)),
+     "linalg.eigh: A must be batches of square matrices, but they are 2 by 3 matrices"),
+    (lambda: tape.linalg.eigh(tape.ones(2, 2), UPLO="X"), "Expected UPLO argument to be 'L' or 'U', but got X"),
+    (lambda: tape.linalg.eigh(tape.ones(3)), "linalg.eigh: The input tensor A must have at least 2 dimensions."),
+])
+def test_eigh_refuses_as_pytorch(call, message):
+    with pytest.raises(RuntimeError) as info:
+        call()
+    assert str(info.value) == message

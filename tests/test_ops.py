@@ -402,6 +402,10 @@ CASES += [
     Case("logdet_matrix_power", lambda x: tape.logdet(x @ x.mT + tape.eye(2)) * tape.linalg.matrix_power(x, -2),
          lambda a: np.log(np.linalg.det(a @ a.T + np.eye(2))) * np.linalg.matrix_power(a, -2), ((2, 2),),
          low=(1.0,), high=(2.0,), seed=3),
+    # the eigenvectors' signs are arbitrary: their squares, and the eigenvalues (the gradient is symmetric, as
+    # PyTorch's, so the matrix is: finite differences of one triangle would see half of it)
+    Case("eigh", lambda x: tape.linalg.eigh(x + x.mT).eigenvectors ** 2 * tape.linalg.eigvalsh(x + x.mT, UPLO="U"),
+         lambda a: np.linalg.eigh(a + a.T)[1] ** 2 * np.linalg.eigvalsh(a + a.T), ((3, 3),), seed=4),
     Case("multi_dot_vecdot", lambda x, y: tape.linalg.multi_dot([x, y, x.mT]) * tape.linalg.vecdot(x, x)[:, None],
          lambda a, b: a @ b @ a.T * (a * a).sum(-1)[:, None], ((2, 3), (3, 3))),
     Case("trapezoid", lambda y, x: tape.trapezoid(y, x) * tape.trapezoid(y, dx=0.5, dim=0).sum(),
