@@ -305,21 +305,29 @@ def multi_dot(tensors):
 # above the eigenvectors, shown as the two results of one node by hidden
 # slices (HIDDEN, Note [Tape layout]). Its gradient is PyTorch's
 # linalg_eig_backward for a symmetric A, gA = V (diag(gL) + skew(V^T gV) / E)
-# V^T with E_ij = L_j - L_i; a pair of equal eigenvalues whose skew part is
-# 0 adds 0 (PyTorch skips the term when the eigenvectors get no gradient).
+# V^T with E_ij = L_j - L_i. Where the eigenvectors get no gradient (all 0:
+# only the eigenvalues were used) the skew term is left out, as PyTorch
+# leaves it out for an undefined gradient, so that repeated eigenvalues give
+# no 0 / 0 there.
 def _eigh_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     n = osh[osh.size - 1]
     block = (n + 1) * n
-    for m in range(O.size // block if block else 0):
+    count = O.size // block if block else 0
+    vectors_used = False
+    for m in range(count):
+        for k in range(m * block + n, (m + 1) * block):
+            vectors_used = vectors_used or G[k] != 0.0
+    for m in range(count):
         at = m * block
         V = O[at + n:at + block].reshape((n, n))
         M = np.zeros((n, n))
-        add_product(M, V, True, G[at + n:at + block].reshape((n, n)), False)
+        if vectors_used:
+            add_product(M, V, True, G[at + n:at + block].reshape((n, n)), False)
         R = np.empty((n, n))
         for i in range(n):
             for j in range(n):
-                skew = 0.5 * (M[i, j] - M[j, i])
-                R[i, j] = G[at + i] if i == j else 0.0 if skew == 0.0 else skew / (O[at + j] - O[at + i])
+                R[i, j] = G[at + i] if i == j else 0.0 if not vectors_used else (
+                    0.5 * (M[i, j] - M[j, i]) / (O[at + j] - O[at + i]))
         T = np.zeros((n, n))
         add_product(T, V, False, R, False)
         add_product(GA[m * n * n:(m + 1) * n * n].reshape((n, n)), T, False, V, True)
@@ -329,11 +337,13 @@ def _eigh_vjp(ctx, g):
     out = ctx.out
     n = out.shape[-1]
     L, V = out[..., 0, :], out[..., 1:, :]
-    M = V.mT @ g[..., 1:, :]
-    skew = (M - M.mT) * 0.5
-    diagonal = tape_eye(n, dtype=np.bool_)
-    ratio = (skew / (L.unsqueeze(-2) - L.unsqueeze(-1)).masked_fill(diagonal, 1.0)).masked_fill(skew == 0, 0.0)
-    return (V @ (ratio + g[..., 0, :].unsqueeze(-1) * tape_eye(n, dtype=out.dtype)) @ V.mT,)
+    R = g[..., 0, :].unsqueeze(-1) * tape_eye(n, dtype=out.dtype)
+    gV = g[..., 1:, :]
+    if gV._array().any():
+        M = V.mT @ gV
+        # the diagonal of the skew part is 0: divided by 1 there
+        R = R + (M - M.mT) * 0.5 / (L.unsqueeze(-2) - L.unsqueeze(-1)).masked_fill(tape_eye(n, dtype=np.bool_), 1.0)
+    return (V @ R @ V.mT,)
 
 
 _EIGH = defop("linalg_eigh", "LinalgEighBackward0", 1, saves=SAVES_OUT, vjp=_eigh_vjp, native=_eigh_native,

@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "0e9eab44276616fe"
+REGISTRY_DIGEST = "2dd6e1d770cfd9b0"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 16, 16, 16, 16, 16, 0, 4], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 16, 16, 16, 16, 16, 0, 4], np.int64)
@@ -6426,16 +6426,22 @@ def _k_index_put_accumulate(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA
 def _vjp_linalg_eigh(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
     n = osh[osh.size - 1]
     block = (n + 1) * n
-    for m in range(O.size // block if block else 0):
+    count = O.size // block if block else 0
+    vectors_used = False
+    for m in range(count):
+        for k in range(m * block + n, (m + 1) * block):
+            vectors_used = vectors_used or G[k] != 0.0
+    for m in range(count):
         at = m * block
         V = O[at + n:at + block].reshape((n, n))
         M = np.zeros((n, n))
-        add_product(M, V, True, G[at + n:at + block].reshape((n, n)), False)
+        if vectors_used:
+            add_product(M, V, True, G[at + n:at + block].reshape((n, n)), False)
         R = np.empty((n, n))
         for i in range(n):
             for j in range(n):
-                skew = 0.5 * (M[i, j] - M[j, i])
-                R[i, j] = G[at + i] if i == j else 0.0 if skew == 0.0 else skew / (O[at + j] - O[at + i])
+                R[i, j] = G[at + i] if i == j else 0.0 if not vectors_used else (
+                    0.5 * (M[i, j] - M[j, i]) / (O[at + j] - O[at + i]))
         T = np.zeros((n, n))
         add_product(T, V, False, R, False)
         add_product(GA[m * n * n:(m + 1) * n * n].reshape((n, n)), T, False, V, True)
