@@ -1009,6 +1009,43 @@ def sum_to_size(input, *size):
     return out.view(shape) if lead else out
 
 
+def _running_extreme(name, ufunc, input, dim):
+    """(values, indices) of cummax (ufunc np.maximum) or cummin along dim:
+    the running extreme and where it is, the last of equal ones, nan from the
+    first nan on (its index); the values gathered from input, which sends
+    their gradient to those indices."""
+    if input.ndim == 0:
+        return _CUMULATIVE[name](input * 1, new_tensor(wrap_value(np.zeros((), np.int64))))
+    d = _norm_dim(dim, input.ndim)
+    a = input._array()
+    values = ufunc.accumulate(a, axis=d)
+    positions = np.arange(a.shape[d]).reshape([-1 if k == d else 1 for k in range(a.ndim)])
+    indices = np.maximum.accumulate(np.where(a == values, positions, -1), axis=d)
+    nan = np.isnan(a)
+    if nan.any():
+        first = np.maximum.accumulate(np.where(nan, positions, -1), axis=d)  # a nan's own index...
+        first = np.where(first >= 0, np.argmax(nan, axis=d, keepdims=True), -1)  # ...is the first one's
+        indices = np.where(first >= 0, first, indices)
+    index = new_tensor(wrap_value(indices.astype(np.int64)))
+    return _CUMULATIVE[name](input.gather(d, index), index)
+
+
+_CUMULATIVE = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("cummax", "cummin")}
+
+
+@declare(signature="input, dim, *, out=None", batch=along("dim"))
+def cummax(input, dim):
+    """The running maximum along dim and its indices, a named tuple; the
+    gradient goes to the indices, as PyTorch's."""
+    return _running_extreme("cummax", np.maximum, input, dim)
+
+
+@declare(signature="input, dim, *, out=None", batch=along("dim"))
+def cummin(input, dim):
+    """The running minimum along dim and its indices, a named tuple."""
+    return _running_extreme("cummin", np.minimum, input, dim)
+
+
 @declare(signature="input, dim, *, dtype=None, out=None", batch=along("dim"))
 def cumsum(input, dim, *, dtype=None):
     """The running sum along dim."""

@@ -669,3 +669,14 @@ def test_scatter_with_reduce_adds_or_multiplies_and_refuses_backward_as_pytorch(
         added.sum().backward()
     with pytest.raises(RuntimeError, match="^reduce argument must be either add or multiply.$"):
         tape.scatter(x, 0, index, src, reduce="mean")
+
+
+def test_cummax_and_cummin_give_pytorchs_values_indices_and_gradients():
+    # PyTorch 2.13: the last of equal extremes, nan from the first nan on, the gradient to the indices
+    x = tape.tensor([1.0, 3.0, 3.0, 2.0, 5.0, NAN, 4.0], requires_grad=True)
+    top = tape.cummax(x, 0)
+    assert type(top).__name__ == "cummax" and top.indices.tolist() == [0, 1, 2, 2, 4, 5, 5]
+    assert top.values.tolist()[:5] == [1.0, 3.0, 3.0, 3.0, 5.0] and math.isnan(top.values.tolist()[6])
+    assert x.cummin(0).indices.tolist() == [0, 0, 0, 0, 0, 5, 5]
+    assert tape.autograd.grad(top.values[:5].sum(), x)[0].tolist() == [1.0, 1.0, 2.0, 0.0, 1.0, 0.0, 0.0]
+    assert tape.cummax(tape.tensor([[1.0, 3.0], [3.0, 1.0]]), 0).indices.tolist() == [[0, 0], [1, 0]]

@@ -240,6 +240,8 @@ def _shape_cases():
              real(B, 4)),
         case("searchsorted-batched-sequence", "searchsorted", lambda s, v: tape.searchsorted(s.sort().values, v),
              real(B, 5), real(B, 3)),
+        case("cummax", "cummax", lambda x: tape.cummax(x, -1).values, real(B, 2, 5)),
+        case("cummin-indices", "cummin", lambda x: x.cummin(0).indices, real(B, 4, 2)),
         case("histc", "histc", lambda x: tape.histc(x, bins=4), real(B, 2, 5)),
         case("histc-range", "histc", lambda x: x.histc(3, -0.5, 0.5), real(B, 6)),
         case("bucketize", "bucketize", lambda v: tape.bucketize(v, tape.tensor([-0.5, 0.0, 0.5]), right=True),
