@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ops._declare import declare, exports
-from tape._batched import along, composite, elementwise, over_dims
+from tape._batched import along, batched, composite, elementwise, over_dims
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, not_implemented_for, scalar_type_name
 from tape._node import int_list, keep_arguments
@@ -1007,6 +1007,74 @@ def sum_to_size(input, *size):
     dims = tuple(range(lead)) + tuple(lead + k for k, s in enumerate(shape) if s == 1 and input.shape[lead + k] != 1)
     out = input.sum(dims, keepdim=True)
     return out.view(shape) if lead else out
+
+
+_MedianResult = {name: collections.namedtuple(name, ["values", "indices"]) for name in ("median", "nanmedian")}
+
+
+def _median(name, input, dim, keepdim, skip_nan):
+    """median and nanmedian: of all elements, the lower middle one (nan when
+    one is nan, unless skip_nan), its gradient shared by the elements equal
+    to it; along dim, the values and indices of the middle of a stable sort,
+    the gradient to the indices."""
+    a = input._array()
+    if dim is None:
+        flat = a.reshape(-1)
+        kept = flat[~np.isnan(flat)] if skip_nan else flat
+        if not flat.size:
+            return input.sum() * math.nan
+        value = math.nan if not kept.size or np.isnan(kept).any() else np.sort(kept)[(kept.size - 1) // 2]
+        if math.isnan(value):  # the nans share the gradient (PyTorch's evenly_distribute_backward)
+            nan = input.isnan()
+            return input.masked_fill(~nan, 0.0).sum() / nan.sum()
+        return input.masked_fill(input != float(value), -math.inf).amax()
+    d = _norm_dim(dim, input.ndim) if input.ndim else 0
+    if input.ndim and input.shape[d] == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+    rows = np.moveaxis(a.reshape(a.shape or (1,)), d, -1)
+    order = np.argsort(rows, axis=-1, kind="stable")  # nan last
+    nan = np.isnan(rows)
+    count = (rows.shape[-1] - nan.sum(-1)) if skip_nan else np.full(rows.shape[:-1], rows.shape[-1])
+    middle = np.maximum(count - 1, 0) // 2
+    picked = np.take_along_axis(order, middle[..., None], -1)[..., 0]
+    if not skip_nan:  # a nan's row gives its first nan
+        picked = np.where(nan.any(-1), np.argmax(nan, -1), picked)
+    index = picked if input.ndim else picked.reshape(())
+    if input.ndim and keepdim:
+        index = np.expand_dims(index, d)
+    t = new_tensor(wrap_value(index.astype(np.int64)))
+    if not input.ndim:
+        return _MedianResult[name](input * 1, t)
+    values = input.gather(d, t if keepdim else t.unsqueeze(d))
+    return _MedianResult[name](values if keepdim else values.squeeze(d), t)
+
+
+def _median_rule(op, args):
+    """median of each sample: along dim as the op along it; of all of a
+    sample's elements, along the flattened sample (its gradient then goes to
+    one of equal middles, not shared among them)."""
+    a = args.arguments
+    if a.get("dim") is not None:
+        return _ALONG_DIM(op, args)
+    x = a["input"]
+    nb = len(x.levels)
+    return batched(op(x.phys.reshape(x.phys.shape[:nb] + (-1,)), -1).values, x.levels)
+
+
+_ALONG_DIM = along("dim")
+
+
+@declare(signature="input, dim=None, keepdim=False, *, out=None", batch=_median_rule)
+def median(input, dim=None, keepdim=False):
+    """The lower median of all elements (nan if one is), or along dim the
+    values and indices of each slice's, a named tuple; as PyTorch's."""
+    return _median("median", input, dim, keepdim, False)
+
+
+@declare(signature="input, dim=None, keepdim=False, *, out=None", batch=_median_rule)
+def nanmedian(input, dim=None, keepdim=False):
+    """median, leaving nan out."""
+    return _median("nanmedian", input, dim, keepdim, True)
 
 
 def _running_extreme(name, ufunc, input, dim):

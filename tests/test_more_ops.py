@@ -680,3 +680,21 @@ def test_cummax_and_cummin_give_pytorchs_values_indices_and_gradients():
     assert x.cummin(0).indices.tolist() == [0, 0, 0, 0, 0, 5, 5]
     assert tape.autograd.grad(top.values[:5].sum(), x)[0].tolist() == [1.0, 1.0, 2.0, 0.0, 1.0, 0.0, 0.0]
     assert tape.cummax(tape.tensor([[1.0, 3.0], [3.0, 1.0]]), 0).indices.tolist() == [[0, 0], [1, 0]]
+
+
+def test_median_and_nanmedian_give_pytorchs_values_indices_and_gradients():
+    # PyTorch 2.13: the lower middle; ties share the gradient of the median of all elements, and the middle of a
+    # stable sort gives the index along a dim; a nan makes it nan (its first index), which nanmedian leaves out
+    x = tape.tensor([1.0, 2.0, 2.0, 3.0], requires_grad=True)
+    assert tape.autograd.grad(tape.median(x), x)[0].tolist() == [0.0, 0.5, 0.5, 0.0]
+    assert tape.median(x, 0).indices.item() == 1 and tape.tensor([3.0, 1.0, 2.0, 2.0]).median(0).indices.item() == 2
+    assert tape.tensor([2.0, 2.0, 2.0]).median(0).indices.item() == 1
+    n = tape.tensor([NAN, 1.0, NAN], requires_grad=True)
+    assert math.isnan(tape.median(n).item()) and tape.autograd.grad(tape.median(n), n)[0].tolist() == [0.5, 0.0, 0.5]
+    assert (tape.median(n, 0).indices.item(), tape.nanmedian(n, 0).values.item(), tape.nanmedian(n).item()) == (
+        0, 1.0, 1.0)
+    m = tape.median(tape.tensor([[3.0, 1.0, 2.0], [0.0, 5.0, 4.0]]), 0, keepdim=True)
+    assert (type(m).__name__, m.values.tolist(), m.indices.tolist()) == ("median", [[0.0, 1.0, 2.0]], [[1, 0, 0]])
+    with pytest.raises(IndexError, match=r"^median\(\): Expected reduction dim 1 to have non-zero size\.$"):
+        tape.median(tape.zeros(2, 0), 1)
+    assert math.isnan(tape.median(tape.tensor([])).item())

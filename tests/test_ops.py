@@ -410,6 +410,8 @@ CASES += [
          lambda a, b: a @ b @ a.T * (a * a).sum(-1)[:, None], ((2, 3), (3, 3))),
     Case("trapezoid", lambda y, x: tape.trapezoid(y, x) * tape.trapezoid(y, dx=0.5, dim=0).sum(),
          lambda b, a: np.trapezoid(b, a) * np.trapezoid(b, dx=0.5, axis=0).sum(), ((2, 3), (2, 3))),
+    Case("median", lambda x: tape.median(x) * x.median(1).values * tape.nanmedian(x, 0, keepdim=True).values[:, :2],
+         lambda a: np.sort(a, None)[2] * np.sort(a, 1)[:, 1] * np.sort(a, 0)[:1, :2], ((2, 3),)),
     Case("cummax_cummin", lambda x: tape.cummax(x, 1).values * x.cummin(0).values,
          lambda a: np.maximum.accumulate(a, 1) * np.minimum.accumulate(a, 0), ((3, 4),)),
     Case("diff", lambda x, a: tape.diff(x * x, n=2, dim=0, append=a), lambda b, c: np.diff(b * b, 2, 0, append=c),
