@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 
 from ops._declare import declare, exports
-from tape._batched import along, batched, composite, elementwise, over_dims
+from tape._batched import NO_RULE, BatchedTensor, along, batched, composite, elementwise, over_dims
 from tape._broadcast import bcast_index, trailing_block
 from tape._dtypes import as_dtype, get_default_dtype, not_implemented_for, scalar_type_name
 from tape._node import int_list, keep_arguments
@@ -21,7 +21,7 @@ from tape._tensor import Tensor, _norm_dim, new_tensor, wrap_value
 
 from ops.elementwise import maximum, minimum
 from ops.shape import (_gather, _gather_native, _index_vjp, _no_gradient, _no_gradient_native, cat, expand,
-                       gathered_index, reshape)
+                       gathered_index, reshape, stack)
 
 # the batching rules of reductions over dims given as an int or a tuple, and
 # over one int dim (every dim of a sample flattened into one for "all")
@@ -1075,6 +1075,89 @@ def median(input, dim=None, keepdim=False):
 def nanmedian(input, dim=None, keepdim=False):
     """median, leaving nan out."""
     return _median("nanmedian", input, dim, keepdim, True)
+
+
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name, input, q, dim, keepdim, interpolation, skip_nan):
+    """quantile and nanquantile: each q-th quantile of input along dim (of
+    all elements without dim) as PyTorch computes it, from its stable sort
+    (nan last): the elements at rank q (n - 1) and around it, interpolated
+    (lerp for "linear"); nan where a slice holds one, unless skip_nan, which
+    ranks the others. A tensor q of one dim adds it in front."""
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, midpoint or nearest, "
+                           f"but got {interpolation}")
+    if input.dtype.kind != "f":
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    qs = q._array() if isinstance(q, Tensor) else np.asarray(float(q))
+    if qs.ndim > 1:
+        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+    if ((qs < 0) | (qs > 1)).any():
+        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {float(q)}" if qs.ndim == 0 else
+                           f"{name}() q values must be in the range [0, 1]")
+    if input.numel() == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    x, d = (input.reshape(-1), 0) if dim is None else (input, _norm_dim(dim, input.ndim) if input.ndim else 0)
+    x = x if x.ndim else x.reshape(1)
+    ordered = x.sort(d).values
+    a = x._array()
+    nan = np.isnan(a)
+    count = (a.shape[d] - nan.sum(d, keepdims=True)) if skip_nan else np.full_like(nan.sum(d, keepdims=True),
+                                                                                    a.shape[d])
+    out = []
+    for qv in np.atleast_1d(qs).tolist():
+        rank = qv * np.maximum(count - 1, 0)
+        if not skip_nan:  # a slice with a nan ranks it (the last of the sort)
+            rank = np.where(nan.any(d, keepdims=True), a.shape[d] - 1, rank)
+        lo, hi = np.floor(rank).astype(np.int64), np.ceil(rank).astype(np.int64)
+        if interpolation in ("lower", "higher", "nearest"):
+            at = {"lower": lo, "higher": hi, "nearest": np.round(rank).astype(np.int64)}[interpolation]
+            value = ordered.gather(d, new_tensor(wrap_value(at)))
+        else:
+            low = ordered.gather(d, new_tensor(wrap_value(lo)))
+            high = ordered.gather(d, new_tensor(wrap_value(hi)))
+            weight = np.full(rank.shape, 0.5) if interpolation == "midpoint" else rank - lo
+            value = low.lerp(high, new_tensor(wrap_value(weight.astype(a.dtype))))
+        if not keepdim or not input.ndim:  # a 0-d input's quantile is 0-d, kept dim or not
+            value = value.squeeze(d)
+        elif dim is None:
+            value = value.reshape((1,) * input.ndim)
+        out.append(value)
+    return out[0] if qs.ndim == 0 else stack(out, 0)
+
+
+def _quantile_rule(op, args):
+    """quantile of each sample, for a q that is not batched: the op on the
+    physical value along the dim past the vmap dims (the flattened sample
+    without dim), a tensor q's dim moved behind the vmap dims."""
+    a = args.arguments
+    x, q = a["input"], a["q"]
+    if not isinstance(x, BatchedTensor) or isinstance(q, BatchedTensor):
+        NO_RULE(op, args)
+    nb = len(x.levels)
+    if a.get("dim") is None:
+        a["input"], a["dim"] = x.phys.reshape(x.phys.shape[:nb] + (-1,)), -1
+    else:
+        a["input"], a["dim"] = x.phys, _norm_dim(a["dim"], x.ndim) + nb
+    out = op(*args.args, **args.kwargs)
+    return batched(out.movedim(0, nb) if isinstance(q, Tensor) and q.ndim == 1 else out, x.levels)
+
+
+@declare(signature="input, q, dim=None, keepdim=False, *, interpolation='linear', out=None", operands=2,
+         batch=_quantile_rule)
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The q-th quantiles of input (all elements, or along dim), as PyTorch's
+    (nan where a slice holds one); differentiable through the sort."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+@declare(signature="input, q, dim=None, keepdim=False, *, interpolation='linear', out=None", operands=2,
+         batch=_quantile_rule)
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """quantile, leaving nan out."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
 
 
 def _running_extreme(name, ufunc, input, dim):

@@ -698,3 +698,24 @@ def test_median_and_nanmedian_give_pytorchs_values_indices_and_gradients():
     with pytest.raises(IndexError, match=r"^median\(\): Expected reduction dim 1 to have non-zero size\.$"):
         tape.median(tape.zeros(2, 0), 1)
     assert math.isnan(tape.median(tape.tensor([])).item())
+
+
+def test_quantile_and_nanquantile_give_pytorchs_values_gradients_and_errors():
+    # PyTorch 2.13: linear interpolation between the sorted neighbours, whose gradient splits by the weight
+    x = tape.tensor([1.0, 2.0, 3.0, 4.0], requires_grad=True)
+    q = tape.quantile(x, 0.4)
+    assert q.item() == pytest.approx(2.2) and tape.autograd.grad(q, x)[0].tolist() == pytest.approx([0, 0.8, 0.2, 0])
+    assert tape.quantile(x, tape.tensor([0.25, 0.5])).tolist() == [1.75, 2.5]
+    assert [tape.quantile(x, 0.4, interpolation=i).item() for i in ("lower", "higher", "nearest", "midpoint")] == [
+        2.0, 3.0, 2.0, 2.5]
+    assert math.isnan(tape.quantile(tape.tensor([1.0, NAN]), 0.5).item())
+    assert tape.nanquantile(tape.tensor([1.0, NAN, 3.0]), 0.5).item() == 2.0
+    for call, message in ((lambda: tape.quantile(x, 1.5), "quantile() q must be in the range [0, 1] but got 1.5"),
+                          (lambda: tape.quantile(x, tape.tensor([0.5, 2.0])),
+                           "quantile() q values must be in the range [0, 1]"),
+                          (lambda: tape.quantile(tape.tensor([1, 2]), 0.5),
+                           "quantile() input tensor must be either float or double dtype"),
+                          (lambda: tape.quantile(tape.tensor([]), 0.5), "quantile() input tensor must be non-empty")):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert str(info.value) == message

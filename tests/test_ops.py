@@ -412,6 +412,10 @@ CASES += [
          lambda b, a: np.trapezoid(b, a) * np.trapezoid(b, dx=0.5, axis=0).sum(), ((2, 3), (2, 3))),
     Case("median", lambda x: tape.median(x) * x.median(1).values * tape.nanmedian(x, 0, keepdim=True).values[:, :2],
          lambda a: np.sort(a, None)[2] * np.sort(a, 1)[:, 1] * np.sort(a, 0)[:1, :2], ((2, 3),)),
+    Case("quantile", lambda x: tape.quantile(x, 0.3) * x.quantile(tape.tensor([0.25, 0.6]), dim=1).sum()
+         * tape.nanquantile(x, 0.5, dim=0, interpolation="midpoint")[:1],
+         lambda a: np.quantile(a, 0.3) * np.quantile(a, [0.25, 0.6], axis=1).sum()
+         * np.quantile(a, 0.5, axis=0, method="midpoint")[:1], ((2, 3),)),
     Case("cummax_cummin", lambda x: tape.cummax(x, 1).values * x.cummin(0).values,
          lambda a: np.maximum.accumulate(a, 1) * np.minimum.accumulate(a, 0), ((3, 4),)),
     Case("diff", lambda x, a: tape.diff(x * x, n=2, dim=0, append=a), lambda b, c: np.diff(b * b, 2, 0, append=c),
