@@ -260,6 +260,80 @@ def _views_of(name, input, opdef, keys, arguments):
     return tuple(outputs)
 
 
+_TENSOR_SPLIT_TYPES = ("but expected one of:\n * (Tensor input, tuple of ints indices, int dim = 0)\n"
+                       " * (Tensor input, Tensor tensor_indices_or_sections, int dim = 0)\n"
+                       " * (Tensor input, int sections, int dim = 0)\n")
+
+
+def _split_at(name, input, sections, dim):
+    """input's slices along dim (PyTorch's tensor_split): `sections` equal
+    parts (the first ones one longer), or the parts between the indices of a
+    sequence or 1-D tensor, as Python slices them; each a view (SliceBackward0)."""
+    if input.ndim == 0:
+        raise RuntimeError(f"{name} expected at least a 1-dimensional tensor, but got a tensor with 0 dims")
+    if isinstance(sections, Tensor):
+        sections = sections.item() if sections.ndim == 0 else sections.tolist()
+    d = _norm_dim(dim, input.ndim)
+    n = input.shape[d]
+    if isinstance(sections, (list, tuple)):
+        bounds = [int(k) for k in sections]
+    elif isinstance(sections, (int, np.integer)) and not isinstance(sections, bool):
+        if sections <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {sections}")
+        size, longer = divmod(n, int(sections))
+        bounds = np.cumsum([size + (k < longer) for k in range(int(sections) - 1)]).tolist()
+    else:
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"{type(sections).__name__}), {_TENSOR_SPLIT_TYPES}")
+    before = (slice(None),) * d
+    return tuple(input[before + (slice(start, end),)] for start, end in zip([0] + bounds, bounds + [None]))
+
+
+@declare(signature="input, tensor_indices_or_sections=None, dim=0, *, sections=None, indices=None",
+         batch=composite)
+def tensor_split(input, tensor_indices_or_sections=None, dim=0, *, sections=None, indices=None):
+    """input's slices along dim: `sections` parts as equal as can be (the
+    first ones one longer), or the parts between `indices`.
+
+    >>> import tape
+    >>> [t.tolist() for t in tape.tensor_split(tape.arange(5.), 2)]
+    [[0.0, 1.0, 2.0], [3.0, 4.0]]
+    """
+    given = next(v for v in (tensor_indices_or_sections, sections, indices, 1) if v is not None)
+    return _split_at("tensor_split", input, given, dim)
+
+
+def _split_along(name, input, sections, indices, dim, ndim):
+    """hsplit, vsplit and dsplit: tensor_split along dim of a tensor of at
+    least ndim dims, whose size an int `sections` must divide."""
+    if input.ndim < ndim:
+        raise RuntimeError(f"torch.{name} requires a tensor with at least {ndim} dimension, but got a tensor with "
+                           f"{input.ndim} dimensions!")
+    given = indices if sections is None else sections
+    if isinstance(given, (int, np.integer)) and not isinstance(given, bool) and given and input.shape[dim] % given:
+        raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the size of the dimension "
+                           f"{input.shape[dim]} is not divisible by the split_size {given}!")
+    return _split_at(name, input, given, dim)
+
+
+@declare(signature="input, sections=None, *, indices=None", batch=composite)
+def hsplit(input, sections=None, *, indices=None):
+    """tensor_split along dim 1 (dim 0 of a 1-D tensor)."""
+    return _split_along("hsplit", input, sections, indices, 1 if input.ndim > 1 else 0, 1)
+
+
+@declare(signature="input, sections=None, *, indices=None", batch=composite)
+def vsplit(input, sections=None, *, indices=None):
+    """tensor_split along dim 0 of a tensor of at least 2 dims."""
+    return _split_along("vsplit", input, sections, indices, 0, 2)
+
+
+@declare(signature="input, sections=None, *, indices=None", batch=composite)
+def dsplit(input, sections=None, *, indices=None):
+    """tensor_split along dim 2 of a tensor of at least 3 dims."""
+    return _split_along("dsplit", input, sections, indices, 2, 3)
+
+
 @declare(signature="input, chunks, dim=0", batch=along("dim"))
 def chunk(input, chunks, dim=0):
     """input split into `chunks` slices of equal size along dim (the last may be smaller)."""

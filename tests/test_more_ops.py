@@ -719,3 +719,26 @@ def test_quantile_and_nanquantile_give_pytorchs_values_gradients_and_errors():
         with pytest.raises(RuntimeError) as info:
             call()
         assert str(info.value) == message
+
+
+def test_tensor_split_and_hsplit_vsplit_dsplit_as_pytorch():
+    # PyTorch 2.13: the first parts one longer, indices sliced as Python slices, each part a SliceBackward0 view
+    x = tape.arange(10.0).reshape(2, 5).requires_grad_()
+    parts = tape.tensor_split(x, 3, dim=1)
+    assert [p.shape for p in parts] == [(2, 2), (2, 2), (2, 1)] and type(parts[0].grad_fn).__name__ == "SliceBackward0"
+    assert [p.shape for p in tape.tensor_split(x, [3, 1], dim=1)] == [(2, 3), (2, 0), (2, 4)]
+    assert [p.shape for p in x.tensor_split(tape.tensor(2), dim=1)] == [(2, 3), (2, 2)]
+    assert [p.shape for p in tape.tensor_split(x, indices=[-2], dim=1)] == [(2, 3), (2, 2)]
+    assert [p.shape for p in tape.hsplit(x, 5)] == [(2, 1)] * 5 and [p.shape for p in tape.vsplit(x, [1])] == [
+        (1, 5), (1, 5)]
+    for call, message in (
+            (lambda: tape.tensor_split(x, 0, dim=1), "number of sections must be larger than 0, got 0"),
+            (lambda: tape.hsplit(x, 3), "torch.hsplit attempted to split along dimension 1, but the size of the "
+                                        "dimension 5 is not divisible by the split_size 3!"),
+            (lambda: tape.dsplit(x, 1), "torch.dsplit requires a tensor with at least 3 dimension, but got a tensor "
+                                        "with 2 dimensions!"),
+            (lambda: tape.tensor_split(tape.tensor(1.0), 1),
+             "tensor_split expected at least a 1-dimensional tensor, but got a tensor with 0 dims")):
+        with pytest.raises(RuntimeError) as info:
+            call()
+        assert str(info.value) == message

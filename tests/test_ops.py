@@ -416,6 +416,8 @@ CASES += [
          * tape.nanquantile(x, 0.5, dim=0, interpolation="midpoint")[:1],
          lambda a: np.quantile(a, 0.3) * np.quantile(a, [0.25, 0.6], axis=1).sum()
          * np.quantile(a, 0.5, axis=0, method="midpoint")[:1], ((2, 3),)),
+    Case("tensor_split", lambda x: tape.tensor_split(x, 3, dim=1)[0] * tape.hsplit(x, [1, 3])[1]
+         + tape.vsplit(x, 2)[1][:, :2], lambda a: a[:, :2] * a[:, 1:3] + a[1:, :2], ((2, 5),)),
     Case("cummax_cummin", lambda x: tape.cummax(x, 1).values * x.cummin(0).values,
          lambda a: np.maximum.accumulate(a, 1) * np.minimum.accumulate(a, 0), ((3, 4),)),
     Case("diff", lambda x, a: tape.diff(x * x, n=2, dim=0, append=a), lambda b, c: np.diff(b * b, 2, 0, append=c),
