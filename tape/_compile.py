@@ -19,7 +19,7 @@ from ._dtypes import get_default_dtype
 from ._grad_mode import enable_grad, set_grad_enabled
 from ._native import compiling
 from ._registry import CONST, REGISTRY
-from ._tape import DATA_FIELD, DIRTY, FREED, OWNERLESS, RG, anomaly, state, where
+from ._tape import DATA_FIELD, DIRTY, FREED, OWNERLESS, RG, ReplayedSegment, anomaly, state, where
 from ._tensor import Tensor, new_tensor
 
 __all__ = ["compile", "CompiledFunction"]
@@ -1160,7 +1160,7 @@ def _replay_steps(program, tp, args):
             return _FAILED
     if program.reached and not _still_reached(program.reached):
         return _FAILED
-    if tp.tail is not None:
+    if tp.replayed_segments:
         tp.drop_dead_tail()
     env = _Env(tp, args, program)
     drawn = _generator_state() if program.draws else None
@@ -1185,7 +1185,9 @@ def _replay_steps(program, tp, args):
                 env.forget(done)
         else:
             result = env.values(program.out_spec)
-            tp.tail = (seg, lo, tp.n, tp.tensor_rows - tensor_rows, pool_lo, tp.npool, True, False)
+            # its steps may read any row below it
+            tp.replayed_segment(ReplayedSegment(seg, lo, lo, tp.n, tp.tensor_rows - tensor_rows, pool_lo, tp.npool,
+                                                True, False, lo))
             return result
     except _Stale:
         pass
@@ -1349,42 +1351,68 @@ def _replay(program, tp, args):
     inputs = _inputs_now(program, args)
     if inputs is None:
         return _FAILED
-    if tp.tail is not None:
+    scalar = program.replay is _sweep.replay_scalar
+    dropped = False
+    if tp.replayed_segments:
         # _run sets the owners' list right; 0-d rows are appended over the dropped ones when nothing comes first
-        scalar = program.replay is _sweep.replay_scalar and not program.first_replay
-        uncleared = tp.drop_dead_tail(keep_owners=True, replayed_over=scalar)
-        if uncleared is not None:
-            lo, hi = uncleared
+        dropped = tp.drop_dead_tail(keep_owners=True, replayed_over=scalar and not program.first_replay)
+        if tp.uncleared is not None:
+            lo, hi = tp.uncleared
             if (tp.n + program.m + len(inputs) + 3 > tp.cap or tp.held_bytes > tp.bytes_limit
                     or list(map(_EPOCH, inputs)).count(tp.ep) != len(inputs)):
                 tp.clear_dropped(lo, hi)  # reserve makes room, or adopt appends rows, before the replay's
             elif hi > lo + program.m:
                 tp.clear_dropped(lo + program.m, hi)
-    if program.first_replay:  # its recording's rows are garbage by now: they would stay below every replay
-        program.first_replay = False
-        with tp.lock:
-            if not tp.sweeping:
-                tp.compact()
-    tp.reserve(program.m + len(inputs) + 3)
     ep = tp.ep
-    if len(tp.owners) != tp.n and any(t._ep is not ep for t in inputs):
-        tp.trim_owners()  # adopt appends owners
-    scanned = tp.kernels_scanned == tp.n
     rows = list(map(_ROW, inputs))  # in C, as the inputs' epochs: most inputs are named on the tape already
     epochs = list(map(_EPOCH, inputs))
-    if epochs.count(ep) != len(epochs):
-        for j in [j for j, e in enumerate(epochs) if e is not ep]:
+    named = epochs.count(ep) == len(epochs)
+    scanned = tp.kernels_scanned == tp.n
+    # the last segment still alive (its result kept until this call returns):
+    # the one below it, if dead, takes this call's new leaf rows and its
+    # replay's, which need no room then (Note [Dropping a dead tail]);
+    # _ensure_kernels loaded their kernels
+    fresh = [] if named else [j for j, e in enumerate(epochs) if e is not ep]
+    leaves = all(inputs[j]._ep is None and inputs[j]._rg for j in fresh)
+    at = -1
+    if not dropped and leaves and not program.first_replay and tp.recorder is None:
+        reads_below = max((r for j, r in enumerate(rows) if epochs[j] is ep), default=-1) + 1
+        at = tp.reuse_segment_below(program.m, len(fresh), reads_below, scalar)
+    if at >= 0:
+        inputs_lo = at
+        for j, r in zip(fresh, tp.adopt_at([inputs[j] for j in fresh], at)):
+            rows[j] = r
+    else:
+        if program.first_replay:  # its recording's rows are garbage by now: they would stay below every replay
+            program.first_replay = False
+            with tp.lock:
+                if not tp.sweeping:
+                    tp.compact()
+        tp.reserve(program.m + len(inputs) + 3)
+        ep = tp.ep
+        if len(tp.owners) != tp.n and any(t._ep is not ep for t in inputs):
+            tp.trim_owners()  # adopt appends owners
+        scanned = tp.kernels_scanned == tp.n
+        rows = list(map(_ROW, inputs))
+        epochs = list(map(_EPOCH, inputs))
+        fresh = [j for j, e in enumerate(epochs) if e is not ep]
+        leaves = all(inputs[j]._ep is None and inputs[j]._rg for j in fresh)
+        inputs_lo = tp.n
+        for j in fresh:
             rows[j] = tp.adopt(inputs[j])
+        if not leaves:  # other rows adopt adds are not the segment's to drop
+            inputs_lo = tp.n
     erows = np.array(rows, np.int64)
+    reads_below = max((r for r in rows if r < inputs_lo), default=-1) + 1
     seg = tp.segment_epoch()  # Note [Dropping a dead tail] in tape/_tape.py
-    base = _run(program, tp, erows, seg)
+    base = _run(program, tp, erows, seg, at + len(fresh) if at >= 0 else -1)
     if base < 0:
         return _FAILED
     if scanned:  # the rows adopt added need no kernels, and _ensure_kernels loaded the program's
         tp.kernels_scanned = tp.n
     # its int attributes, pushed last, go with it (its shapes are shared: Tape.push_ints)
-    tp.tail = (seg, base, tp.n, program.tensor_rows, tp.npool - program.ints.size, tp.npool, False,
-               program.replay is _sweep.replay_scalar)
+    tp.replayed_segment(ReplayedSegment(seg, inputs_lo, base, base + program.m, program.tensor_rows,
+                                        tp.npool - program.ints.size, tp.npool, False, scalar, reads_below))
     return _build(program.out_spec, program, tp, seg, base, inputs, {})
 
 
@@ -1406,10 +1434,11 @@ def _replay(program, tp, args):
 _SPARE_REFS = 3
 
 
-def _run(program, tp, erows, ep):
+def _run(program, tp, erows, ep, at=-1):
     """Append `program`'s rows to tp, its inputs at tape rows `erows` (room
-    reserved), its tensors named in epoch ep: the row of its first, or -1
-    when a guard does not hold (nothing appended then)."""
+    reserved), its tensors named in epoch ep, or write them at rows at.. of
+    a dropped segment (Tape.reuse_segment_below) when `at` >= 0: the row of
+    its first, or -1 when a guard does not hold (nothing appended then)."""
     m = program.m
     # the shapes' offsets hold while the tape's table of pooled tuples is the
     # one that gave them (compaction starts a new one)
@@ -1425,7 +1454,7 @@ def _run(program, tp, erows, ep):
     bptr = np.zeros(m, np.int64)
     if arrays:
         bptr[program.array_index] = [id(a) + DATA_FIELD for a in arrays]
-    base = tp.n
+    base = tp.n if at < 0 else at
     replay = program.replay
     if replay not in _called:  # Note [Compile notice] in tape/_native.py
         with compiling("tape.compile's native replay", 4 if replay is _sweep.replay_scalar else 15):
@@ -1434,16 +1463,17 @@ def _run(program, tp, erows, ep):
     else:
         status = _replay_call(replay, program, tp, bptr, erows, shape_offsets, ints_offset, base)
     if status < 0:
-        tp.clear_rows(base, base + m)
+        tp.clear_rows(base, base + m)  # below the end, rows of no segment until a compaction drops them
         tp.trim_owners()
         return -1
-    tp.n = base + m
     owners = tp.owners
-    spare = len(owners) - base  # those a dropped tail left (Tape.drop_dead_tail), all None
-    if spare < m:
-        owners.extend(repeat(None, m - spare))
-    elif spare > m:
-        del owners[base + m:]
+    if at < 0:
+        tp.n = base + m
+        spare = len(owners) - base  # those a dropped tail left (Tape.drop_dead_tail), all None
+        if spare < m:
+            owners.extend(repeat(None, m - spare))
+        elif spare > m:
+            del owners[base + m:]
     tp.replayed = True
     tp.tensor_rows += program.tensor_rows
     if arrays:

@@ -1,6 +1,7 @@
 """The Wengert tape: one per thread, a struct of NumPy columns with one row per
 recorded op, appended in execution order. See Note [Tape layout].
 """
+import collections
 import ctypes
 import os
 import sys
@@ -144,6 +145,29 @@ _INITIAL_ROWS = 1 << 16
 # call before. A segment of 0-d rows that a replay of 0-d rows is about to
 # overwrite at once (nothing appended or compacted first) is not cleared:
 # that replay writes every column its rows and their sweep change.
+# A loop that keeps its result until the next call returns (`l = f(x);
+# l.backward()`) leaves the last segment alive at the next replay, which
+# then appended after it and compacted every few calls (W1 compiled: 2.4 ms
+# a call where a dropped result's took 0.5). The segment below the last one
+# is dead by then: a native replay of as many rows, reading only rows below
+# it, which the last one does not read either, drops it and writes its rows
+# there (reuse_segment_below), and the next one drops the last one from the
+# end, so such a loop alternates between two segments and the tape stops
+# growing. Rows are still in topological order: what reads the replay's
+# rows comes later, at the tape's end. A leaf changed in place between
+# calls (the issue's `a -= lr * a.grad`) leaves its row and takes a new one
+# at its next use, which the call adopts just below its replay's rows: a
+# segment counts those rows as its own, dropped with it once no graph and
+# no tensor names them (the leaf has moved on, or died), and the replay
+# over it adopts its own new leaves there, as many as they were.
+
+# A replayed segment's record (Tape.replayed_segment): its epoch, the leaf
+# rows inputs_lo..lo-1 its call adopted, its rows lo..hi-1, how many of
+# them count in tensor_rows, the pool's part it pushed, whether Python
+# steps made it and whether its rows are all 0-d elementwise ones; it reads
+# no row from `reads_below` up to inputs_lo
+ReplayedSegment = collections.namedtuple(
+    "ReplayedSegment", "epoch inputs_lo lo hi tensor_rows pool_lo pool_hi steps scalar reads_below")
 
 # Note [When to compact]
 # ~~~~~~~~~~~~~~~~~~~~~~
@@ -354,7 +378,8 @@ class Tape:
         # the epochs of replayed segments still in the current numbering, and
         # the last segment, which may be dropped whole (Note [Dropping a dead tail])
         self.segments = []
-        self.tail = None
+        self.replayed_segments = []  # ReplayedSegment: the last one, and the one directly below it
+        self.uncleared = None  # (lo, hi): a dropped segment's rows left for the replay to overwrite
         self._resize(_INITIAL_ROWS)
 
     # -- storage ---------------------------------------------------------
@@ -726,24 +751,137 @@ class Tape:
 
     def drop_dead_tail(self, keep_owners=False, replayed_over=False):
         """Move the tape's end back over the last replayed segment when
-        nothing can reach its rows any more (Note [Dropping a dead tail]).
+        nothing can reach its rows any more (Note [Dropping a dead tail]);
+        return whether it did.
         With `keep_owners`, for a native replay about to append its rows
         again, the owners' list keeps its length (its entries past n None):
         a list that shrinks and grows by 30,000 entries a call (W1) spent a
         sixth of the call there; the replay or trim_owners sets it right.
         With `replayed_over`, for a replay of 0-d rows about to append its
         rows where the segment's were, a segment of such rows is left
-        uncleared, its (lo, hi) returned: that replay writes every column
-        they and their sweep changed (a clear and a rewrite of each row were
-        a tenth of W1 compiled), and the caller clears them with
-        clear_dropped unless its rows come at once at lo. Else None."""
-        tail, self.tail = self.tail, None
-        seg, lo, hi, tensor_rows, pool_lo, pool_hi, steps, scalar = tail
-        if self.n != hi or seg.remap is not None or self.sweeping or self.swept_across or self.graph_tasks:
-            return
+        uncleared, in `self.uncleared` as (lo, hi): that replay writes every
+        column they and their sweep changed (a clear and a rewrite of each
+        row were a tenth of W1 compiled), and the caller clears them with
+        clear_dropped unless its rows come at once at lo."""
+        self.uncleared = None
+        segments = self.replayed_segments
+        if not segments or segments[-1].hi != self.n:
+            self.replayed_segments = []
+            return False
+        tail = segments[-1]
+        if not self._drop_segment(tail, keep_owners, replayed_over):
+            return False
+        del segments[-1]
+        lo = tail.lo
+        if tail.inputs_lo < lo and self._dead_inputs(tail):
+            self._clear_inputs(tail)
+            lo = tail.inputs_lo
+            if self.uncleared is not None:  # the inputs' rows hold the defaults: the replay may write there
+                self.uncleared = (lo, tail.hi)
+        self.n = lo
+        self.kernels_scanned = min(self.kernels_scanned, lo)
+        if not keep_owners:
+            del self.owners[lo:]
+        # the pool goes back too unless a tuple was pooled in it (a replay's
+        # steps pool the shapes they meet first), which later rows and the
+        # programs' cached offsets share
+        if self.npool == tail.pool_hi and self.pooled_end <= tail.pool_lo:
+            self.npool = tail.pool_lo
+        return True
+
+    def reuse_segment_below(self, m, k, reads_below, replayed_over=False):
+        """Drop the replayed segment just below the tape's last one for a
+        native replay of m rows, whose call adopts k new leaf rows and reads
+        other rows below `reads_below` only, when the two are of one layout,
+        the last one reads nothing of it and nothing can reach it (Note
+        [Dropping a dead tail]): the row at which that call's leaves go
+        (adopt_at), its replay's rows after them; or -1. `replayed_over` as
+        for drop_dead_tail."""
+        self.uncleared = None
+        segments = self.replayed_segments
+        if len(segments) < 2:
+            return -1
+        below, tail = segments[-2], segments[-1]
+        if (tail.hi != self.n or below.hi != tail.inputs_lo or below.hi - below.lo != m
+                or below.lo - below.inputs_lo != k or below.steps or tail.reads_below > below.inputs_lo
+                or reads_below > below.inputs_lo):
+            return -1
+        if k and not self._dead_inputs(below):
+            return -1
+        if not self._drop_segment(below, True, replayed_over):
+            return -1
+        if k:
+            self._clear_inputs(below)
+        del segments[-2]
+        return below.inputs_lo
+
+    def adopt_at(self, leaves, at):
+        """The rows of `leaves`, tensors that require grad and name no row,
+        adopted at rows at.. of a dropped segment (reuse_segment_below)
+        rather than at the tape's end."""
+        n, self.n = self.n, at
+        owners = self.owners
+        try:
+            rows = [self.adopt(t) for t in leaves]
+        finally:
+            owners[at:self.n] = owners[n:]
+            del owners[n:]
+            self.n = n
+        return rows
+
+    def _dead_inputs(self, segment):
+        """Whether nothing reaches the leaf rows segment.inputs_lo..lo-1 its
+        call adopted: their tensors have left them (changed in place since)
+        or died, and no graph but the segment's own read them, nor their
+        version counter (a write through `.data` leaves it naming them)."""
+        lo, hi = segment.inputs_lo, segment.lo
+        owners, flags = self.owners, self.m_flags
+        for r in range(lo, hi):
+            if flags[r] & ~(RG | FREED | OWNERLESS | DIRTY):
+                return False
+            if owners[r] is None:
+                continue
+            if sys.getrefcount(owners[r]) > _DEAD_REFS_AT:  # counted before a name of it here adds one
+                return False
+            owner = owners[r]
+            left = owner() if isinstance(owner, weakref.ref) else None
+            if left is not None and left._vc is not None and any(q == r for _, q in left._vc.rows):
+                return False
+        return not self._named_elsewhere(lo, hi, (self.retained, self.hooks, self.hook_groups, self.traces,
+                                                  self.python_rows, self.packed, self.node_hooks,
+                                                  self.post_accumulate_hooks, self.graph_inputs))
+
+    def _clear_inputs(self, segment):
+        """Drop the leaf rows of a segment's inputs that _dead_inputs found
+        unreachable: every column takes its default again."""
+        lo, hi = segment.inputs_lo, segment.lo
+        with self.lock:
+            self.clear_dropped(lo, hi)
+            self.clear_rows(lo, hi)
+            for r in range(lo, hi):
+                self.owners[r] = None
+                self.dirtied.pop(r, None)
+                self.keep.pop(r, None)
+            self._forget_rows(lo, hi)
+
+    def _named_elsewhere(self, lo, hi, tables):
+        """Whether a row lo..hi-1 is in one of `tables` or has a node alive."""
+        for table in tables:
+            if table and max(table) >= lo and any(lo <= r < hi for r in table):
+                return True
+        return bool(self.nodes) and any(lo <= node.row() < hi for node in self.nodes)
+
+    def _drop_segment(self, segment, keep_owners, replayed_over):
+        """Drop the replayed segment's rows when nothing can reach them: no
+        owner of its rows is alive, no node, retained gradient, hook or other
+        table names them, and no sweep runs; return whether it did. Its
+        owners become None, the caller moves the tape's end."""
+        lo, hi = segment.lo, segment.hi
+        if segment.epoch.remap is not None or self.sweeping or self.swept_across or self.graph_tasks:
+            return False
         owned = _sweep.owned_rows(lo, hi, self.flags, self.work[2])
         if owned < 0:
-            return
+            return False
         owners, op = self.owners, self.op
         owned = self.work[2, :owned].tolist()
         for r in owned:
@@ -751,42 +889,48 @@ class Tape:
             # tensor (a fixed input) keeps it only through a cache of this
             # segment's epoch, which no later use matches
             if owners[r] is not None and op[r] != CONST and sys.getrefcount(owners[r]) > _DEAD_REFS_AT:
-                return
-        for table in (self.retained, self.hooks, self.hook_groups, self.traces, self.python_rows, self.packed,
-                      self.node_hooks, self.post_accumulate_hooks, self.keep, self.graph_inputs):
-            if table and max(table) >= lo:
-                return
-        if self.nodes and any(node.row() >= lo for node in self.nodes):
-            return
-        uncleared = replayed_over and scalar
+                return False
+        if self._named_elsewhere(lo, hi, (self.retained, self.hooks, self.hook_groups, self.traces, self.python_rows,
+                                          self.packed, self.node_hooks, self.post_accumulate_hooks, self.keep,
+                                          self.graph_inputs)):
+            return False
+        uncleared = replayed_over and segment.scalar
         with self.lock:
-            if not uncleared:
+            if uncleared:
+                self.uncleared = (lo, hi)
+            else:
                 self.clear_dropped(lo, hi)
-            if steps:  # eager rows write columns a native replay leaves alone (dt, oi, nx, xs, fresh_from)
+            if segment.steps:  # eager rows write columns a native replay leaves alone (dt, oi, nx, xs, fresh_from)
                 self.clear_rows(lo, hi)
             if keep_owners:
                 for r in owned:
                     owners[r] = None
-            else:
-                del owners[lo:]
-            self.n = lo
-            seg.remap = self.dropped  # every name of its rows is of a dropped row
-            self.tensor_rows -= tensor_rows
-            self.kernels_scanned = min(self.kernels_scanned, lo)
-            # the pool goes back too unless a tuple was pooled in it (a
-            # replay's steps pool the shapes they meet first), which later
-            # rows and the programs' cached offsets share
-            if self.npool == pool_hi and self.pooled_end <= pool_lo:
-                self.npool = pool_lo
-            if self.held_rows:
-                self.held_rows = [r for r in self.held_rows if r < lo]
-            if self.dead_saved:
-                self.dead_saved = [r for r in self.dead_saved if r < lo]
-            if self.node_data:  # what nodes of the rows would show: no node of them is alive
-                self.node_data = {r: v for r, v in self.node_data.items() if r < lo}
-            if self.last_inputs:
-                self.last_inputs = tuple(r if r < lo else -1 for r in self.last_inputs)
-        return (lo, hi) if uncleared else None
+            segment.epoch.remap = self.dropped  # every name of its rows is of a dropped row
+            self.tensor_rows -= segment.tensor_rows
+            self._forget_rows(lo, hi)
+        return True
+
+    def _forget_rows(self, lo, hi):
+        """Take the dropped rows lo..hi-1 out of the tables that list rows."""
+        if self.held_rows:
+            self.held_rows = [r for r in self.held_rows if not lo <= r < hi]
+        if self.dead_saved:
+            self.dead_saved = [r for r in self.dead_saved if not lo <= r < hi]
+        if self.node_data:  # what nodes of the rows would show: no node of them is alive
+            self.node_data = {r: v for r, v in self.node_data.items() if not lo <= r < hi}
+        if self.last_inputs:
+            self.last_inputs = tuple(-1 if lo <= r < hi else r for r in self.last_inputs)
+
+    def replayed_segment(self, segment):
+        """Note `segment` (a ReplayedSegment whose rows a replay has just
+        written) as one the next replay may drop: the last one, unless it
+        came below it (reuse_segment_below)."""
+        segments = self.replayed_segments
+        if segment.hi == self.n:
+            # the one it follows directly may be dropped under it by the next
+            self.replayed_segments = [s for s in segments[-1:] if s.hi == segment.inputs_lo] + [segment]
+        else:
+            segments.insert(len(segments) - 1, segment)
 
     def clear_dropped(self, lo, hi):
         """Give the rows lo..hi-1 of a dropped segment of a native replay
@@ -812,7 +956,7 @@ class Tape:
         old = self.ep
         old.remap = np.arange(self.n, dtype=np.int64)
         self.old_epochs.append(weakref.ref(old))
-        self.tail = None  # the old epoch names the tail's rows: they stay
+        self.replayed_segments = []  # the old epoch names their rows: they stay
         self._start_epoch()
 
     def _start_epoch(self):
@@ -850,7 +994,7 @@ class Tape:
                 ep.remap = newidx
                 alive.append(ep)
         self.segments = []
-        self.tail = None
+        self.replayed_segments = []
         for ref in self.old_epochs:
             ep = ref()
             if ep is not None:

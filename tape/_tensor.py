@@ -672,7 +672,9 @@ class Tensor:
             # (autograd.grad(y, x) after x.detach().add_(1)): it is x's too.
             # A training loop's p.data -= ... leaves a row a step: the rows
             # that compaction dropped are pruned as the list doubles
-            rows = [*self._left_rows, (tp.epoch_of(r), r)]
+            # (a row a dropped segment's inputs gave back may be left twice: Tape.adopt_at)
+            left = (tp.epoch_of(r), r)
+            rows = [*self._left_rows, left] if left not in self._left_rows else list(self._left_rows)
             if len(rows) >= self._left_rows_prune_at:
                 rows = self._live_left_rows()
                 self._left_rows_prune_at = 2 * len(rows) + 64

@@ -1859,7 +1859,7 @@ def test_random_elementwise_programs_with_python_numbers(program, seed):
 # Note [Dropping a dead tail] in tape/_tape.py: a replay whose result is dead
 # by the next call is dropped from the tape's end, whatever else is alive
 
-def _chain_of(n):
+def _sin_chain_of(n):
     def chain(x, a, b):
         y = x
         for _ in range(n):
@@ -1880,7 +1880,7 @@ def _tape_rows_after_calls(compiled, args, calls):
 
 def test_a_dropped_replay_is_taken_off_the_tape_s_end():
     def run():
-        chain = _chain_of(50)
+        chain = _sin_chain_of(50)
         x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
         rows = _tape_rows_after_calls(tape.compile(chain), (x, a, b), 6)
         grads = [x.grad.item(), a.grad.item(), b.grad.item()]
@@ -1925,7 +1925,7 @@ def test_replays_over_a_dropped_segment_of_other_lengths_leave_later_eager_rows_
 
 
 def test_a_result_of_an_earlier_call_keeps_its_rows_while_later_calls_replay():
-    chain = tape.compile(_chain_of(20))
+    chain = tape.compile(_sin_chain_of(20))
     x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
     chain(x, a, b).backward()
     kept = chain(x, a, b)  # alive while the next calls run and are dropped
@@ -1933,9 +1933,9 @@ def test_a_result_of_an_earlier_call_keeps_its_rows_while_later_calls_replay():
         chain(x, a, b).backward()
     x.grad = a.grad = b.grad = None
     kept.backward()
-    expected = [g.item() for g in _grads_of(_chain_of(20))]
+    expected = [g.item() for g in _grads_of(_sin_chain_of(20))]
     np.testing.assert_allclose([x.grad.item(), a.grad.item(), b.grad.item()], expected, rtol=1e-13)
-    assert kept.item() == pytest.approx(_chain_of(20)(leaf(0.5), leaf(0.9), leaf(0.1)).item(), rel=1e-13)
+    assert kept.item() == pytest.approx(_sin_chain_of(20)(leaf(0.5), leaf(0.9), leaf(0.1)).item(), rel=1e-13)
 
 
 def _grads_of(fn):
@@ -1944,10 +1944,87 @@ def _grads_of(fn):
     return x.grad, a.grad, b.grad
 
 
+def test_a_loop_that_keeps_its_result_until_the_next_call_alternates_between_two_segments():
+    # `l = f(x); l.backward()`: the last result is alive at the next call,
+    # whose rows go where the one before it were (Tape.reuse_segment_below)
+    def run():
+        chain = tape.compile(_sin_chain_of(40))
+        x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
+        tp = tape._tape.state.tape
+        rows, grads = [], []
+        for _ in range(8):
+            result = chain(x, a, b)
+            result.backward()
+            rows.append(tp.n)
+            grads.append([x.grad.item(), a.grad.item(), b.grad.item()])
+            x.grad = a.grad = b.grad = None
+        return rows, grads
+
+    rows, grads = _in_fresh_thread(run)
+    assert len(set(rows[3:])) == 1
+    np.testing.assert_allclose(grads, [[g.item() for g in _grads_of(_sin_chain_of(40))]] * 8, rtol=1e-13)
+
+
+def _train(chain, steps):
+    """The issue's loop: the result kept until the next call, a leaf updated
+    in place between calls; the tape's rows after each step, the loss and
+    the leaf's values."""
+    x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
+    tp = tape._tape.state.tape
+    rows, seen = [], []
+    for _ in range(steps):
+        result = chain(x, a, b)
+        result.backward()
+        seen.append([result.item(), a.item(), x.grad.item(), b.grad.item()])
+        with tape.no_grad():
+            a -= 0.01 * a.grad
+        x.grad = a.grad = b.grad = None
+        rows.append(tp.n)
+    return rows, seen
+
+
+def test_a_loop_that_updates_a_leaf_in_place_between_calls_reuses_its_rows():
+    # a's row is left at each update and a new one adopted at the next call,
+    # with the replay's rows, where the dead segment below the live one was
+    rows, compiled = _in_fresh_thread(lambda: _train(tape.compile(_sin_chain_of(40)), 12))
+    _, eager = _in_fresh_thread(lambda: _train(_sin_chain_of(40), 12))
+    assert len(set(rows[4:])) <= 2
+    np.testing.assert_allclose(compiled, eager, rtol=1e-13)
+
+
+def test_a_replay_over_the_segment_below_leaves_the_live_result_above_it_whole():
+    def run():
+        chain = tape.compile(_sin_chain_of(30))
+        x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
+        tp = tape._tape.state.tape
+        chain(x, a, b).backward()
+        first = chain(x, a, b)
+        first.backward()
+        second = chain(x, a, b)  # first is alive: appended above it
+        rows = tp.n
+        del first
+        third = chain(x, a, b)  # where first's rows were, below second's
+        grown = tp.n - rows
+        results = []
+        for y in (second, third):
+            x.grad = a.grad = b.grad = None
+            y.backward()
+            results.append([y.item(), x.grad.item(), a.grad.item(), b.grad.item()])
+        return grown, results
+
+    grown, results = _in_fresh_thread(run)
+    eager = _sin_chain_of(30)
+    x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
+    y = eager(x, a, b)
+    y.backward()
+    assert grown == 0
+    np.testing.assert_allclose(results, [[y.item(), x.grad.item(), a.grad.item(), b.grad.item()]] * 2, rtol=1e-13)
+
+
 @pytest.mark.parametrize("hold", ["grad_fn", "retain_grad", "hook"])
 def test_a_node_a_retained_gradient_or_a_hook_on_a_dead_result_keeps_its_rows(hold):
     def run():
-        chain = tape.compile(_chain_of(10))
+        chain = tape.compile(_sin_chain_of(10))
         x, a, b = leaf(0.5), leaf(0.9), leaf(0.1)
         chain(x, a, b).backward()
         y = chain(x, a, b)
@@ -1993,7 +2070,7 @@ def test_a_detached_result_changed_in_place_leaves_later_replays_alone():
 
 
 def test_dropped_replays_in_threads_at_once():
-    chain = tape.compile(_chain_of(30))
+    chain = tape.compile(_sin_chain_of(30))
     expected = {}
     for k in range(3):
         expected[k] = [g.item() for g in _grads_of_at(0.2 * k + 0.1)]
@@ -2014,7 +2091,7 @@ def test_dropped_replays_in_threads_at_once():
 
 def _grads_of_at(x0):
     x, a, b = leaf(x0), leaf(0.9), leaf(0.1)
-    _chain_of(30)(x, a, b).backward()
+    _sin_chain_of(30)(x, a, b).backward()
     return x.grad, a.grad, b.grad
 
 
