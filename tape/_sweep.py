@@ -19,7 +19,7 @@ from tape import _blas  # noqa: F401  (registers tape_dgemm before any sweep lin
 from tape._native import jit
 from tape._vecmath import cos as vcos, exp as vexp, in_trig_range, sin as vsin, tanh as vtanh
 
-REGISTRY_DIGEST = "2dd6e1d770cfd9b0"
+REGISTRY_DIGEST = "75bd8e1bd236b3af"
 LEAF, CONST = 0, 1
 SAVES_A = np.array([0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 0, 4, 3, 0, 7, 7, 0, 0, 0, 4, 1, 1, 1, 4, 4, 4, 4, 1, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 1, 1, 1, 1, 3, 4, 1, 1, 1, 1, 1, 1, 1, 1, 4, 4, 1, 1, 1, 4, 1, 0, 0, 3, 3, 3, 5, 3, 0, 3, 3, 3, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 2, 2, 2, 2, 2, 2, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 16, 16, 16, 16, 16, 0, 4], np.int64)
 SAVES_B = np.array([0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 0, 0, 0, 0, 0, 7, 0, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 6, 3, 0, 0, 0, 0, 3, 3, 3, 3, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 5, 5, 5, 5, 16, 16, 5, 4, 4, 1, 5, 5, 5, 5, 0, 5, 16, 16, 16, 17, 0, 0, 0, 0, 16, 17, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 4, 5, 1, 0, 5, 4, 16, 16, 0, 0, 0, 0, 0, 0, 16, 5, 5, 1, 1, 1, 1, 1, 3, 8, 0, 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, 16, 16, 16, 16, 16, 0, 4], np.int64)
@@ -1787,6 +1787,30 @@ def inverse(M, n):
 
 
 @_jit
+def _block_sum(X, lo, n):
+    if n < 8:
+        total = 0.0
+        for i in range(lo, lo + n):
+            total += X[i]
+        return total
+    r0, r1, r2, r3, r4, r5, r6, r7 = X[lo], X[lo + 1], X[lo + 2], X[lo + 3], X[lo + 4], X[lo + 5], X[lo + 6], X[lo + 7]
+    whole = lo + n - n % 8
+    for i in range(lo + 8, whole, 8):
+        r0 += X[i]
+        r1 += X[i + 1]
+        r2 += X[i + 2]
+        r3 += X[i + 3]
+        r4 += X[i + 4]
+        r5 += X[i + 5]
+        r6 += X[i + 6]
+        r7 += X[i + 7]
+    total = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    for i in range(whole, lo + n):
+        total += X[i]
+    return total
+
+
+@_jit
 def group_means(X, xsh, kept):
     """The mean of X over each group of elements that broadcast from one
     element of shape `kept`."""
@@ -1815,6 +1839,36 @@ def lines_along(shape, d):
     for k in range(d + 1, shape.size):
         inner *= shape[k]
     return outer, shape[d], inner
+
+
+@_jit
+def pairwise_sum(X):
+    """The sum of X's elements in NumPy's order: its recursion over halves,
+    walked with a stack of (start, count) to split, or -1 to add the two
+    sums on top of the sums' stack."""
+    starts = np.empty(192, np.int64)
+    counts = np.empty(192, np.int64)
+    sums = np.empty(64)
+    top = 0
+    starts[0], counts[0] = 0, X.size
+    done = 0
+    while top >= 0:
+        lo, n = starts[top], counts[top]
+        top -= 1
+        if n < 0:
+            done -= 1
+            sums[done - 1] += sums[done]
+        elif n <= 128:
+            sums[done] = _block_sum(X, lo, n)
+            done += 1
+        else:
+            half = n // 2
+            half -= half % 8
+            starts[top + 1], counts[top + 1] = 0, -1
+            starts[top + 2], counts[top + 2] = lo + half, n - half
+            starts[top + 3], counts[top + 3] = lo, half
+            top += 3
+    return 0.0 + sums[0]
 
 
 @_jit
@@ -5650,20 +5704,19 @@ def _k_sum(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, G
 
 @_jit
 def _fwd_sum(X, Y, O, osh, xsh, ysh, ints, pp):
-    # the sum, scaled by p (1/n for mean), of X's elements over the dims ints keeps as 1
+    # the sum of X's elements over the dims ints keeps as 1, over their count
+    # for a mean (pp is 1/count then): divided, as eager mode's value is
+    count = X.size // O.size if O.size else 0
+    if O.size == 1:
+        O[0] = pairwise_sum(X) if pp == 1.0 else pairwise_sum(X) / count
+        return
     for j in range(O.size):
         O[j] = 0.0
-    if O.size == 1:
-        total = 0.0
-        for i in range(X.size):
-            total += X[i]
-        O[0] = total * pp
-        return
     for i in range(X.size):
         O[bcast_index(i, xsh, ints)] += X[i]
     if pp != 1.0:
         for j in range(O.size):
-            O[j] *= pp
+            O[j] /= count
 
 
 def _Fs_sum(G_p, G_n, X_p, X_n, Y_p, Y_n, Z_p, Z_n, O_p, O_n, GA_p, GA_n, GB_p, GB_n, GC_p, GC_n, osh_p, osh_n, xsh_p, xsh_n, ysh_p, ysh_n, zsh_p, zsh_n, ints_p, ints_n, pp, cc):

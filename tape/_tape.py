@@ -861,7 +861,6 @@ class Tape:
             for r in range(lo, hi):
                 self.owners[r] = None
                 self.dirtied.pop(r, None)
-                self.keep.pop(r, None)
             self._forget_rows(lo, hi)
 
     def _named_elsewhere(self, lo, hi, tables):
@@ -891,7 +890,7 @@ class Tape:
             if owners[r] is not None and op[r] != CONST and sys.getrefcount(owners[r]) > _DEAD_REFS_AT:
                 return False
         if self._named_elsewhere(lo, hi, (self.retained, self.hooks, self.hook_groups, self.traces, self.python_rows,
-                                          self.packed, self.node_hooks, self.post_accumulate_hooks, self.keep,
+                                          self.packed, self.node_hooks, self.post_accumulate_hooks,
                                           self.graph_inputs)):
             return False
         uncleared = replayed_over and segment.scalar
@@ -911,7 +910,12 @@ class Tape:
         return True
 
     def _forget_rows(self, lo, hi):
-        """Take the dropped rows lo..hi-1 out of the tables that list rows."""
+        """Take the dropped rows lo..hi-1 out of the tables that list rows.
+        `keep` holds values only rows of the segment read (a view's
+        contiguous copy, the value before an in-place op): they go too."""
+        if self.keep and max(self.keep) >= lo:
+            for r in [r for r in self.keep if lo <= r < hi]:
+                del self.keep[r]
         if self.held_rows:
             self.held_rows = [r for r in self.held_rows if not lo <= r < hi]
         if self.dead_saved:
