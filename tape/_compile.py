@@ -1376,7 +1376,8 @@ def _replay(program, tp, args):
     leaves = all(inputs[j]._ep is None and inputs[j]._rg for j in fresh)
     at = -1
     if not dropped and leaves and not program.first_replay and tp.recorder is None:
-        reads_below = max((r for j, r in enumerate(rows) if epochs[j] is ep), default=-1) + 1
+        reads_below = (max(rows, default=-1) if not fresh
+                       else max((r for j, r in enumerate(rows) if epochs[j] is ep), default=-1)) + 1
         at = tp.reuse_segment_below(program.m, len(fresh), reads_below, scalar)
     if at >= 0:
         inputs_lo = at
@@ -1395,7 +1396,7 @@ def _replay(program, tp, args):
         scanned = tp.kernels_scanned == tp.n
         rows = list(map(_ROW, inputs))
         epochs = list(map(_EPOCH, inputs))
-        fresh = [j for j, e in enumerate(epochs) if e is not ep]
+        fresh = [] if epochs.count(ep) == len(epochs) else [j for j, e in enumerate(epochs) if e is not ep]
         leaves = all(inputs[j]._ep is None and inputs[j]._rg for j in fresh)
         inputs_lo = tp.n
         for j in fresh:
@@ -1403,7 +1404,7 @@ def _replay(program, tp, args):
         if not leaves:  # other rows adopt adds are not the segment's to drop
             inputs_lo = tp.n
     erows = np.array(rows, np.int64)
-    reads_below = max((r for r in rows if r < inputs_lo), default=-1) + 1
+    reads_below = int(erows.max(where=erows < inputs_lo, initial=-1)) + 1
     seg = tp.segment_epoch()  # Note [Dropping a dead tail] in tape/_tape.py
     base = _run(program, tp, erows, seg, at + len(fresh) if at >= 0 else -1)
     if base < 0:
