@@ -47,7 +47,9 @@ def _reduce_native(G, X, Y, O, GA, GB, osh, xsh, ysh, ints, pp):
 # NumPy's pairwise summation (pairwise_sum in its umath loops: blocks of 128
 # summed with 8 accumulators, halves split at multiples of 8): a replay's
 # full sum is then eager mode's to the bit, and 4x faster than one running
-# total, whose every add waits for the one before it
+# total, whose every add waits for the one before it. NumPy before 2.3 sums
+# past 8192 elements in chunks of its buffer size (np.setbufsize), added one
+# after another; there the two agree to rounding
 @native_helper
 def _block_sum(X, lo, n):
     if n < 8:
