@@ -1441,6 +1441,8 @@ def _run(program, tp, erows, ep, at=-1):
     a dropped segment (Tape.reuse_segment_below) when `at` >= 0: the row of
     its first, or -1 when a guard does not hold (nothing appended then)."""
     m = program.m
+    if tp.strided:  # its inputs' values are read natively (Note [Strided values] in tape/_tape.py)
+        tp.copy_strided()
     # the shapes' offsets hold while the tape's table of pooled tuples is the
     # one that gave them (compaction starts a new one)
     pooled = tp.tuple_offsets

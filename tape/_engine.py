@@ -495,6 +495,8 @@ def _sweep_loading_kernels(tp, sweep, roots, seed_off, seeds, retain, targeted, 
     """Call `sweep`; first load the kernels it reports missing, if any
     (Note [Kernels by opcode]): it stops before it begins, so it is called
     again, with the same marks."""
+    if tp.strided:  # Note [Strided values] in tape/_tape.py
+        tp.copy_strided()
     flags, nuse = tp.flags, tp.nuse
     if not retain and tp.swept_across:
         # another thread's tape, whose own thread writes these columns

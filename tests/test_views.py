@@ -480,3 +480,59 @@ def test_grad_with_respect_to_a_view_runs_no_kernel_of_the_view_itself(view):
         (g,) = tape.autograd.grad((x * x).sum(), [x])
         assert np.array_equal(g.numpy(), 2 * x.detach().numpy())
     assert base.grad is None
+
+
+# Strided values are copied for native code only when a sweep or a replay
+# reads them (Note [Strided values] in tape/_tape.py): these known values,
+# from torch 2.13, cover a write into the base before and after a consumer
+# saved the view, a strided result that saves itself, float32, a view that
+# outlives the backward, and a compiled replay reading a slice.
+def _strided_base():
+    x = tape.tensor(np.arange(1.0, 7.0), requires_grad=True)
+    return x, x * 1
+
+
+def test_a_write_into_the_base_before_the_consumer_is_what_the_consumer_reads():
+    x, b = _strided_base()
+    a = b[::2]
+    b.mul_(2)
+    (a ** 2).sum().backward()
+    assert x.grad.tolist() == [8.0, 0.0, 24.0, 0.0, 40.0, 0.0]
+
+
+def test_a_write_into_the_base_after_a_consumer_saved_the_view_raises():
+    x, b = _strided_base()
+    y = (b[::2] ** 2).sum()
+    b.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.backward()
+
+
+def test_strided_values_reach_the_sweep_as_their_own_elements():
+    m = tape.tensor(np.arange(6.0).reshape(2, 3), requires_grad=True)
+    (m.t().exp() * tape.tensor(np.arange(6.0).reshape(3, 2))).sum().backward()
+    np.testing.assert_allclose(m.grad.numpy(), [[0.0, 5.43656366, 29.5562244], [20.08553692, 163.79445, 742.0657955]])
+    x32 = tape.tensor(np.arange(1.0, 7.0, dtype=np.float32), requires_grad=True)
+    v = x32[1::2]
+    (v * v).sum().backward()
+    assert x32.grad.dtype == tape.float32 and x32.grad.tolist() == [0.0, 4.0, 0.0, 8.0, 0.0, 12.0]
+    x = tape.tensor(np.arange(1.0, 9.0), requires_grad=True)
+    kept = x[1::3]
+    (kept.sin() * kept).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), [0.0, 0.07700375, 0.0, 0.0, 0.45938665, 0.0, 0.0, -0.17464202],
+                               atol=1e-8)
+    (kept * kept).sum().backward()  # the view, copied by the first sweep, again
+    np.testing.assert_allclose(x.grad.numpy()[[1, 4, 7]], [0.07700375 + 4, 0.45938665 + 10, -0.17464202 + 16],
+                               atol=1e-8)
+
+
+def test_a_compiled_replay_reads_a_fresh_slice_of_new_values():
+    f = tape.compile(lambda x: (x[1::2] - x[::2] ** 2).sum())
+    for start in (1.0, 2.0, 3.0):
+        x = tape.tensor(np.arange(start, start + 6), requires_grad=True)
+        f(x).backward()
+        evens = np.arange(start, start + 6)[::2]
+        expected = np.zeros(6)
+        expected[::2] = -2 * evens
+        expected[1::2] = 1
+        np.testing.assert_array_equal(x.grad.numpy(), expected)
