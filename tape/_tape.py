@@ -543,12 +543,12 @@ class Tape:
     def copy_strided(self):
         """Give each row whose value is still strided the C-contiguous copy
         that the sweeps and replays read (Note [Strided values])."""
-        keep, ptr = self.keep, self.m_ptr
-        for r, value in self.strided.items():
+        keep, ptr, strided = self.keep, self.m_ptr, self.strided
+        while strided:  # popped one by one: the tape's own thread may add rows meanwhile (a sweep across threads)
+            r, value = strided.popitem()
             if keep.get(r) is value:  # else released, dropped or read anew since
                 copy = keep[r] = np.ascontiguousarray(value)
                 ptr[r] = id(copy) + DATA_FIELD
-        self.strided = {}
 
     def adopt(self, t):
         """The row of tensor `t` on this tape, registering a leaf or constant row."""
