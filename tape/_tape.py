@@ -57,7 +57,9 @@ __all__ = ["Tape", "Epoch", "RowName", "StaleView", "state", "anomaly", "keep_tr
 #                   which Python computes in nanoseconds where the data
 #                   address itself costs a microsecond; 0 once released.
 #                   The array is kept alive by `owners[r]` (its `_value`)
-#                   or by `keep[r]` (a contiguous copy).
+#                   or by `keep[r]` (a contiguous copy). A strided value
+#                   waits in `keep` for its copy until a sweep or a replay
+#                   (Note [Strided values]); ptr names its own data till then
 #   numel, ndim     of the output; its shape is pool[shp:shp+ndim]
 #   ia, ian  int64  static int attributes (axes, permutation, index map) at
 #                   pool[ia:ia+ian]
